@@ -1,0 +1,19 @@
+import { drizzle, type PostgresJsDatabase } from "drizzle-orm/postgres-js";
+import postgres from "postgres";
+
+export type Sql = postgres.Sql;
+export type Database = PostgresJsDatabase<Record<string, never>>;
+
+/**
+ * Opens a connection pool. `numeric` columns come back as strings (postgres.js default)
+ * and are only ever read into Decimal, never into a JS number.
+ */
+export function connect(url: string, options: { max?: number; application?: string } = {}) {
+  const sql = postgres(url, {
+    max: options.max ?? 10,
+    onnotice: () => {},
+    connection: { application_name: options.application ?? "gateway" },
+  });
+  const db: Database = drizzle(sql);
+  return { sql, db };
+}

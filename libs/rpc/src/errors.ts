@@ -1,0 +1,39 @@
+import { Code, ConnectError } from "@connectrpc/connect";
+import { type ErrorInfo, ErrorInfoSchema } from "@gw/proto/gateway/common/v1/common_pb";
+
+/**
+ * The public error codes a merchant can see, one per failure kind. Services raise them
+ * with `failure()`; the edge maps the Connect code to the HTTP status of the spec's
+ * Errors table and puts this code in the JSON body.
+ */
+export type PublicErrorCode =
+  | "validation_failed"
+  | "idempotency_conflict"
+  | "operation_not_found"
+  | "not_cancellable"
+  | "route_not_configured"
+  | "pricing_not_configured"
+  | "fx_rate_missing"
+  | "no_provider_accepted"
+  | "provider_not_found"
+  | "bad_signature"
+  | "ledger_inconsistent"
+  | "receipt_evidence_unavailable"
+  | "dependency_unavailable"
+  | "not_found"
+  | "internal";
+
+/** A domain failure: a Connect error carrying the public code (and field) as a detail. */
+export function failure(code: Code, publicCode: PublicErrorCode, message: string, field?: string): ConnectError {
+  return new ConnectError(message, code, undefined, [
+    { desc: ErrorInfoSchema, value: { code: publicCode, field: field ?? "" } },
+  ]);
+}
+
+/** Reads the ErrorInfo detail back from an error a client received. */
+export function errorInfo(err: unknown): ErrorInfo | undefined {
+  if (!(err instanceof ConnectError)) return undefined;
+  return err.findDetails(ErrorInfoSchema)[0];
+}
+
+export { Code, ConnectError };

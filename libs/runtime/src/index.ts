@@ -1,0 +1,113 @@
+import type { ConnectRouter } from "@connectrpc/connect";
+import { commonConfig, port } from "@gw/config";
+import { connect, type Database, migrateSchema, type Sql } from "@gw/db";
+import { connectNats, ensureStream, type Nats } from "@gw/events";
+import { createLogger, type Logger } from "@gw/log";
+import { startGrpcServer, startMetricsServer } from "@gw/rpc";
+import { z } from "zod";
+
+/** Settings of every gRPC service: the common ones plus its two ports. */
+export const grpcServiceConfig = (grpcPort: number, metricsPort: number) =>
+  z.object({
+    ...commonConfig,
+    GRPC_PORT: port(grpcPort),
+    METRICS_PORT: port(metricsPort),
+    DB_POOL_MAX: z.coerce.number().int().min(1).max(200).default(10),
+  });
+export type GrpcServiceConfig = z.infer<ReturnType<typeof grpcServiceConfig>>;
+
+/** What a service's setup gets: its connections, already open and migrated. */
+export interface Runtime<C extends GrpcServiceConfig = GrpcServiceConfig> {
+  config: C;
+  logger: Logger;
+  sql: Sql;
+  db: Database;
+  nats: Nats;
+}
+
+export interface ServiceParts {
+  routes: (router: ConnectRouter) => void;
+  /** Background work started after the server listens (relays, consumers, timers). */
+  start?: () => Promise<void>;
+  /** Stops background work; called after the server stopped taking calls. */
+  stop?: () => Promise<void>;
+}
+
+export interface GrpcServiceSpec<C extends GrpcServiceConfig> {
+  name: string;
+  /** The Postgres schema this service owns. */
+  schema: string;
+  migrationsFolder: string;
+  serviceNames: string[];
+  config: C;
+  setup: (rt: Runtime<C>) => Promise<ServiceParts> | ServiceParts;
+}
+
+export interface RunningService {
+  port: number;
+  metricsPort: number;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts one gRPC service: connects Postgres and NATS, applies its migrations under the
+ * advisory lock, makes sure the events stream exists, serves gRPC with health and
+ * metrics, and starts its background work. `stop()` is the graceful shutdown: stop
+ * taking calls, finish those in flight, stop background work, drain NATS, close the pool.
+ */
+export async function startGrpcService<C extends GrpcServiceConfig>(spec: GrpcServiceSpec<C>): Promise<RunningService> {
+  const { config } = spec;
+  const logger = createLogger(spec.name, config.LOG_LEVEL);
+  const { sql, db } = connect(config.DATABASE_URL, { max: config.DB_POOL_MAX, application: spec.name });
+  await migrateSchema(sql, db, spec.schema, spec.migrationsFolder);
+  const nats = await connectNats(config.NATS_URL, spec.name);
+  await ensureStream(nats.jsm, config.EVENTS_PREFIX);
+  const parts = await spec.setup({ config, logger, sql, db, nats });
+
+  const check = async () => {
+    if (nats.nc.isClosed()) return false;
+    await sql`select 1`;
+    return true;
+  };
+  const server = await startGrpcServer({
+    routes: parts.routes,
+    serviceNames: spec.serviceNames,
+    port: config.GRPC_PORT,
+    host: config.HOST,
+    check,
+  });
+  const metrics = await startMetricsServer(config.METRICS_PORT, config.HOST);
+  await parts.start?.();
+  const metricsPort = (metrics.address() as { port: number }).port;
+  logger.info({ port: server.port, metricsPort }, `${spec.name} listening`);
+
+  let stopping: Promise<void> | undefined;
+  return {
+    port: server.port,
+    metricsPort,
+    stop() {
+      stopping ??= (async () => {
+        await server.close();
+        await parts.stop?.();
+        await nats.nc.drain().catch(() => {});
+        await sql.end({ timeout: 5 });
+        await new Promise((r) => metrics.close(r));
+        logger.info(`${spec.name} stopped`);
+      })();
+      return stopping;
+    },
+  };
+}
+
+/** Wires SIGTERM and SIGINT to a graceful stop, with a hard deadline. */
+export function stopOnSignals(service: { stop(): Promise<void> }, graceMs = 25_000): void {
+  const onSignal = () => {
+    setTimeout(() => process.exit(1), graceMs).unref();
+    service.stop().then(
+      () => process.exit(0),
+      () => process.exit(1),
+    );
+  };
+  process.once("SIGTERM", onSignal);
+  process.once("SIGINT", onSignal);
+}

@@ -1,0 +1,23 @@
+import { defineConfig } from "vitest/config";
+
+// One run for the whole tree: unit and integration tests beside the code (they talk to
+// the real Postgres and NATS, each run in its own database and subject prefix), and the
+// black-box suites in tests/ that boot the whole stack as separate processes.
+export default defineConfig({
+  test: {
+    // Two cores: files run two at a time so integration tests do not starve each other.
+    maxWorkers: 2,
+    testTimeout: 30_000,
+    hookTimeout: 120_000,
+    projects: [
+      {
+        extends: true,
+        test: { name: "libs+services", include: ["libs/*/src/**/*.test.ts", "services/*/src/**/*.test.ts", "tooling/*/src/**/*.test.ts"] },
+      },
+      {
+        extends: true,
+        test: { name: "e2e", include: ["tests/e2e/**/*.test.ts"], fileParallelism: false, testTimeout: 60_000 },
+      },
+    ],
+  },
+});
