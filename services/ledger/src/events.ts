@@ -1,0 +1,258 @@
+import type { Logger } from "@gw/log";
+import { type Currency, Decimal, isCurrency } from "@gw/money";
+import type { Operation, OperationEvent } from "@gw/proto/gateway/operations/v1/operations_pb";
+import type postgres from "postgres";
+import { type AccountKind, type AccountRef, credit, debit, type Posting, postTransfer } from "./transfers.ts";
+
+/**
+ * An event the ledger cannot post: a missing or malformed figure. The consumer logs it
+ * and retries later with backoff instead of acking, so the event is never lost and the
+ * stuck delivery is visible in the logs.
+ */
+export class InvalidEventError extends Error {
+  readonly code = "invalid_event";
+  constructor(message: string) {
+    super(message);
+    this.name = "InvalidEventError";
+  }
+}
+
+/** The figures of an operation the ledger posts from, read and checked once. */
+interface Figures {
+  operationId: string;
+  shopId: string;
+  /** The method's currency: what moves at the provider. */
+  currency: Currency;
+  settlementCurrency: Currency;
+  /** Payment: credited to the shop; payout: the total charged (amount + commission). */
+  settlement: Decimal;
+  commission: Decimal;
+  /** Payment: actual amount received; payout: the amount paid out (actual, else expected). */
+  providerAmount: Decimal;
+}
+
+const amountField = (op: Operation, name: string, text: string | undefined): Decimal => {
+  if (text === undefined || !/^-?\d+(\.\d+)?$/.test(text)) {
+    throw new InvalidEventError(`operation ${op.operationId}: ${name} is missing or not a decimal`);
+  }
+  return new Decimal(text);
+};
+
+function figures(event: OperationEvent): Figures {
+  const op = event.operation;
+  if (!op) throw new InvalidEventError(`event ${event.eventId} carries no operation`);
+  const shopId = event.scope?.shopId;
+  if (!shopId) throw new InvalidEventError(`event ${event.eventId} carries no shop`);
+  if (!isCurrency(op.currency)) throw new InvalidEventError(`operation ${op.operationId}: unknown currency`);
+  const settlementCurrency = op.settlementCurrency || op.currency;
+  if (!isCurrency(settlementCurrency)) {
+    throw new InvalidEventError(`operation ${op.operationId}: unknown settlement currency`);
+  }
+  const actual = op.actualAmount ? amountField(op, "actual_amount", op.actualAmount) : new Decimal(0);
+  const providerAmount =
+    op.type === "payout" && actual.isZero() ? amountField(op, "expected_amount", op.expectedAmount) : actual;
+  return {
+    operationId: op.operationId,
+    shopId,
+    currency: op.currency,
+    settlementCurrency,
+    settlement: amountField(op, "settlement_amount", op.settlementAmount),
+    commission: amountField(op, "commission_amount", op.commissionAmount ?? "0"),
+    providerAmount,
+  };
+}
+
+const account = (shopId: string, currency: Currency, kind: AccountKind): AccountRef => ({
+  owner: shopId,
+  currency,
+  kind,
+});
+
+/**
+ * The legs that move `sourceAmount` of the method currency to `targetAmount` of the
+ * settlement currency (inflow) or back (outflow). With no conversion the two amounts
+ * must be the same and no leg is needed; with one, the fx_conversion account of each
+ * currency takes its side, so every currency balances on its own.
+ */
+function conversion(
+  f: Figures,
+  direction: "in" | "out",
+  sourceAmount: Decimal,
+  targetAmount: Decimal,
+): Posting[] {
+  if (f.currency === f.settlementCurrency) return [];
+  const source = account(f.shopId, f.currency, "fx_conversion");
+  const target = account(f.shopId, f.settlementCurrency, "fx_conversion");
+  return direction === "in"
+    ? [credit(source, sourceAmount), debit(target, targetAmount)]
+    : [debit(source, sourceAmount), credit(target, targetAmount)];
+}
+
+/** Applies one operation event inside the consumer's transaction (which also records it in the inbox). */
+export async function applyOperationEvent(
+  tx: postgres.TransactionSql,
+  event: OperationEvent,
+  logger: Logger,
+): Promise<void> {
+  switch (event.type) {
+    case "payment.completed":
+      return settlePayment(tx, figures(event));
+    case "payout.pending":
+      return payoutPending(tx, figures(event));
+    case "payout.completed":
+      return payoutCompleted(tx, figures(event), logger);
+    case "payout.rejected":
+    case "payout.cancelled":
+      return payoutReleased(tx, payoutRef(event));
+    default:
+      // Other events (pending payments, manual checks, ...) move no money.
+      return;
+  }
+}
+
+/**
+ * A completed payment: the provider holds the actual amount for us (provider_clearing
+ * debited), converted when the shop settles in another currency, and the shop and the
+ * commission are credited with the figures the operation carries. Without conversion
+ * actual = settlement + commission must hold, or the transfer refuses to post.
+ */
+async function settlePayment(tx: postgres.TransactionSql, f: Figures): Promise<void> {
+  const gross = f.settlement.plus(f.commission);
+  await postTransfer(tx, {
+    key: `op:${f.operationId}:settle`,
+    kind: "payment_settle",
+    shopId: f.shopId,
+    operationId: f.operationId,
+    postings: [
+      debit(account(f.shopId, f.currency, "provider_clearing"), f.providerAmount),
+      ...conversion(f, "in", f.providerAmount, gross),
+      credit(account(f.shopId, f.settlementCurrency, "available"), f.settlement),
+      credit(account(f.shopId, f.settlementCurrency, "commission_revenue"), f.commission),
+    ],
+  });
+}
+
+interface ReserveRow {
+  state: "none" | "reserved" | "consumed" | "released";
+  currency: Currency | null;
+  amount: string | null;
+}
+
+/** The operation and shop of an event, all a release needs. */
+interface PayoutRef {
+  operationId: string;
+  shopId: string;
+}
+
+function payoutRef(event: OperationEvent): PayoutRef {
+  const operationId = event.operation?.operationId;
+  const shopId = event.scope?.shopId;
+  if (!operationId || !shopId)
+    throw new InvalidEventError(`event ${event.eventId} names no operation or shop`);
+  return { operationId, shopId };
+}
+
+/**
+ * Takes the row lock of a payout's reserve, creating the row on first sight, so that
+ * the events of one payout apply one at a time even across consumer replicas.
+ */
+async function lockReserve(tx: postgres.TransactionSql, f: PayoutRef): Promise<ReserveRow> {
+  await tx`
+    insert into ledger.payout_reserves (operation_id, shop_id) values (${f.operationId}, ${f.shopId})
+    on conflict do nothing`;
+  const [row] = await tx<ReserveRow[]>`
+    select state, currency, amount from ledger.payout_reserves where operation_id = ${f.operationId} for update`;
+  if (!row) throw new Error(`payout reserve ${f.operationId} vanished`);
+  return row;
+}
+
+async function postReserve(tx: postgres.TransactionSql, f: Figures): Promise<void> {
+  await postTransfer(tx, {
+    key: `op:${f.operationId}:reserve`,
+    kind: "payout_reserve",
+    shopId: f.shopId,
+    operationId: f.operationId,
+    postings: [
+      debit(account(f.shopId, f.settlementCurrency, "available"), f.settlement),
+      credit(account(f.shopId, f.settlementCurrency, "reserved"), f.settlement),
+    ],
+  });
+  await tx`
+    update ledger.payout_reserves
+    set state = 'reserved', currency = ${f.settlementCurrency}, amount = ${f.settlement.toFixed()}::numeric, updated_at = now()
+    where operation_id = ${f.operationId}`;
+}
+
+/** A new payout reserves its total: available → reserved. Never after a release or completion. */
+async function payoutPending(tx: postgres.TransactionSql, f: Figures): Promise<void> {
+  const row = await lockReserve(tx, f);
+  if (row.state === "none") await postReserve(tx, f);
+}
+
+/**
+ * A completed payout consumes its reserve: the reserved total leaves the shop, the
+ * commission goes to revenue and the rest out through the provider (converted back to
+ * the method currency when needed). If the completion arrives before the pending event
+ * the reserve is posted first, in the same transaction. If the settled total differs
+ * from what was reserved, the difference is taken from (or returned to) available.
+ */
+async function payoutCompleted(tx: postgres.TransactionSql, f: Figures, logger: Logger): Promise<void> {
+  let row = await lockReserve(tx, f);
+  if (row.state === "none") {
+    await postReserve(tx, f);
+    row = { state: "reserved", currency: f.settlementCurrency, amount: f.settlement.toFixed() };
+  }
+  if (row.state === "released") {
+    logger.error(
+      { operationId: f.operationId },
+      "payout completed after its reserve was released; not posted",
+    );
+    return;
+  }
+  if (row.state !== "reserved") return;
+  const reserved = new Decimal(row.amount ?? "0");
+  const difference = f.settlement.minus(reserved);
+  const outflow = f.settlement.minus(f.commission);
+  const available = account(f.shopId, f.settlementCurrency, "available");
+  const sameCurrency = f.currency === f.settlementCurrency;
+  await postTransfer(tx, {
+    key: `op:${f.operationId}:complete`,
+    kind: "payout_complete",
+    shopId: f.shopId,
+    operationId: f.operationId,
+    postings: [
+      debit(account(f.shopId, f.settlementCurrency, "reserved"), reserved),
+      difference.isNeg() ? credit(available, difference.neg()) : debit(available, difference),
+      credit(account(f.shopId, f.settlementCurrency, "commission_revenue"), f.commission),
+      ...conversion(f, "out", f.providerAmount, outflow),
+      credit(account(f.shopId, f.currency, "provider_clearing"), sameCurrency ? outflow : f.providerAmount),
+    ],
+  });
+  await tx`update ledger.payout_reserves set state = 'consumed', updated_at = now() where operation_id = ${f.operationId}`;
+}
+
+/**
+ * A rejected or cancelled payout returns its reserve (reserved → available). With no
+ * reserve yet the row is marked released all the same, so a late pending event posts
+ * nothing.
+ */
+async function payoutReleased(tx: postgres.TransactionSql, f: PayoutRef): Promise<void> {
+  const row = await lockReserve(tx, f);
+  if (row.state === "reserved" && row.currency && row.amount) {
+    const amount = new Decimal(row.amount);
+    const currency = row.currency;
+    await postTransfer(tx, {
+      key: `op:${f.operationId}:release`,
+      kind: "payout_release",
+      shopId: f.shopId,
+      operationId: f.operationId,
+      postings: [
+        debit(account(f.shopId, currency, "reserved"), amount),
+        credit(account(f.shopId, currency, "available"), amount),
+      ],
+    });
+  }
+  if (row.state === "reserved" || row.state === "none") {
+    await tx`update ledger.payout_reserves set state = 'released', updated_at = now() where operation_id = ${f.operationId}`;
+  }
+}
