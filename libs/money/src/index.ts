@@ -42,3 +42,41 @@ export function formatAmount(value: Decimal, currency: Currency): string {
 export function roundAmount(value: Decimal, currency: Currency): Decimal {
   return value.toDecimalPlaces(CURRENCIES[currency].scale);
 }
+
+/** A pricing tier's terms: percent of the converted amount plus a fixed fee, both in settlement currency. */
+export interface CommissionTerms {
+  percent: string;
+  fixed: string;
+}
+
+export interface SettlementFigures {
+  /** The amount in settlement currency (`amount × rate`), at the settlement scale. */
+  converted: Decimal;
+  commission: Decimal;
+  /** What moves on the shop balance: a payin credits `converted − commission`, a payout charges `converted + commission`. */
+  settlement: Decimal;
+}
+
+/**
+ * The one commission and settlement rule, used for the quote at create and again on the
+ * captured amount at terminal. Each figure is rounded half-up to the settlement
+ * currency's scale once, and `settlement` is derived from the rounded parts, so the
+ * three always add up exactly. Nothing captured means no commission.
+ */
+export function settlementFigures(input: {
+  amount: Decimal;
+  settlementCurrency: Currency;
+  fxRate?: Decimal | undefined;
+  terms: CommissionTerms;
+  direction: "payin" | "payout";
+}): SettlementFigures {
+  const converted = roundAmount(input.amount.times(input.fxRate ?? 1), input.settlementCurrency);
+  const commission = input.amount.isZero()
+    ? new Decimal(0)
+    : roundAmount(
+        converted.times(input.terms.percent).dividedBy(100).plus(input.terms.fixed),
+        input.settlementCurrency,
+      );
+  const settlement = input.direction === "payin" ? converted.minus(commission) : converted.plus(commission);
+  return { converted, commission, settlement };
+}

@@ -1,0 +1,42 @@
+import { fileURLToPath } from "node:url";
+import { OutboxRelay } from "@gw/events";
+import { LedgerService } from "@gw/proto/gateway/ledger/v1/ledger_pb";
+import { OperationsService } from "@gw/proto/gateway/operations/v1/operations_pb";
+import { createServiceClient } from "@gw/rpc";
+import { startGrpcService } from "@gw/runtime";
+import type { OperationsConfig } from "./config.ts";
+import { connectorFor } from "./connectors/index.ts";
+import { OperationsHandlers } from "./handlers.ts";
+import { OperationStore } from "./store.ts";
+
+export const migrationsFolder = fileURLToPath(new URL("../drizzle", import.meta.url));
+
+/** Builds and starts the operations service; `main.ts` and the tests both call this. */
+export function startOperations(config: OperationsConfig) {
+  return startGrpcService({
+    name: "operations",
+    schema: "operations",
+    migrationsFolder,
+    serviceNames: [OperationsService.typeName],
+    config,
+    setup: ({ sql, nats, logger }) => {
+      const store = new OperationStore(sql, config.EVENTS_PREFIX);
+      const ledger = createServiceClient(LedgerService, config.LEDGER_URL);
+      const relay = new OutboxRelay({ sql, schema: "operations", js: nats.js, logger });
+      const handlers = new OperationsHandlers({
+        store,
+        ledger,
+        connectorFor,
+        callbackBaseUrl: config.PROVIDER_CALLBACK_BASE_URL.replace(/\/+$/, ""),
+        budgetMs: config.CREATE_BUDGET_MS,
+        logger,
+        prefix: config.EVENTS_PREFIX,
+      });
+      return {
+        routes: (router) => router.service(OperationsService, handlers),
+        start: () => relay.start(),
+        stop: () => relay.stop(),
+      };
+    },
+  });
+}

@@ -1,0 +1,127 @@
+import { inboxTable, outboxTable } from "@gw/db";
+import { sql } from "drizzle-orm";
+import {
+  bigint,
+  boolean,
+  check,
+  index,
+  numeric,
+  pgSchema,
+  primaryKey,
+  text,
+  timestamp,
+  unique,
+  uuid,
+} from "drizzle-orm/pg-core";
+
+/** The operations service owns this schema; no other service reads or writes it. */
+export const operations = pgSchema("operations");
+
+/** Providers registered through the admin API. `credentials` is a secret: never logged or returned. */
+export const providers = operations.table("providers", {
+  name: text("name").primaryKey(),
+  kind: text("kind").notNull(),
+  baseUrl: text("base_url").notNull(),
+  credentials: text("credentials").notNull(),
+  methods: text("methods").array().notNull(),
+  updatedAt: timestamp("updated_at", { withTimezone: true }).notNull().defaultNow(),
+});
+
+/** A shop's ordered provider lists per method and direction; `self_matching` names the pool. */
+export const routes = operations.table(
+  "routes",
+  {
+    shopId: uuid("shop_id").notNull(),
+    method: text("method").notNull(),
+    payin: text("payin").array().notNull(),
+    payout: text("payout").array().notNull(),
+    settlementCurrency: text("settlement_currency").notNull(),
+    updatedAt: timestamp("updated_at", { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [primaryKey({ columns: [t.shopId, t.method] })],
+);
+
+/**
+ * One row per (shop, merchant_operation_id): the unique constraint settles idempotency
+ * and the create/cancel race. `status` adds two internal values to the public ones:
+ * `routing` (create in flight; reads answer 404) and nothing else. A row with a null
+ * `request_hash` is a cancel that arrived before its create (a placeholder).
+ */
+export const operationsTable = operations.table(
+  "operations",
+  {
+    id: uuid("id").primaryKey(),
+    shopId: uuid("shop_id").notNull(),
+    merchantId: uuid("merchant_id").notNull(),
+    merchantOperationId: text("merchant_operation_id").notNull(),
+    requestHash: text("request_hash"),
+    type: text("type").notNull(),
+    status: text("status").notNull(),
+    method: text("method"),
+    currency: text("currency"),
+    expectedAmount: numeric("expected_amount", { precision: 20, scale: 2 }),
+    actualAmount: numeric("actual_amount", { precision: 20, scale: 2 }).notNull().default("0"),
+    clientId: text("client_id"),
+    clientIp: text("client_ip"),
+    number: text("number"),
+    name: text("name"),
+    bankname: text("bankname"),
+    provider: text("provider"),
+    receiptRequired: boolean("receipt_required").notNull().default(false),
+    expiresAt: timestamp("expires_at", { withTimezone: true }),
+    settlementCurrency: text("settlement_currency"),
+    fxRate: numeric("fx_rate", { precision: 30, scale: 12 }),
+    fxSource: text("fx_source"),
+    commissionPercent: numeric("commission_percent", { precision: 9, scale: 4 }),
+    commissionFixed: numeric("commission_fixed", { precision: 20, scale: 6 }),
+    manualCheckReason: text("manual_check_reason"),
+    cancelRequested: boolean("cancel_requested").notNull().default(false),
+    cancelledByCommand: boolean("cancelled_by_command").notNull().default(false),
+    cancelReason: text("cancel_reason"),
+    routingDeadline: timestamp("routing_deadline", { withTimezone: true }),
+    version: bigint("version", { mode: "number" }).notNull().default(0),
+    createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
+    updatedAt: timestamp("updated_at", { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [
+    unique("operations_shop_mop").on(t.shopId, t.merchantOperationId),
+    index("operations_open")
+      .on(t.status, t.updatedAt)
+      .where(sql`status in ('routing', 'pending', 'awaiting_confirmation')`),
+    check("operations_amounts", sql`actual_amount >= 0 and (expected_amount is null or expected_amount > 0)`),
+  ],
+);
+
+/** Completed physical parts of an operation as reported by its provider. */
+export const legs = operations.table(
+  "legs",
+  {
+    id: uuid("id").primaryKey(),
+    operationId: uuid("operation_id")
+      .notNull()
+      .references(() => operationsTable.id),
+    provider: text("provider").notNull(),
+    providerLegId: text("provider_leg_id").notNull(),
+    amount: numeric("amount", { precision: 20, scale: 2 }).notNull(),
+    completedAt: timestamp("completed_at", { withTimezone: true }).notNull(),
+  },
+  (t) => [
+    unique("legs_provider_leg").on(t.operationId, t.providerLegId),
+    check("legs_positive", sql`amount > 0`),
+  ],
+);
+
+/** Provider callbacks already applied: a replay of the same callback changes nothing. */
+export const callbacks = operations.table(
+  "callbacks",
+  {
+    provider: text("provider").notNull(),
+    callbackId: text("callback_id").notNull(),
+    operationId: uuid("operation_id").notNull(),
+    receivedAt: timestamp("received_at", { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [primaryKey({ columns: [t.provider, t.callbackId] })],
+);
+
+export const outbox = outboxTable(operations);
+export const inbox = inboxTable(operations);

@@ -1,0 +1,23 @@
+import { create, toBinary } from "@bufbuild/protobuf";
+import type { OutboxRow } from "@gw/events";
+import { OperationEventSchema, type ReceiptItem } from "@gw/proto/gateway/operations/v1/operations_pb";
+import { v7 as uuidv7 } from "uuid";
+import { eventType, type OperationRow, toOperation } from "./model.ts";
+
+/**
+ * The outbox row announcing a row's current state, published on
+ * `<prefix>.operations.<type>.<status>`. Terminal events carry the receipts.
+ */
+export function operationEvent(prefix: string, row: OperationRow, receipts: ReceiptItem[] = []): OutboxRow {
+  const id = uuidv7();
+  const type = eventType(row);
+  const event = create(OperationEventSchema, {
+    eventId: id,
+    type,
+    occurredAt: row.updated_at.toISOString(),
+    scope: { merchantId: row.merchant_id, shopId: row.shop_id },
+    operation: toOperation(row),
+    receipts,
+  });
+  return { id, subject: `${prefix}.operations.${type}`, payload: toBinary(OperationEventSchema, event) };
+}

@@ -1,0 +1,288 @@
+import { randomUUID } from "node:crypto";
+import { create } from "@bufbuild/protobuf";
+import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
+import type { Logger } from "@gw/log";
+import { Decimal, isCurrency, isMethod } from "@gw/money";
+import {
+  type CancelOperationRequest,
+  type GetOperationRequest,
+  type HandleProviderCallbackRequest,
+  type OperationsService,
+  type PutProviderRequest,
+  type PutRouteRequest,
+  type ReceiptItem,
+  ReceiptItemSchema,
+} from "@gw/proto/gateway/operations/v1/operations_pb";
+import { Code, failure } from "@gw/rpc";
+import { CallbackRejectedError, type Connector } from "./connectors/connector.ts";
+import { type CreateDeps, createOperation, operationIdFor, parseCreate } from "./create.ts";
+import { isTerminal, type OperationRow, toOperation } from "./model.ts";
+import type { LegRow, OperationStore } from "./store.ts";
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const REASON_MAX_BYTES = 2048;
+/** Statuses from which a cancel still applies: no money has been taken yet. */
+const CANCELLABLE = new Set(["routing", "pending", "awaiting_confirmation"]);
+
+const notFound = () => failure(Code.NotFound, "operation_not_found", "operation not found");
+
+/** The receipt items of a row: completed legs, only once the parent completed. */
+export function receiptsOf(row: OperationRow, legs: LegRow[]): { receipts: ReceiptItem[]; status: string } {
+  if (!isTerminal(row.status)) return { receipts: [], status: "not_ready" };
+  if (row.status !== "completed") return { receipts: [], status: "complete" };
+  if (legs.length === 0) {
+    // The provider reported completion without legs: one synthetic contribution with the
+    // authoritative amount, marked partial as the spec defines.
+    return {
+      receipts: [
+        create(ReceiptItemSchema, {
+          id: row.id,
+          amount: new Decimal(row.actual_amount).toFixed(2),
+          completedAt: row.updated_at.toISOString(),
+        }),
+      ],
+      status: "partial",
+    };
+  }
+  return {
+    receipts: legs.map((l) =>
+      create(ReceiptItemSchema, {
+        id: l.id,
+        amount: new Decimal(l.amount).toFixed(2),
+        completedAt: l.completed_at.toISOString(),
+      }),
+    ),
+    status: "complete",
+  };
+}
+
+export interface HandlerDeps extends CreateDeps {
+  prefix: string;
+  logger: Logger;
+}
+
+/** gateway.operations.v1.OperationsService. */
+export class OperationsHandlers implements ServiceImpl<typeof OperationsService> {
+  readonly #d: HandlerDeps;
+
+  constructor(deps: HandlerDeps) {
+    this.#d = deps;
+  }
+
+  get #store(): OperationStore {
+    return this.#d.store;
+  }
+
+  async createOperation(req: Parameters<typeof parseCreate>[0], ctx: HandlerContext) {
+    const input = parseCreate(req);
+    const { row, replayed } = await createOperation(this.#d, input, ctx.signal);
+    return { operation: toOperation(row), replayed };
+  }
+
+  async getOperation(req: GetOperationRequest) {
+    const row = await this.#find(req.scope?.shopId ?? "", req.id);
+    if (!row || row.status === "routing" || row.request_hash === null) throw notFound();
+    const { receipts, status } = receiptsOf(row, await this.#store.legs(row.id));
+    return { operation: toOperation(row), receipts, receiptEvidenceStatus: status };
+  }
+
+  async cancelOperation(req: CancelOperationRequest) {
+    const shopId = req.scope?.shopId ?? "";
+    if (Buffer.byteLength(req.reason, "utf8") > REASON_MAX_BYTES)
+      throw failure(Code.InvalidArgument, "validation_failed", "reason must be at most 2048 bytes", "reason");
+    const reason = req.reason || "cancel";
+    for (let attempt = 0; attempt < 10; attempt++) {
+      let row = await this.#find(shopId, req.id);
+      if (!row) {
+        if (req.id.case !== "merchantOperationId") throw notFound();
+        // The create has not arrived (or is just arriving): record the decision as a
+        // placeholder row; the unique key makes it and the create exclude each other.
+        row = await this.#store.insert({
+          id: operationIdFor(shopId, req.id.value),
+          shop_id: shopId,
+          merchant_id: "00000000-0000-0000-0000-000000000000",
+          merchant_operation_id: req.id.value,
+          request_hash: null,
+          type: "payment",
+          status: "cancelled",
+          cancel_requested: true,
+          cancelled_by_command: true,
+          cancel_reason: reason,
+        });
+        if (row) return { outcome: "cancelled", operation: toOperation(row) };
+        continue;
+      }
+      if (row.type !== "payment")
+        throw failure(Code.FailedPrecondition, "not_cancellable", "payouts cannot be cancelled");
+      if (row.status === "cancelled" && row.cancelled_by_command)
+        return { outcome: "cancelled", operation: toOperation(row) };
+      if (isTerminal(row.status)) return { outcome: "already_terminal", operation: toOperation(row) };
+      if (!CANCELLABLE.has(row.status))
+        throw failure(
+          Code.FailedPrecondition,
+          "not_cancellable",
+          `a payment in ${row.status} cannot be cancelled`,
+        );
+      const next =
+        row.status === "routing"
+          ? await this.#store.transition(
+              row,
+              { cancel_requested: true, cancel_reason: reason },
+              { emit: false },
+            )
+          : await this.#store.transition(
+              row,
+              { status: "cancelled", cancelled_by_command: true, cancel_reason: reason },
+              { emit: true },
+            );
+      if (next) {
+        // During routing the create will record `cancelled` itself; the decision is durable now.
+        const shown =
+          row.status === "routing" ? { ...next, status: "cancelled" as const, number: null } : next;
+        return { outcome: "cancelled", operation: toOperation(shown) };
+      }
+    }
+    throw failure(Code.Unavailable, "dependency_unavailable", "cancel not accepted; retry");
+  }
+
+  async handleProviderCallback(req: HandleProviderCallbackRequest) {
+    const provider = await this.#store.provider(req.provider);
+    const connector = provider && this.#d.connectorFor(provider.kind);
+    if (!provider || !connector) throw failure(Code.NotFound, "provider_not_found", "unknown provider");
+    let result: ReturnType<Connector["parseCallback"]>;
+    try {
+      result = connector.parseCallback(provider, req.body, req.headers, new Date());
+    } catch (err) {
+      if (err instanceof CallbackRejectedError)
+        throw failure(Code.Unauthenticated, "bad_signature", "callback signature rejected");
+      throw failure(Code.InvalidArgument, "validation_failed", "malformed callback");
+    }
+    await this.#store.sql.begin(async (tx) => {
+      const seen = await tx`
+        insert into operations.callbacks (provider, callback_id, operation_id)
+        values (${provider.name}, ${result.callbackId}, ${result.operationId})
+        on conflict do nothing returning 1`;
+      if (seen.length === 0) return; // a replay: applied before
+      const [row] = await tx<OperationRow[]>`
+        select * from operations.operations where id = ${result.operationId} for update`;
+      if (!row || row.provider !== provider.name) {
+        this.#d.logger.warn(
+          { provider: provider.name, operationId: result.operationId },
+          "callback for an operation not routed to this provider",
+        );
+        return;
+      }
+      if (isTerminal(row.status)) {
+        this.#d.logger.warn(
+          { operationId: row.id, status: row.status, result: result.status },
+          "callback for a terminal operation ignored",
+        );
+        return;
+      }
+      if (result.status === "rejected") {
+        await this.#store.transition(row, { status: "rejected" }, { emit: true, tx });
+        return;
+      }
+      let total = new Decimal(0);
+      for (const leg of result.legs) {
+        const amount = new Decimal(leg.amount);
+        if (!amount.isFinite() || amount.lte(0))
+          throw failure(Code.InvalidArgument, "validation_failed", "leg amount");
+        total = total.plus(amount);
+        await tx`
+          insert into operations.legs (id, operation_id, provider, provider_leg_id, amount, completed_at)
+          values (${randomUUID()}, ${row.id}, ${provider.name}, ${leg.id}, ${amount.toFixed(2)}, ${leg.completedAt})
+          on conflict (operation_id, provider_leg_id) do nothing`;
+      }
+      if (result.legs.length === 0) total = new Decimal(row.expected_amount ?? "0");
+      const completed = { ...row, status: "completed" as const, actual_amount: total.toFixed(2) };
+      const { receipts } = receiptsOf(completed, await this.#store.legs(row.id, tx));
+      const next = await this.#store.transition(
+        row,
+        { status: "completed", actual_amount: total.toFixed(2) },
+        { emit: true, receipts, tx },
+      );
+      if (!next)
+        throw failure(Code.Aborted, "dependency_unavailable", "operation changed concurrently; retry");
+    });
+    return {};
+  }
+
+  async putProvider(req: PutProviderRequest) {
+    if (!/^[a-z0-9][a-z0-9_-]{0,63}$/.test(req.name) || req.name === "self_matching")
+      throw failure(
+        Code.InvalidArgument,
+        "validation_failed",
+        "provider name must be [a-z0-9_-], not self_matching",
+        "name",
+      );
+    if (!req.kind || !this.#d.connectorFor(req.kind))
+      throw failure(Code.InvalidArgument, "validation_failed", "unknown connector kind", "kind");
+    if (!URL.canParse(req.baseUrl))
+      throw failure(Code.InvalidArgument, "validation_failed", "base_url must be a URL", "base_url");
+    if (!req.credentials)
+      throw failure(Code.InvalidArgument, "validation_failed", "credentials are required", "credentials");
+    const bad = req.methods.find((m) => !isMethod(m));
+    if (bad !== undefined || req.methods.length === 0)
+      throw failure(Code.InvalidArgument, "validation_failed", "methods must be known methods", "methods");
+    await this.#store.putProvider({
+      name: req.name,
+      kind: req.kind,
+      baseUrl: req.baseUrl.replace(/\/+$/, ""),
+      credentials: req.credentials,
+      methods: req.methods,
+    });
+    return {};
+  }
+
+  async putRoute(req: PutRouteRequest) {
+    if (!UUID.test(req.shopId))
+      throw failure(Code.InvalidArgument, "validation_failed", "shop_id must be a UUID", "shop_id");
+    if (!isMethod(req.method))
+      throw failure(Code.InvalidArgument, "validation_failed", "unknown method", "method");
+    if (!isCurrency(req.settlementCurrency))
+      throw failure(
+        Code.InvalidArgument,
+        "validation_failed",
+        "unknown settlement currency",
+        "settlement_currency",
+      );
+    for (const [field, list] of [
+      ["payin", req.payin],
+      ["payout", req.payout],
+    ] as const) {
+      if (new Set(list).size !== list.length || list.some((n) => !/^[a-z0-9][a-z0-9_-]{0,63}$/.test(n)))
+        throw failure(
+          Code.InvalidArgument,
+          "validation_failed",
+          `${field} must be distinct provider names`,
+          field,
+        );
+    }
+    await this.#store.putRoute(req.shopId, req.method, {
+      payin: req.payin,
+      payout: req.payout,
+      settlementCurrency: req.settlementCurrency,
+    });
+    return {};
+  }
+
+  async #find(shopId: string, id: GetOperationRequest["id"]): Promise<OperationRow | undefined> {
+    if (id.case === "operationId") {
+      if (!UUID.test(id.value))
+        throw failure(
+          Code.InvalidArgument,
+          "validation_failed",
+          "operation_id must be a UUID",
+          "operation_id",
+        );
+      return this.#store.findById(shopId, id.value);
+    }
+    if (id.case === "merchantOperationId" && id.value) return this.#store.findByMop(shopId, id.value);
+    throw failure(
+      Code.InvalidArgument,
+      "validation_failed",
+      "exactly one of operation_id and merchant_operation_id is required",
+    );
+  }
+}

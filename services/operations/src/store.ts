@@ -1,0 +1,174 @@
+import type { Sql } from "@gw/db";
+import type { ReceiptItem } from "@gw/proto/gateway/operations/v1/operations_pb";
+import type postgres from "postgres";
+import type { ProviderConfig } from "./connectors/connector.ts";
+import { operationEvent } from "./events.ts";
+import type { OperationRow } from "./model.ts";
+
+type Tx = Sql | postgres.TransactionSql;
+
+export interface Route {
+  payin: string[];
+  payout: string[];
+  settlementCurrency: string;
+}
+
+/** Columns a transition may change. */
+export type OperationPatch = Partial<
+  Omit<
+    OperationRow,
+    "id" | "shop_id" | "merchant_id" | "merchant_operation_id" | "version" | "created_at" | "updated_at"
+  >
+>;
+
+export interface LegRow {
+  id: string;
+  amount: string;
+  completed_at: Date;
+}
+
+/**
+ * Every read and write of the operations schema. State changes go through
+ * `transition()`: one statement that updates the row only if its version is still the
+ * one read (optimistic concurrency), and queues the event for the new state in the same
+ * statement, so a change and its event can never be split and no change is lost to a
+ * concurrent writer.
+ */
+export class OperationStore {
+  readonly #sql: Sql;
+  readonly #prefix: string;
+
+  constructor(sql: Sql, prefix: string) {
+    this.#sql = sql;
+    this.#prefix = prefix;
+  }
+
+  get sql(): Sql {
+    return this.#sql;
+  }
+
+  async findByMop(shopId: string, mop: string, tx: Tx = this.#sql): Promise<OperationRow | undefined> {
+    const [row] = await tx<OperationRow[]>`
+      select * from operations.operations where shop_id = ${shopId} and merchant_operation_id = ${mop}`;
+    return row;
+  }
+
+  async findById(shopId: string, id: string, tx: Tx = this.#sql): Promise<OperationRow | undefined> {
+    const [row] = await tx<OperationRow[]>`
+      select * from operations.operations where shop_id = ${shopId} and id = ${id}`;
+    return row;
+  }
+
+  async findAnyById(id: string, tx: Tx = this.#sql): Promise<OperationRow | undefined> {
+    const [row] = await tx<OperationRow[]>`select * from operations.operations where id = ${id}`;
+    return row;
+  }
+
+  /** The route and the configs of its providers for one direction, in route order. */
+  async routeWithProviders(
+    shopId: string,
+    method: string,
+    direction: "payin" | "payout",
+  ): Promise<{ route: Route; providers: (ProviderConfig | undefined)[]; names: string[] } | undefined> {
+    const rows = await this.#sql<
+      { payin: string[]; payout: string[]; settlement_currency: string; providers: ProviderConfig[] | null }[]
+    >`
+      select r.payin, r.payout, r.settlement_currency,
+        (select json_agg(json_build_object('name', p.name, 'kind', p.kind, 'baseUrl', p.base_url,
+                 'credentials', p.credentials, 'methods', p.methods))
+           from operations.providers p
+          where p.name = any(case when ${direction} = 'payin' then r.payin else r.payout end)) as providers
+      from operations.routes r where r.shop_id = ${shopId} and r.method = ${method}`;
+    const row = rows[0];
+    if (!row) return undefined;
+    const names = direction === "payin" ? row.payin : row.payout;
+    const byName = new Map((row.providers ?? []).map((p) => [p.name, p]));
+    return {
+      route: { payin: row.payin, payout: row.payout, settlementCurrency: row.settlement_currency },
+      providers: names.map((n) => byName.get(n)),
+      names,
+    };
+  }
+
+  async provider(name: string): Promise<ProviderConfig | undefined> {
+    const [row] = await this.#sql<ProviderConfig[]>`
+      select name, kind, base_url as "baseUrl", credentials, methods from operations.providers where name = ${name}`;
+    return row;
+  }
+
+  async putProvider(p: ProviderConfig): Promise<void> {
+    await this.#sql`
+      insert into operations.providers (name, kind, base_url, credentials, methods)
+      values (${p.name}, ${p.kind}, ${p.baseUrl}, ${p.credentials}, ${p.methods})
+      on conflict (name) do update set kind = excluded.kind, base_url = excluded.base_url,
+        credentials = excluded.credentials, methods = excluded.methods, updated_at = now()`;
+  }
+
+  async putRoute(shopId: string, method: string, route: Route): Promise<void> {
+    await this.#sql`
+      insert into operations.routes (shop_id, method, payin, payout, settlement_currency)
+      values (${shopId}, ${method}, ${route.payin}, ${route.payout}, ${route.settlementCurrency})
+      on conflict (shop_id, method) do update set payin = excluded.payin, payout = excluded.payout,
+        settlement_currency = excluded.settlement_currency, updated_at = now()`;
+  }
+
+  /**
+   * Inserts a new row unless (shop, merchant_operation_id) already has one; returns the
+   * inserted row, or undefined when another request got there first.
+   */
+  async insert(
+    row: Partial<OperationRow> &
+      Pick<OperationRow, "id" | "shop_id" | "merchant_id" | "merchant_operation_id" | "type" | "status">,
+  ): Promise<OperationRow | undefined> {
+    const [inserted] = await this.#sql<OperationRow[]>`
+      insert into operations.operations ${this.#sql(row as Record<string, unknown>)}
+      on conflict (shop_id, merchant_operation_id) do nothing returning *`;
+    return inserted;
+  }
+
+  /**
+   * Moves `before` to `before + patch` if nobody changed the row since it was read.
+   * With `emit`, the event for the new state goes into the outbox in the same statement.
+   * Returns the new row, or undefined when the version moved on (re-read and decide).
+   */
+  async transition(
+    before: OperationRow,
+    patch: OperationPatch,
+    options: { emit: boolean; receipts?: ReceiptItem[]; tx?: Tx },
+  ): Promise<OperationRow | undefined> {
+    const tx = options.tx ?? this.#sql;
+    const after: OperationRow = {
+      ...before,
+      ...patch,
+      version: String(BigInt(before.version) + 1n),
+      updated_at: new Date(),
+    };
+    const columns = { ...patch, version: after.version, updated_at: after.updated_at } as Record<
+      string,
+      unknown
+    >;
+    if (!options.emit) {
+      const rows = await tx`
+        update operations.operations set ${this.#sql(columns)}
+        where id = ${before.id} and version = ${before.version} returning id`;
+      return rows.length === 1 ? after : undefined;
+    }
+    const event = operationEvent(this.#prefix, after, options.receipts);
+    const rows = await tx<{ changed: number }[]>`
+      with upd as (
+        update operations.operations set ${this.#sql(columns)}
+        where id = ${before.id} and version = ${before.version} returning id
+      ), ev as (
+        insert into operations.outbox (id, subject, payload)
+        select ${event.id}, ${event.subject}, ${Buffer.from(event.payload)} from upd
+      )
+      select count(*)::int as changed, pg_notify('outbox_operations', '') from upd`;
+    return rows[0]?.changed === 1 ? after : undefined;
+  }
+
+  async legs(operationId: string, tx: Tx = this.#sql): Promise<LegRow[]> {
+    return tx<LegRow[]>`
+      select id, amount, completed_at from operations.legs where operation_id = ${operationId}
+      order by completed_at, id`;
+  }
+}
