@@ -1,0 +1,106 @@
+import type { AddressInfo } from "node:net";
+import { fileURLToPath } from "node:url";
+import { connect, type Database, migrateSchema, type Sql } from "@gw/db";
+import { createLogger, type Logger } from "@gw/log";
+import { startMetricsServer } from "@gw/rpc";
+import { serve } from "@hono/node-server";
+import { Hono } from "hono";
+import { CallbackSender } from "./callbacks.ts";
+import type { SandboxConfig } from "./config.ts";
+import { controlApi } from "./control-api.ts";
+import { ApiError, errorResponse } from "./errors.ts";
+import { HeldRequests, providerApi } from "./provider-api.ts";
+
+export type { SandboxConfig } from "./config.ts";
+export { configSchema } from "./config.ts";
+
+export const migrationsFolder = fileURLToPath(new URL("../drizzle", import.meta.url));
+
+export interface RunningSandbox {
+  port: number;
+  metricsPort: number;
+  stop(): Promise<void>;
+}
+
+interface AppDeps {
+  config: SandboxConfig;
+  logger: Logger;
+  sql: Sql;
+  db: Database;
+  sender: CallbackSender;
+  held: HeldRequests;
+}
+
+/** The HTTP surface without a listener: probes, the provider API and the control API. */
+export function buildApp(deps: AppDeps) {
+  const app = new Hono();
+  app.get("/livez", (c) => c.body(null, 204));
+  app.get("/readyz", async (c) => {
+    try {
+      await deps.sql`select 1`;
+      return c.body(null, 204);
+    } catch {
+      return c.body(null, 503);
+    }
+  });
+  app.route(
+    "/providers",
+    providerApi({ db: deps.db, held: deps.held, noAnswerMaxMs: deps.config.NO_ANSWER_MAX_MS }),
+  );
+  app.route(
+    "/control",
+    controlApi({ db: deps.db, sql: deps.sql, sender: deps.sender, controlToken: deps.config.CONTROL_TOKEN }),
+  );
+  app.notFound((c) => c.json({ error: { code: "not_found", message: "no such route" } }, 404));
+  app.onError((err, c) => {
+    if (err instanceof ApiError) return errorResponse(c, err);
+    deps.logger.error({ err, path: c.req.path }, "request failed");
+    return c.json({ error: { code: "internal", message: "internal error" } }, 500);
+  });
+  return app;
+}
+
+/**
+ * Builds and starts the sandbox provider; `main.ts` and the tests both call this. Applies
+ * the migrations of schema `sandbox` first, then serves HTTP and metrics and starts the
+ * callback retry worker. `stop()` releases held requests, stops taking calls, lets the
+ * worker finish its pass and closes the pool.
+ */
+export async function startSandbox(config: SandboxConfig): Promise<RunningSandbox> {
+  const logger = createLogger("sandbox-provider", config.LOG_LEVEL);
+  const { sql, db } = connect(config.DATABASE_URL, {
+    max: config.DB_POOL_MAX,
+    application: "sandbox-provider",
+  });
+  await migrateSchema(sql, db, "sandbox", migrationsFolder);
+  const sender = new CallbackSender(sql, config, logger);
+  const held = new HeldRequests();
+  const app = buildApp({ config, logger, sql, db, sender, held });
+
+  const server = await new Promise<ReturnType<typeof serve>>((resolve) => {
+    const s = serve({ fetch: app.fetch, port: config.HTTP_PORT, hostname: config.HOST }, () => resolve(s));
+  });
+  const metrics = await startMetricsServer(config.METRICS_PORT, config.HOST);
+  sender.start();
+  const port = (server.address() as AddressInfo).port;
+  const metricsPort = (metrics.address() as AddressInfo).port;
+  logger.info({ port, metricsPort }, "sandbox-provider listening");
+
+  let stopping: Promise<void> | undefined;
+  return {
+    port,
+    metricsPort,
+    stop() {
+      stopping ??= (async () => {
+        const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+        held.releaseAll();
+        await closed;
+        await sender.stop();
+        await sql.end({ timeout: 5 });
+        await new Promise((r) => metrics.close(r));
+        logger.info("sandbox-provider stopped");
+      })();
+      return stopping;
+    },
+  };
+}

@@ -1,0 +1,239 @@
+import { randomUUID } from "node:crypto";
+import type { Database } from "@gw/db";
+import { Decimal, isMethod, METHODS, parseRequestAmount } from "@gw/money";
+import { metricsRegistry } from "@gw/rpc";
+import { asc, eq, sql } from "drizzle-orm";
+import { type Context, Hono } from "hono";
+import { Counter } from "prom-client";
+import { z } from "zod";
+import { type Behaviour, legs, operations, providers } from "./db/schema.ts";
+import { ApiError, parseBody } from "./errors.ts";
+import { requisitesFor } from "./requisites.ts";
+import { secretsEqual } from "./signature.ts";
+
+const createRequests = new Counter({
+  name: "sandbox_create_requests_total",
+  help: "Create requests received by the sandbox, by provider, direction and decision.",
+  labelNames: ["provider", "direction", "decision"],
+  registers: [metricsRegistry],
+});
+
+const reference = z.string().min(1).max(128);
+const common = {
+  reference,
+  method: z.string().min(1).max(64),
+  amount: z.string().max(32),
+  currency: z.string().min(3).max(8),
+  callback_url: z.url({ protocol: /^https?$/ }).max(2048),
+};
+const payinBody = z.object({ ...common });
+const payoutBody = z.object({
+  ...common,
+  destination: z.object({
+    number: z.string().min(1).max(64),
+    name: z.string().max(256).optional(),
+    bankname: z.string().min(1).max(64).optional(),
+  }),
+});
+
+type OperationRow = typeof operations.$inferSelect;
+type Direction = "payin" | "payout";
+
+/** Held `no_answer` and delayed requests, so that stopping the server can release them. */
+export class HeldRequests {
+  readonly #controllers = new Set<AbortController>();
+
+  /** Waits `ms`, or until the client leaves, or until the server stops; says why it woke. */
+  wait(ms: number, client: AbortSignal): Promise<"elapsed" | "aborted"> {
+    const controller = new AbortController();
+    this.#controllers.add(controller);
+    return new Promise<"elapsed" | "aborted">((resolve) => {
+      const done = (why: "elapsed" | "aborted") => {
+        clearTimeout(timer);
+        client.removeEventListener("abort", onAbort);
+        controller.signal.removeEventListener("abort", onAbort);
+        this.#controllers.delete(controller);
+        resolve(why);
+      };
+      const onAbort = () => done("aborted");
+      const timer = setTimeout(() => done("elapsed"), ms);
+      if (client.aborted || controller.signal.aborted) done("aborted");
+      client.addEventListener("abort", onAbort, { once: true });
+      controller.signal.addEventListener("abort", onAbort, { once: true });
+    });
+  }
+
+  releaseAll(): void {
+    for (const c of this.#controllers) c.abort();
+  }
+}
+
+export interface ProviderApiDeps {
+  db: Database;
+  held: HeldRequests;
+  noAnswerMaxMs: number;
+}
+
+/** The provider-facing JSON of an operation, as create answers and the status read return it. */
+export function providerView(op: OperationRow, opLegs: (typeof legs.$inferSelect)[]) {
+  const view: Record<string, unknown> = { id: op.id, reference: op.reference, direction: op.direction };
+  if (op.decision === "declined") {
+    return {
+      ...view,
+      decision: "declined",
+      reason: op.declineReason ?? "declined",
+      status: "rejected",
+      legs: [],
+    };
+  }
+  // A request the provider never answered has no decision the gateway could have seen.
+  if (op.decision === "accepted") view.decision = "accepted";
+  view.status = op.status;
+  if (op.requisites) view.requisites = op.requisites;
+  view.receipt_required = op.receiptRequired;
+  if (op.expiresAt) view.expires_at = op.expiresAt.toISOString();
+  view.legs = opLegs.map((l) => ({ id: l.id, amount: l.amount, completed_at: l.completedAt.toISOString() }));
+  return view;
+}
+
+/**
+ * The API a payment provider offers the gateway, one base URL per hosted provider:
+ * `/providers/{name}/v1/...`, authenticated by `Authorization: Bearer <credentials>`.
+ */
+export function providerApi(deps: ProviderApiDeps) {
+  const { db } = deps;
+  const api = new Hono();
+
+  const legsOf = (operationId: string) =>
+    db.select().from(legs).where(eq(legs.operationId, operationId)).orderBy(asc(legs.position));
+
+  async function authenticate(c: Context) {
+    const name = c.req.param("name") ?? "";
+    const header = c.req.header("authorization") ?? "";
+    const token = header.startsWith("Bearer ") ? header.slice(7) : "";
+    const [provider] = await db.select().from(providers).where(eq(providers.name, name));
+    // An unknown provider and wrong credentials look the same, so names cannot be probed.
+    if (!provider || token === "" || !secretsEqual(token, provider.credentials)) {
+      throw new ApiError(401, "unauthorized", "missing or wrong credentials");
+    }
+    return provider;
+  }
+
+  async function create(c: Context, direction: Direction) {
+    const provider = await authenticate(c);
+    let body: z.infer<typeof payinBody>;
+    let destination: z.infer<typeof payoutBody>["destination"] | undefined;
+    if (direction === "payout") {
+      const payout = await parseBody(c, payoutBody);
+      body = payout;
+      destination = payout.destination;
+    } else {
+      body = await parseBody(c, payinBody);
+    }
+    const amount = parseRequestAmount(body.amount);
+    if (!amount || amount.lte(0))
+      throw new ApiError(
+        400,
+        "validation_failed",
+        "amount must be a positive decimal with scale 2",
+        "amount",
+      );
+    if (!isMethod(body.method))
+      throw new ApiError(422, "unsupported_method", `method ${body.method} is not served`, "method");
+    const { currency, rail } = METHODS[body.method];
+    if (body.currency !== currency)
+      throw new ApiError(422, "currency_mismatch", `${body.method} is paid in ${currency}`, "currency");
+    if (destination && rail === "phone" && !destination.bankname) {
+      throw new ApiError(
+        400,
+        "validation_failed",
+        "bankname is required for phone payouts",
+        "destination.bankname",
+      );
+    }
+
+    const behaviour: Behaviour = provider[direction];
+    const decision =
+      behaviour.mode === "accept" ? "accepted" : behaviour.mode === "decline" ? "declined" : "no_answer";
+    const accepted = decision === "accepted";
+    const now = Date.now();
+    const id = randomUUID();
+    const [row] = await db
+      .insert(operations)
+      .values({
+        id,
+        provider: provider.name,
+        reference: body.reference,
+        direction,
+        method: body.method,
+        amount: amount.toFixed(2),
+        currency: body.currency,
+        number: destination?.number ?? null,
+        name: destination?.name ?? null,
+        bankname: rail === "phone" ? (destination?.bankname ?? null) : null,
+        callbackUrl: body.callback_url,
+        decision,
+        declineReason: decision === "declined" ? (behaviour.decline_reason ?? "declined_by_provider") : null,
+        requisites:
+          accepted && direction === "payin"
+            ? requisitesFor(rail, `${provider.name}:${body.reference}`, behaviour.requisites)
+            : null,
+        receiptRequired: accepted && behaviour.receipt_required,
+        expiresAt:
+          accepted && behaviour.expires_in_seconds
+            ? new Date(now + behaviour.expires_in_seconds * 1000)
+            : null,
+        status: decision === "declined" ? "rejected" : "pending",
+      })
+      .onConflictDoUpdate({
+        target: [operations.provider, operations.reference],
+        set: { requests: sql`${operations.requests} + 1` },
+      })
+      .returning();
+    if (!row) throw new Error("insert returned no row");
+    createRequests.inc({ provider: provider.name, direction, decision: row.decision });
+
+    // A repeat of a reference gets the first answer again, unless it asks for something else.
+    if (row.id !== id) {
+      const same =
+        row.direction === direction &&
+        row.method === body.method &&
+        row.currency === body.currency &&
+        new Decimal(row.amount).eq(amount) &&
+        (row.number ?? undefined) === destination?.number;
+      if (!same)
+        throw new ApiError(
+          409,
+          "reference_conflict",
+          "this reference was used for a different operation",
+          "reference",
+        );
+    }
+
+    const signal = c.req.raw.signal;
+    if (row.decision === "no_answer") {
+      // Hold the request open until the client gives up, bounded so nothing is pinned forever.
+      await deps.held.wait(deps.noAnswerMaxMs, signal);
+      throw new ApiError(503, "no_answer", "the provider did not answer");
+    }
+    if (behaviour.delay_ms && (await deps.held.wait(behaviour.delay_ms, signal)) === "aborted") {
+      throw new ApiError(503, "no_answer", "the request was abandoned before the answer");
+    }
+    return c.json(providerView(row, await legsOf(row.id)));
+  }
+
+  api.post("/:name/v1/payins", (c) => create(c, "payin"));
+  api.post("/:name/v1/payouts", (c) => create(c, "payout"));
+  api.get("/:name/v1/operations/:reference", async (c) => {
+    const provider = await authenticate(c);
+    const ref = reference.safeParse(c.req.param("reference"));
+    if (!ref.success) throw new ApiError(400, "validation_failed", "bad reference", "reference");
+    const [row] = await db
+      .select()
+      .from(operations)
+      .where(sql`${operations.provider} = ${provider.name} and ${operations.reference} = ${ref.data}`);
+    if (!row) throw new ApiError(404, "not_found", "no operation with this reference");
+    return c.json(providerView(row, await legsOf(row.id)));
+  });
+  return api;
+}
