@@ -1,8 +1,17 @@
-import { AckPolicy, type ConsumerMessages, DeliverPolicy, type JsMsg } from "@nats-io/jetstream";
-import { nanos } from "@nats-io/transport-node";
 import type { Sql } from "@gw/db";
 import type { Logger } from "@gw/log";
+import {
+  AckPolicy,
+  type ConsumerConfig,
+  type ConsumerMessages,
+  DeliverPolicy,
+  JetStreamApiError,
+  type JsMsg,
+} from "@nats-io/jetstream";
+import { nanos } from "@nats-io/transport-node";
 import type postgres from "postgres";
+import { validate as isUuid, v5 as uuidv5 } from "uuid";
+import { eventsConsumed } from "./metrics.ts";
 import { type Nats, streamName } from "./nats.ts";
 
 export interface ConsumerOptions<T> {
@@ -19,11 +28,34 @@ export interface ConsumerOptions<T> {
   /** Applies the event inside the transaction that also records it in the inbox. */
   handle: (tx: postgres.TransactionSql, event: T, eventId: string) => Promise<void>;
   logger: Logger;
+  /**
+   * How long JetStream waits for an ack before it redelivers a message, in milliseconds
+   * (default 30 s). A consumer killed mid-batch gets its messages back after this long.
+   */
+  ackWaitMs?: number;
 }
 
 export interface RunningConsumer {
   /** Stops pulling, finishes the message in hand, and returns. */
   stop(): Promise<void>;
+}
+
+/** Messages pulled ahead of the one being handled. Bounded so a slow handler never holds many past their ack wait. */
+const PULL_BATCH = 64;
+
+/** A fixed namespace for the ids of messages that came without a Nats-Msg-Id. */
+const SEQUENCE_ID_NAMESPACE = "0b0f3c7e-5d4a-4c55-9d7a-2f6f2d8a1c01";
+
+/**
+ * The inbox key of a message: its Nats-Msg-Id, which our relays set to the event's
+ * UUID. A message published without one (or with one that is not a UUID, which the
+ * inbox column could never hold) gets a UUID derived from its stream sequence, so it is
+ * still applied once instead of failing forever.
+ */
+function eventIdOf(m: JsMsg): string {
+  const id = m.headers?.get("Nats-Msg-Id");
+  if (id && isUuid(id)) return id;
+  return uuidv5(`${m.info.stream}:${m.seq}`, SEQUENCE_ID_NAMESPACE);
 }
 
 /**
@@ -35,54 +67,87 @@ export interface RunningConsumer {
 export async function runConsumer<T>(options: ConsumerOptions<T>): Promise<RunningConsumer> {
   const { nats, prefix, durable, sql, schema, logger } = options;
   const stream = streamName(prefix);
-  const config = {
+  const filters = options.subjects.map((s) => `${prefix}.${s}`);
+  const config: Partial<ConsumerConfig> = {
     durable_name: durable,
     ack_policy: AckPolicy.Explicit,
     deliver_policy: DeliverPolicy.All,
-    filter_subjects: options.subjects.map((s) => `${prefix}.${s}`),
-    ack_wait: nanos(30_000),
+    ack_wait: nanos(options.ackWaitMs ?? 30_000),
     max_ack_pending: 1000,
     max_deliver: -1,
+    // One subject goes in `filter_subject`, which every server accepts; several need
+    // `filter_subjects`, which needs nats-server 2.10 (the client refuses it before).
+    ...(filters.length === 1 ? { filter_subject: filters[0] } : { filter_subjects: filters }),
   };
   try {
     await nats.jsm.consumers.add(stream, config);
-  } catch {
+  } catch (err) {
+    // The durable exists with another configuration (an older version of this service);
+    // anything else (no stream, no connection) is a real failure.
+    if (!(err instanceof JetStreamApiError)) throw err;
     await nats.jsm.consumers.update(stream, durable, config);
   }
   const consumer = await nats.js.consumers.get(stream, durable);
   let messages: ConsumerMessages | undefined;
   let stopped = false;
+  let wakeFromPause: (() => void) | undefined;
 
   const processOne = async (m: JsMsg) => {
-    const eventId = m.headers?.get("Nats-Msg-Id") || `${m.info.stream}:${m.seq}`;
+    const eventId = eventIdOf(m);
     try {
       const event = options.decode(m.data);
-      await sql.begin(async (tx) => {
+      const applied = await sql.begin(async (tx) => {
         const inserted = await tx`
           insert into ${sql(schema)}.inbox (consumer, event_id) values (${durable}, ${eventId})
           on conflict do nothing returning 1`;
-        if (inserted.length > 0) await options.handle(tx, event, eventId);
+        if (inserted.length === 0) return false;
+        await options.handle(tx, event, eventId);
+        return true;
       });
       m.ack();
+      eventsConsumed.inc({ consumer: durable, outcome: applied ? "applied" : "duplicate" });
     } catch (err) {
       // Redeliver later with a growing delay (capped at 30 s); the inbox makes the retry safe.
       const delayMs = Math.min(30_000, 200 * 2 ** Math.min(m.info.deliveryCount, 8));
-      logger.error({ err, eventId, subject: m.subject, delivery: m.info.deliveryCount }, "event handler failed");
+      logger.error(
+        { err, eventId, subject: m.subject, delivery: m.info.deliveryCount },
+        "event handler failed",
+      );
       m.nak(delayMs);
+      eventsConsumed.inc({ consumer: durable, outcome: "failed" });
     }
   };
+
+  const pause = (ms: number) =>
+    new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, ms);
+      wakeFromPause = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    });
 
   const loop = (async () => {
     while (!stopped) {
       try {
-        messages = await consumer.consume({ max_messages: 64 });
+        messages = await consumer.consume({ max_messages: PULL_BATCH });
+        // stop() may have run while consume() was opening: close what it just opened.
+        if (stopped) {
+          void messages.close();
+          break;
+        }
         for await (const m of messages) {
           await processOne(m);
+          // Messages pulled but not handled are simply not acked; JetStream redelivers
+          // them after the ack wait, here or to another replica.
           if (stopped) break;
         }
+        // The iterator ended without stop() (the consumer was deleted, or the
+        // connection closed): subscribe again, without spinning.
+        if (!stopped) await pause(500);
       } catch (err) {
         if (!stopped) logger.warn({ err, durable }, "consumer interrupted; resubscribing");
-        await new Promise((r) => setTimeout(r, 500));
+        await pause(500);
       }
     }
   })();
@@ -90,7 +155,10 @@ export async function runConsumer<T>(options: ConsumerOptions<T>): Promise<Runni
   return {
     async stop() {
       stopped = true;
-      await messages?.close();
+      wakeFromPause?.();
+      // Not awaited: close() settles only once the iterator reaches its own stop marker,
+      // which never happens when the loop breaks out first.
+      void messages?.close();
       await loop;
     },
   };

@@ -1,4 +1,10 @@
-import { jetstream, type JetStreamClient, type JetStreamManager, jetstreamManager } from "@nats-io/jetstream";
+import {
+  JetStreamApiError,
+  type JetStreamClient,
+  type JetStreamManager,
+  jetstream,
+  jetstreamManager,
+} from "@nats-io/jetstream";
 import { connect, type NatsConnection, nanos } from "@nats-io/transport-node";
 
 export interface Nats {
@@ -19,10 +25,18 @@ export async function connectNats(servers: string, name: string): Promise<Nats> 
 /** The one events stream of a stack: every domain event lives under `<prefix>.`. */
 export const streamName = (prefix: string) => `${prefix.toUpperCase()}_EVENTS`;
 
+/** JetStream's error code for "stream name already in use with a different configuration". */
+const STREAM_NAME_IN_USE = 10058;
+
 /**
  * Creates the events stream, or updates it to this configuration, so every service can
  * call it at start in any order. The duplicate window is where Nats-Msg-Id deduplicates
  * a relay's republish after a crash; consumers are idempotent beyond it.
+ *
+ * Creating a stream that exists with the same configuration succeeds, so concurrent
+ * starts need no coordination; only a stream left by an older configuration is updated.
+ * Any other failure (NATS unreachable, JetStream off, overlapping subjects) is thrown as
+ * it is, rather than hidden behind a confusing failure of the update.
  */
 export async function ensureStream(jsm: JetStreamManager, prefix: string): Promise<void> {
   const config = {
@@ -33,8 +47,8 @@ export async function ensureStream(jsm: JetStreamManager, prefix: string): Promi
   };
   try {
     await jsm.streams.add(config);
-  } catch {
-    // Another process created it first, or it exists with an older configuration.
+  } catch (err) {
+    if (!(err instanceof JetStreamApiError && err.code === STREAM_NAME_IN_USE)) throw err;
     await jsm.streams.update(config.name, config);
   }
 }

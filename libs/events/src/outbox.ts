@@ -1,6 +1,6 @@
+import type { outboxTable } from "@gw/db";
 import { sql as dsql } from "drizzle-orm";
 import type { PgDatabase, PgQueryResultHKT } from "drizzle-orm/pg-core";
-import type { outboxTable } from "@gw/db";
 
 export interface OutboxRow {
   /** Event id: the JetStream Nats-Msg-Id and the consumers' dedupe key. */

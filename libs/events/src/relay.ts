@@ -1,7 +1,9 @@
-import type { JetStreamClient } from "@nats-io/jetstream";
-import { headers as natsHeaders } from "@nats-io/transport-node";
+import { createHash } from "node:crypto";
 import type { Sql } from "@gw/db";
 import type { Logger } from "@gw/log";
+import type { JetStreamClient } from "@nats-io/jetstream";
+import { headers as natsHeaders } from "@nats-io/transport-node";
+import { eventsPublished, outboxUnpublished } from "./metrics.ts";
 
 export interface OutboxRelayOptions {
   sql: Sql;
@@ -17,12 +19,24 @@ export interface OutboxRelayOptions {
   retentionMs?: number;
 }
 
+/** How often the relay counts the rows still waiting, for the `outbox_unpublished` gauge. */
+const SAMPLE_EVERY_MS = 1000;
+
+/** A 64-bit advisory lock key for the relay of one schema, the same in every replica. */
+function relayLockKey(schema: string): string {
+  return createHash("sha256").update(`outbox-relay:${schema}`).digest().readBigInt64BE(0).toString();
+}
+
 /**
  * Publishes committed outbox rows to JetStream in commit order, with the row id as the
  * Nats-Msg-Id. A row is marked published in the same transaction that locked it, after
  * JetStream acknowledged it: a crash in between republishes the batch, which the
- * stream's duplicate window and the consumers' inboxes both absorb. Replicas share the
- * work through FOR UPDATE SKIP LOCKED.
+ * stream's duplicate window and the consumers' inboxes both absorb.
+ *
+ * Replicas take turns rather than split the rows: each batch runs under a transaction
+ * advisory lock on the schema, and a replica that cannot take it publishes nothing this
+ * round. Two replicas publishing neighbouring batches at once would interleave them in
+ * the stream, and the events of one operation would no longer arrive in order.
  */
 export class OutboxRelay {
   readonly #o: Required<OutboxRelayOptions>;
@@ -31,6 +45,11 @@ export class OutboxRelay {
   #loop: Promise<void> | undefined;
   #unlisten: (() => Promise<void>) | undefined;
   #published = 0;
+  /** Set by a NOTIFY that arrived while a batch was in flight, so it is not slept through. */
+  #notified = false;
+  #lastSample = 0;
+  /** Whether the last batch found another replica publishing; it then waits its turn. */
+  #otherReplicaBusy = false;
 
   constructor(options: OutboxRelayOptions) {
     this.#o = { batchSize: 256, pollMs: 1000, retentionMs: 24 * 3600 * 1000, ...options };
@@ -43,7 +62,10 @@ export class OutboxRelay {
 
   async start(): Promise<void> {
     this.#running = true;
-    const listener = await this.#o.sql.listen(`outbox_${this.#o.schema}`, () => this.#wake?.());
+    const listener = await this.#o.sql.listen(`outbox_${this.#o.schema}`, () => {
+      this.#notified = true;
+      this.#wake?.();
+    });
     this.#unlisten = () => listener.unlisten();
     this.#loop = this.#run();
   }
@@ -60,7 +82,14 @@ export class OutboxRelay {
   async drainOnce(): Promise<number> {
     const { sql, schema, js, batchSize } = this.#o;
     const count = await sql.begin(async (tx) => {
-      const rows = await tx<{ seq: string; id: string; subject: string; payload: Buffer; headers: Record<string, string> }[]>`
+      const [lock] = await tx<
+        { ok: boolean }[]
+      >`select pg_try_advisory_xact_lock(${relayLockKey(schema)}::bigint) as ok`;
+      this.#otherReplicaBusy = !lock?.ok;
+      if (this.#otherReplicaBusy) return 0;
+      const rows = await tx<
+        { seq: string; id: string; subject: string; payload: Buffer; headers: Record<string, string> }[]
+      >`
         select seq, id, subject, payload, headers from ${sql(schema)}.outbox
         where published_at is null order by seq limit ${batchSize} for update skip locked`;
       if (rows.length === 0) return 0;
@@ -77,6 +106,7 @@ export class OutboxRelay {
       return rows.length;
     });
     this.#published += count;
+    if (count > 0) eventsPublished.inc({ schema }, count);
     return count;
   }
 
@@ -85,6 +115,7 @@ export class OutboxRelay {
     let lastCleanup = 0;
     while (this.#running) {
       let published = 0;
+      this.#notified = false;
       try {
         published = await this.drainOnce();
         failures = 0;
@@ -96,7 +127,13 @@ export class OutboxRelay {
         failures++;
         this.#o.logger.warn({ err, failures }, "outbox relay batch failed; retrying");
       }
-      if (published === this.#o.batchSize && failures === 0) continue;
+      // Sampled whether or not the batch went out: a relay that cannot publish is exactly
+      // when the backlog must show.
+      if (Date.now() - this.#lastSample >= SAMPLE_EVERY_MS) await this.#sample().catch(() => {});
+      if (!this.#running) break;
+      // A full batch or a NOTIFY during the batch means more rows may be waiting.
+      if (failures === 0 && !this.#otherReplicaBusy && (published === this.#o.batchSize || this.#notified))
+        continue;
       // Back off exponentially on failure (capped at 5 s); otherwise sleep until NOTIFY.
       const waitMs = failures > 0 ? Math.min(5000, 100 * 2 ** failures) : this.#o.pollMs;
       await new Promise<void>((resolve) => {
@@ -108,6 +145,15 @@ export class OutboxRelay {
       });
       this.#wake = undefined;
     }
+  }
+
+  async #sample(): Promise<void> {
+    const { sql, schema } = this.#o;
+    this.#lastSample = Date.now();
+    const [row] = await sql<
+      { n: string }[]
+    >`select count(*) as n from ${sql(schema)}.outbox where published_at is null`;
+    outboxUnpublished.set({ schema }, Number(row?.n ?? 0));
   }
 
   async #cleanup(): Promise<void> {

@@ -1,0 +1,30 @@
+import { metricsRegistry } from "@gw/rpc";
+import { Counter, Gauge } from "prom-client";
+
+/** Outbox rows committed but not yet acknowledged by JetStream, per schema, as last sampled by a relay. */
+export const outboxUnpublished = new Gauge({
+  name: "outbox_unpublished",
+  help: "Outbox rows waiting to be published, per schema, sampled by the relay.",
+  labelNames: ["schema"],
+  registers: [metricsRegistry],
+});
+
+/** Outbox rows a relay published and marked, per schema. */
+export const eventsPublished = new Counter({
+  name: "events_published_total",
+  help: "Events published from the outbox to JetStream and marked published, per schema.",
+  labelNames: ["schema"],
+  registers: [metricsRegistry],
+});
+
+/**
+ * Messages a consumer finished, by outcome: `applied` (the handler ran and committed),
+ * `duplicate` (the inbox already held the id, so it was only acked) and `failed` (the
+ * handler or the decoder threw, so the message was nak-ed for redelivery).
+ */
+export const eventsConsumed = new Counter({
+  name: "events_consumed_total",
+  help: "Events taken by a durable consumer, by consumer and outcome (applied, duplicate, failed).",
+  labelNames: ["consumer", "outcome"],
+  registers: [metricsRegistry],
+});
