@@ -40,6 +40,14 @@ function requireCurrency(value: string, field: string): Currency {
 /** Formats a rate with at least six decimal places (the spec's sample) and never an exponent. */
 const formatRate = (rate: Decimal) => rate.toFixed(Math.max(6, rate.decimalPlaces()));
 
+/** One row of GetBalances, as the wire carries it. */
+export interface BalanceRow {
+  currency: Currency;
+  balance: string;
+  reserved: string;
+  currentMinus: string;
+}
+
 /** Prints a stored tier figure without exponent or trailing noise. */
 const plain = (value: Decimal) => value.toFixed();
 
@@ -135,7 +143,7 @@ export class LedgerHandlers implements ServiceImpl<typeof LedgerService> {
    * row's stored balances are checked against the sum of their postings; any mismatch
    * fails the whole call. Errors: INTERNAL (ledger_inconsistent).
    */
-  async getBalances(req: { shopId: string }): Promise<MessageInitShape<typeof GetBalancesResponseSchema>> {
+  async getBalances(req: { shopId: string }): Promise<{ balances: BalanceRow[] }> {
     const shopId = requireText(req.shopId, "shop_id");
     // One statement sees one snapshot, so the stored balances and the posting sums agree in time.
     const rows = await this.#sql<

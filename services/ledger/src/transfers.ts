@@ -1,4 +1,4 @@
-import { CURRENCIES, type Currency, Decimal } from "@gw/money";
+import { CURRENCIES, type Currency, Decimal, formatAmount } from "@gw/money";
 import type postgres from "postgres";
 
 /** The kinds of account; see README.md for what each one holds. */
@@ -122,7 +122,7 @@ export async function postTransfer(tx: postgres.TransactionSql, spec: TransferSp
   const [inserted] = await tx<{ id: string }[]>`
     insert into ledger.transfers (key, kind, shop_id, operation_id, request_hash, metadata)
     values (${spec.key}, ${spec.kind}, ${spec.shopId}, ${spec.operationId ?? null}, ${spec.requestHash ?? null},
-            ${tx.json(spec.metadata ?? {})})
+            ${JSON.stringify(spec.metadata ?? {})}::jsonb)
     on conflict (key) do nothing
     returning id`;
   if (!inserted) {
@@ -142,17 +142,20 @@ export async function postTransfer(tx: postgres.TransactionSql, spec: TransferSp
     account_id: ids.get(accountKey(p.account))!,
     currency: p.account.currency,
     side: p.side,
-    amount: p.amount.toFixed(),
+    // Stored at the currency's scale, so balances print as the currency writes them.
+    amount: formatAmount(p.amount, p.account.currency),
   }));
   await tx`insert into ledger.postings ${tx(rows)}`;
 
-  const deltas = new Map<string, Decimal>();
+  const deltas = new Map<string, { currency: Currency; delta: Decimal }>();
   for (const p of postings) {
     const id = ids.get(accountKey(p.account))!;
-    deltas.set(id, (deltas.get(id) ?? new Decimal(0)).plus(signed(p)));
+    const prev = deltas.get(id)?.delta ?? new Decimal(0);
+    deltas.set(id, { currency: p.account.currency, delta: prev.plus(signed(p)) });
   }
   for (const id of [...deltas.keys()].sort()) {
-    await tx`update ledger.accounts set balance = balance + ${deltas.get(id)!.toFixed()}::numeric where id = ${id}`;
+    const { currency, delta } = deltas.get(id)!;
+    await tx`update ledger.accounts set balance = balance + ${formatAmount(delta, currency)}::numeric where id = ${id}`;
   }
   return { id: inserted.id, created: true, requestHash: spec.requestHash ?? null };
 }

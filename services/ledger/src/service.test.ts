@@ -1,0 +1,294 @@
+import { randomUUID } from "node:crypto";
+import { create } from "@bufbuild/protobuf";
+import type { Sql } from "@gw/db";
+import {
+  PostAdjustmentRequestSchema,
+  type PricingTier,
+  PutFxRateRequestSchema,
+  PutPricingRequestSchema,
+  QuoteRequestSchema,
+} from "@gw/proto/gateway/ledger/v1/ledger_pb";
+import { Code, ConnectError, errorInfo } from "@gw/rpc";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { LedgerHandlers } from "./service.ts";
+import { migratedDatabase, silentLogger } from "./test-support.ts";
+
+let database: Awaited<ReturnType<typeof migratedDatabase>>;
+let sql: Sql;
+let ledger: LedgerHandlers;
+
+beforeAll(async () => {
+  database = await migratedDatabase();
+  sql = database.sql;
+  ledger = new LedgerHandlers(sql, silentLogger);
+});
+afterAll(() => database.close());
+
+const tier = (minAmount: string, maxAmount: string, percent: string, fixed: string) =>
+  ({ minAmount, maxAmount, percent, fixed }) as PricingTier;
+
+/** Runs a call expected to fail and returns its Connect code and public code and field. */
+async function failureOf(call: Promise<unknown>) {
+  try {
+    await call;
+  } catch (err) {
+    if (!(err instanceof ConnectError)) throw err;
+    const info = errorInfo(err);
+    return { code: err.code, publicCode: info?.code, field: info?.field };
+  }
+  throw new Error("expected the call to fail");
+}
+
+async function shopWithPricing(payin: PricingTier[], payout: PricingTier[] = []) {
+  const shopId = randomUUID();
+  await ledger.putPricing(create(PutPricingRequestSchema, { shopId, method: "WT_RUB_C2C", payin, payout }));
+  return shopId;
+}
+
+const quote = (shopId: string, direction: string, amount: string, settlementCurrency = "RUB") =>
+  ledger.quote(
+    create(QuoteRequestSchema, {
+      shopId,
+      method: "WT_RUB_C2C",
+      direction,
+      amount,
+      currency: "RUB",
+      settlementCurrency,
+    }),
+  );
+
+const adjust = (shopId: string, amount: string, adjustmentId = randomUUID(), currency = "RUB") =>
+  ledger.postAdjustment(
+    create(PostAdjustmentRequestSchema, { shopId, currency, amount, reason: "test", adjustmentId }),
+  );
+
+describe("Quote", () => {
+  it("charges percent of the amount plus the fixed fee and settles a payin net of it", async () => {
+    const shopId = await shopWithPricing([tier("100", "10000", "2.5", "10")]);
+    const q = await quote(shopId, "payin", "1000.00");
+    expect(q).toMatchObject({
+      commissionAmount: "35.00",
+      settlementAmount: "965.00",
+      settlementCurrency: "RUB",
+    });
+    expect(q.fxRate).toBeUndefined();
+    expect(q.tier).toMatchObject({ minAmount: "100", maxAmount: "10000", percent: "2.5", fixed: "10" });
+  });
+
+  it("charges a payout the amount plus the commission", async () => {
+    const shopId = await shopWithPricing([], [tier("0", "5000", "1", "0")]);
+    expect(await quote(shopId, "payout", "2000.00")).toMatchObject({
+      commissionAmount: "20.00",
+      settlementAmount: "2020.00",
+    });
+  });
+
+  it("rounds the commission half-up to the settlement currency's scale", async () => {
+    const shopId = await shopWithPricing([tier("0", "5000", "1", "0")]);
+    // 1% of 100.50 is 1.005: half-up gives 1.01 where half-even would give 1.00.
+    expect(await quote(shopId, "payin", "100.50")).toMatchObject({
+      commissionAmount: "1.01",
+      settlementAmount: "99.49",
+    });
+  });
+
+  it("picks the tier whose closed range holds the amount, bounds included", async () => {
+    const shopId = await shopWithPricing([tier("0", "999.99", "5", "0"), tier("1000", "5000", "1", "0")]);
+    expect((await quote(shopId, "payin", "999.99")).tier?.percent).toBe("5");
+    expect((await quote(shopId, "payin", "1000.00")).tier?.percent).toBe("1");
+    expect((await quote(shopId, "payin", "5000.00")).tier?.percent).toBe("1");
+  });
+
+  it("converts at the stored rate and prices in the settlement currency", async () => {
+    const shopId = await shopWithPricing([tier("0", "100000", "2", "0.5")]);
+    await ledger.putFxRate(
+      create(PutFxRateRequestSchema, { from: "RUB", to: "USDT", rate: "0.010512", source: "test-desk" }),
+    );
+    const q = await quote(shopId, "payin", "1000.00", "USDT");
+    // 1000 × 0.010512 = 10.512; commission 2% of it + 0.5 = 0.71024; settlement 9.80176.
+    expect(q).toMatchObject({
+      commissionAmount: "0.710240",
+      settlementAmount: "9.801760",
+      settlementCurrency: "USDT",
+      fxRate: "0.010512",
+      fxSource: "test-desk",
+    });
+  });
+
+  it("answers pricing_not_configured when no tier holds the amount", async () => {
+    const shopId = await shopWithPricing([tier("100", "200", "1", "0")]);
+    expect(await failureOf(quote(shopId, "payin", "200.01"))).toMatchObject({
+      code: Code.FailedPrecondition,
+      publicCode: "pricing_not_configured",
+    });
+    expect(await failureOf(quote(shopId, "payout", "150.00"))).toMatchObject({
+      publicCode: "pricing_not_configured",
+    });
+  });
+
+  it("answers fx_rate_missing when no rate converts to the settlement currency", async () => {
+    const fresh = await migratedDatabase();
+    try {
+      const isolated = new LedgerHandlers(fresh.sql, silentLogger);
+      const shopId = randomUUID();
+      await isolated.putPricing(
+        create(PutPricingRequestSchema, {
+          shopId,
+          method: "WT_RUB_C2C",
+          payin: [tier("0", "1000", "1", "0")],
+        }),
+      );
+      const call = isolated.quote(
+        create(QuoteRequestSchema, {
+          shopId,
+          method: "WT_RUB_C2C",
+          direction: "payin",
+          amount: "10.00",
+          currency: "RUB",
+          settlementCurrency: "USDT",
+        }),
+      );
+      expect(await failureOf(call)).toMatchObject({
+        code: Code.FailedPrecondition,
+        publicCode: "fx_rate_missing",
+      });
+    } finally {
+      await fresh.close();
+    }
+  });
+
+  it("rejects an amount that is not a positive decimal string", async () => {
+    const shopId = await shopWithPricing([tier("0", "1000", "1", "0")]);
+    for (const amount of ["", "-1.00", "1e3", "0.00", "abc"]) {
+      expect(await failureOf(quote(shopId, "payin", amount))).toMatchObject({
+        code: Code.InvalidArgument,
+        publicCode: "validation_failed",
+        field: "amount",
+      });
+    }
+  });
+});
+
+describe("PutPricing", () => {
+  const put = (payin: PricingTier[], payout: PricingTier[] = []) =>
+    failureOf(
+      ledger.putPricing(
+        create(PutPricingRequestSchema, { shopId: randomUUID(), method: "WT_RUB_C2C", payin, payout }),
+      ),
+    );
+
+  it("rejects overlapping tiers and names the later one", async () => {
+    expect(await put([], [tier("0", "1000", "1", "0"), tier("1000", "2000", "1", "0")])).toMatchObject({
+      code: Code.InvalidArgument,
+      publicCode: "validation_failed",
+      field: "payout[1].min_amount",
+    });
+  });
+
+  it("rejects a tier whose max is below its min", async () => {
+    expect(await put([tier("500", "100", "1", "0")])).toMatchObject({ field: "payin[0].max_amount" });
+  });
+
+  it("rejects a percent above 100, a negative fee and text that is not a decimal", async () => {
+    expect(await put([tier("0", "100", "100.01", "0")])).toMatchObject({ field: "payin[0].percent" });
+    expect(await put([tier("0", "100", "1", "-1")])).toMatchObject({ field: "payin[0].fixed" });
+    expect(await put([tier("0", "1e5", "1", "0")])).toMatchObject({ field: "payin[0].max_amount" });
+  });
+
+  it("rejects an unknown method", async () => {
+    const call = ledger.putPricing(
+      create(PutPricingRequestSchema, { shopId: randomUUID(), method: "CASH", payin: [] }),
+    );
+    expect(await failureOf(call)).toMatchObject({ publicCode: "validation_failed", field: "method" });
+  });
+
+  it("replaces every earlier tier of the shop and method", async () => {
+    const shopId = await shopWithPricing([tier("0", "1000", "1", "0")], [tier("0", "1000", "1", "0")]);
+    await ledger.putPricing(
+      create(PutPricingRequestSchema, {
+        shopId,
+        method: "WT_RUB_C2C",
+        payin: [tier("2000", "3000", "3", "0")],
+      }),
+    );
+    expect(await failureOf(quote(shopId, "payin", "500.00"))).toMatchObject({
+      publicCode: "pricing_not_configured",
+    });
+    expect(await failureOf(quote(shopId, "payout", "500.00"))).toMatchObject({
+      publicCode: "pricing_not_configured",
+    });
+    expect((await quote(shopId, "payin", "2500.00")).commissionAmount).toBe("75.00");
+  });
+});
+
+describe("PutFxRate", () => {
+  it("rejects a zero rate, an unknown currency and a conversion to the same currency", async () => {
+    const put = (from: string, to: string, rate: string) =>
+      failureOf(ledger.putFxRate(create(PutFxRateRequestSchema, { from, to, rate, source: "x" })));
+    expect(await put("RUB", "USDT", "0")).toMatchObject({ publicCode: "validation_failed", field: "rate" });
+    expect(await put("RUB", "USDT", "-0.5")).toMatchObject({ field: "rate" });
+    expect(await put("RUB", "EUR", "1")).toMatchObject({ field: "to" });
+    expect(await put("RUB", "RUB", "1")).toMatchObject({ field: "to" });
+  });
+});
+
+describe("GetBalances", () => {
+  it("answers one zero row per currency for a shop with no postings", async () => {
+    const { balances } = await ledger.getBalances({ shopId: randomUUID() });
+    expect(balances).toEqual([
+      { currency: "RUB", balance: "0.00", reserved: "0.00", currentMinus: "0.00" },
+      { currency: "USDT", balance: "0.000000", reserved: "0.000000", currentMinus: "0.000000" },
+    ]);
+  });
+
+  it("answers ledger_inconsistent, with no balances, when a stored balance differs from its postings", async () => {
+    const shopId = randomUUID();
+    await adjust(shopId, "100.00");
+    await sql`update ledger.accounts set balance = balance + 1 where owner = ${shopId} and kind = 'available'`;
+    expect(await failureOf(ledger.getBalances({ shopId }))).toMatchObject({
+      code: Code.Internal,
+      publicCode: "ledger_inconsistent",
+    });
+  });
+});
+
+describe("PostAdjustment", () => {
+  it("credits the shop for a positive amount and debits it for a negative one", async () => {
+    const shopId = randomUUID();
+    await adjust(shopId, "100.00");
+    await adjust(shopId, "-250.50");
+    const { balances } = await ledger.getBalances({ shopId });
+    expect(balances[0]).toEqual({
+      currency: "RUB",
+      balance: "-150.50",
+      reserved: "0.00",
+      currentMinus: "150.50",
+    });
+  });
+
+  it("posts an adjustment once per id and answers a replay with the same transfer", async () => {
+    const shopId = randomUUID();
+    const id = randomUUID();
+    const first = await adjust(shopId, "10.00", id);
+    const second = await adjust(shopId, "10.00", id);
+    expect(second.transferId).toBe(first.transferId);
+    expect((await ledger.getBalances({ shopId })).balances[0]?.balance).toBe("10.00");
+  });
+
+  it("refuses a different request under a used adjustment id", async () => {
+    const shopId = randomUUID();
+    const id = randomUUID();
+    await adjust(shopId, "10.00", id);
+    expect(await failureOf(adjust(shopId, "11.00", id))).toMatchObject({
+      code: Code.FailedPrecondition,
+      publicCode: "idempotency_conflict",
+    });
+  });
+
+  it("rejects a zero amount and one finer than the currency allows", async () => {
+    const shopId = randomUUID();
+    expect(await failureOf(adjust(shopId, "0.00"))).toMatchObject({ field: "amount" });
+    expect(await failureOf(adjust(shopId, "1.001"))).toMatchObject({ field: "amount" });
+    expect((await adjust(shopId, "1.000001", randomUUID(), "USDT")).transferId).toMatch(/^[0-9a-f-]{36}$/);
+  });
+});
