@@ -1,5 +1,11 @@
-export { Code, ConnectError, errorInfo, failure, type PublicErrorCode } from "./errors.ts";
 export { createServiceClient, type ServiceClientOptions } from "./client.ts";
-export { startGrpcServer, type GrpcServer, type GrpcServerOptions } from "./server.ts";
-export { metricsRegistry, startMetricsServer, rpcMetricsInterceptor } from "./metrics.ts";
-export { healthService, type HealthChecker } from "./health.ts";
+export { Code, ConnectError, errorInfo, failure, type PublicErrorCode } from "./errors.ts";
+export { type HealthChecker, healthService } from "./health.ts";
+export { metricsRegistry, rpcMetricsInterceptor, startMetricsServer } from "./metrics.ts";
+export {
+  type GrpcServer,
+  type GrpcServerOptions,
+  HTTP2_SERVER_OPTIONS,
+  startGrpcServer,
+  tuneServerSession,
+} from "./server.ts";

@@ -35,6 +35,14 @@ export const HTTP2_SETTINGS: http2.Settings = {
 };
 const SESSION_WINDOW = 16 * 1024 * 1024;
 
+/** Options of the HTTP/2 server behind startGrpcServer, for tools that build their own. */
+export const HTTP2_SERVER_OPTIONS: http2.ServerOptions = { settings: HTTP2_SETTINGS };
+
+/** Applies the per-session tuning of startGrpcServer to a new server session. */
+export function tuneServerSession(session: http2.ServerHttp2Session): void {
+  session.setLocalWindowSize(SESSION_WINDOW);
+}
+
 /**
  * Starts a gRPC server (gRPC protocol only, HTTP/2 without TLS) that serves the given
  * routes plus the standard health service, with metrics on every call.
@@ -47,16 +55,19 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcS
     grpcWeb: false,
     interceptors: [rpcMetricsInterceptor, ...(options.interceptors ?? [])],
     routes(router) {
-      router.service(Health, healthService(options.serviceNames, options.check, () => draining));
+      router.service(
+        Health,
+        healthService(options.serviceNames, options.check, () => draining),
+      );
       options.routes(router);
     },
   });
-  const server = http2.createServer({ settings: HTTP2_SETTINGS }, handler);
+  const server = http2.createServer(HTTP2_SERVER_OPTIONS, handler);
   const open = sessions(server);
   server.on("session", (session) => {
     open.add(session);
     session.once("close", () => open.delete(session));
-    session.setLocalWindowSize(SESSION_WINDOW);
+    tuneServerSession(session);
   });
   // Small unary frames must not wait for Nagle's algorithm.
   server.on("connection", (socket: Socket) => socket.setNoDelay(true));

@@ -1,0 +1,64 @@
+import * as http2 from "node:http2";
+import type { Socket } from "node:net";
+import { HTTP2_SERVER_OPTIONS, tuneServerSession } from "@gw/rpc";
+import type { Measurement } from "./measure.ts";
+
+/** How the bench server serves: see grpc-hop-server.ts. */
+export type HopServerMode = "defaults" | "tuned" | "connect";
+
+/** A client of the hop: see grpc-hop-client.ts. */
+export type HopClientKind = "grpc-defaults" | "grpc-tuned" | "connect" | "grpc-js";
+
+/** One line of the comparison: which server serves which client. */
+export interface HopVariant {
+  name: string;
+  label: string;
+  server: HopServerMode;
+  client: HopClientKind;
+}
+
+/** The four variants of the issue; the first is the baseline the ratios refer to. */
+export const HOP_VARIANTS: HopVariant[] = [
+  {
+    name: "baseline",
+    label: "(a) connect-node gRPC, Node defaults",
+    server: "defaults",
+    client: "grpc-defaults",
+  },
+  { name: "tuned", label: "(b) connect-node gRPC, @gw/rpc settings", server: "tuned", client: "grpc-tuned" },
+  { name: "connect", label: "(c) Connect protocol, same settings", server: "connect", client: "connect" },
+  {
+    name: "grpc-js",
+    label: "(d) @grpc/grpc-js client -> startGrpcServer",
+    server: "tuned",
+    client: "grpc-js",
+  },
+];
+
+/** What a client process reports for one concurrency level. */
+export interface HopLevelResult extends Measurement {
+  serverCpuPercent: number;
+}
+
+/** Messages between the parent and its two children. */
+export type HopMessage =
+  | { t: "ready"; port: number }
+  | { t: "cpu"; usage?: NodeJS.CpuUsage }
+  | { t: "mark"; id: number }
+  | { t: "marked"; id: number; usage: NodeJS.CpuUsage }
+  | { t: "result"; result: HopLevelResult }
+  | { t: "done" }
+  | { t: "stop" };
+
+/**
+ * An HTTP/2 server for the Connect-protocol variant with exactly the session settings
+ * of startGrpcServer, so (b) and (c) differ only in the protocol.
+ */
+export function tuneHttp2Server(
+  handler: (req: http2.Http2ServerRequest, res: http2.Http2ServerResponse) => void,
+) {
+  const server = http2.createServer(HTTP2_SERVER_OPTIONS, handler);
+  server.on("session", tuneServerSession);
+  server.on("connection", (socket: Socket) => socket.setNoDelay(true));
+  return server;
+}

@@ -1,0 +1,66 @@
+/**
+ * `pnpm bench [name...] [--duration=ms] [--warmup=ms] [--levels=1,16,64] [--variants=a,b]
+ * [--cpu-prof=dir]`: runs the named benchmarks (all when none is named) on loopback and
+ * prints their figures. Each run is bounded: a few seconds per measured window.
+ */
+import os from "node:os";
+import { parseArgs } from "node:util";
+import { formatGrpcHop, runGrpcHop } from "./grpc-hop.ts";
+import { runPgbench } from "./pgbench.ts";
+
+const BENCHMARKS = ["grpc-hop", "pgbench"] as const;
+
+const { values, positionals } = parseArgs({
+  allowPositionals: true,
+  options: {
+    duration: { type: "string" },
+    warmup: { type: "string" },
+    levels: { type: "string" },
+    variants: { type: "string" },
+    "cpu-prof": { type: "string" },
+  },
+});
+const names = positionals.length > 0 ? positionals : [...BENCHMARKS];
+for (const name of names) {
+  if (!(BENCHMARKS as readonly string[]).includes(name)) {
+    console.error(`unknown benchmark ${name}; known: ${BENCHMARKS.join(", ")}`);
+    process.exit(2);
+  }
+}
+/** The report goes to stdout; the linter keeps console for debugging only. */
+const print = (line = "") => process.stdout.write(`${line}\n`);
+const num = (v: string | undefined) => (v === undefined ? undefined : Number(v));
+
+print(
+  `machine: ${os.cpus().length} x ${os.cpus()[0]?.model ?? "?"}, ${os.platform()} ${os.release()}, node ${process.version}`,
+);
+print(
+  `load average: ${os
+    .loadavg()
+    .map((l) => l.toFixed(2))
+    .join(" ")}\n`,
+);
+
+for (const name of names) {
+  if (name === "grpc-hop") {
+    const reports = await runGrpcHop({
+      ...(values.levels ? { levels: values.levels.split(",").map(Number) } : {}),
+      ...(values.duration ? { durationMs: num(values.duration) } : {}),
+      ...(values.warmup ? { warmupMs: num(values.warmup) } : {}),
+      ...(values.variants ? { variants: values.variants.split(",") } : {}),
+      ...(values["cpu-prof"] ? { cpuProfDir: values["cpu-prof"] } : {}),
+    });
+    print(
+      "grpc-hop: unary grpc.health.v1 Check over h2c on 127.0.0.1, server and client in separate processes",
+    );
+    print(formatGrpcHop(reports));
+    print();
+  }
+  if (name === "pgbench") {
+    const result = await runPgbench(values.duration ? { durationMs: Number(values.duration) } : {});
+
+    print(
+      `pgbench: ${result.rowsPerTransaction} row writes per transaction, ${result.clients} clients, ${(result.durationMs / 1000).toFixed(0)} s: ${result.tps.toFixed(0)} tps (${(result.tps * result.rowsPerTransaction).toFixed(0)} rows/s), latency avg ${result.latencyAvgMs.toFixed(2)} ms\n`,
+    );
+  }
+}
