@@ -5,7 +5,6 @@ import { type Sql, withRetry } from "@gw/db";
 import type { Logger } from "@gw/log";
 import { CURRENCIES, type Currency, Decimal, formatAmount, isCurrency, isMethod, METHODS } from "@gw/money";
 import type {
-  GetBalancesResponseSchema,
   LedgerService,
   PostAdjustmentRequest,
   PutFxRateRequest,
