@@ -1,0 +1,72 @@
+import { fileURLToPath } from "node:url";
+import { fromBinary } from "@bufbuild/protobuf";
+import { type RunningConsumer, runConsumer } from "@gw/events";
+import { OperationEventSchema } from "@gw/proto/gateway/operations/v1/operations_pb";
+import { WebhooksService } from "@gw/proto/gateway/webhooks/v1/webhooks_pb";
+import { startGrpcService } from "@gw/runtime";
+import type { WebhooksConfig } from "./config.ts";
+import { DeliveryWorker } from "./delivery-worker.ts";
+import { recordDelivery } from "./events.ts";
+import { WebhooksHandlers } from "./service.ts";
+
+export const migrationsFolder = fileURLToPath(new URL("../drizzle", import.meta.url));
+
+/** Durable consumer name; also the key of this service's rows in its inbox. */
+export const CONSUMER = "webhooks";
+
+/**
+ * Builds and starts the webhooks service: the admin RPCs, the durable consumer that
+ * turns operation events into deliveries, and the delivery worker. `main.ts` and the
+ * tests both call this.
+ */
+export function startWebhooks(config: WebhooksConfig) {
+  return startGrpcService({
+    name: "webhooks",
+    schema: "webhooks",
+    migrationsFolder,
+    serviceNames: [WebhooksService.typeName],
+    config,
+    setup: ({ db, sql, nats, logger }) => {
+      const worker = new DeliveryWorker({
+        sql,
+        logger,
+        retryScheduleMs: config.WEBHOOK_RETRY_SCHEDULE_MS,
+        pollMs: config.WEBHOOK_POLL_MS,
+        concurrency: config.WEBHOOK_CONCURRENCY,
+        connectTimeoutMs: config.WEBHOOK_CONNECT_TIMEOUT_MS,
+        headersTimeoutMs: config.WEBHOOK_HEADERS_TIMEOUT_MS,
+        bodyTimeoutMs: config.WEBHOOK_BODY_TIMEOUT_MS,
+        allowPrivateTargets: config.WEBHOOK_ALLOW_PRIVATE_TARGETS,
+      });
+      const handlers = new WebhooksHandlers({
+        db,
+        logger,
+        allowPrivateTargets: config.WEBHOOK_ALLOW_PRIVATE_TARGETS,
+        retrySteps: config.WEBHOOK_RETRY_SCHEDULE_MS.length,
+        secretGraceMs: config.WEBHOOK_SECRET_GRACE_MS,
+      });
+      let consumer: RunningConsumer | undefined;
+      return {
+        routes: (router) => router.service(WebhooksService, handlers),
+        async start() {
+          await worker.start();
+          consumer = await runConsumer({
+            nats,
+            prefix: config.EVENTS_PREFIX,
+            durable: CONSUMER,
+            subjects: ["operations.>"],
+            sql,
+            schema: "webhooks",
+            decode: (data) => fromBinary(OperationEventSchema, data),
+            handle: (tx, event, eventId) => recordDelivery(tx, event, eventId, logger),
+            logger,
+          });
+        },
+        async stop() {
+          await consumer?.stop();
+          await worker.stop();
+        },
+      };
+    },
+  });
+}

@@ -1,0 +1,161 @@
+import type { ServiceImpl } from "@connectrpc/connect";
+import type { Database } from "@gw/db";
+import type { Logger } from "@gw/log";
+import type { WebhooksService } from "@gw/proto/gateway/webhooks/v1/webhooks_pb";
+import { Code, failure } from "@gw/rpc";
+import { and, desc, eq, sql } from "drizzle-orm";
+import { deliveries, endpoints } from "./db/schema.ts";
+import { WAKE_CHANNEL } from "./delivery-worker.ts";
+import { generateSecret } from "./signing.ts";
+import { checkEndpointUrl, TargetRejected } from "./targets.ts";
+
+export interface WebhooksHandlersOptions {
+  db: Database;
+  logger: Logger;
+  allowPrivateTargets: boolean;
+  /** Steps of the retry schedule: a manual redelivery of a finished delivery uses none. */
+  retrySteps: number;
+  /** How long the previous secret keeps signing after a rotation. */
+  secretGraceMs: number;
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const DEFAULT_LIST_LIMIT = 50;
+const MAX_LIST_LIMIT = 200;
+
+function requireUuid(value: string, field: string): string {
+  if (!UUID.test(value))
+    throw failure(Code.InvalidArgument, "validation_failed", `${field} must be a UUID`, field);
+  return value.toLowerCase();
+}
+
+const iso = (d: Date | null) => (d ? d.toISOString() : undefined);
+
+/** The admin surface of webhooks: endpoints, secrets and the delivery log. */
+export class WebhooksHandlers implements ServiceImpl<typeof WebhooksService> {
+  readonly #o: WebhooksHandlersOptions;
+
+  constructor(options: WebhooksHandlersOptions) {
+    this.#o = options;
+  }
+
+  /**
+   * Sets the shop's endpoint URL. Returns the signing secret only when the shop had no
+   * endpoint before; changing the URL keeps the secret.
+   * Errors: INVALID_ARGUMENT (validation_failed) for a bad shop id or URL.
+   */
+  async putEndpoint(req: { shopId: string; url: string }) {
+    const shopId = requireUuid(req.shopId, "shop_id");
+    let url: URL;
+    try {
+      url = await checkEndpointUrl(req.url, this.#o.allowPrivateTargets);
+    } catch (err) {
+      if (err instanceof TargetRejected)
+        throw failure(Code.InvalidArgument, "validation_failed", err.message, "url");
+      throw err;
+    }
+    const secret = generateSecret();
+    const created = await this.#o.db
+      .insert(endpoints)
+      .values({ shopId, url: url.toString(), secret })
+      .onConflictDoNothing()
+      .returning({ shopId: endpoints.shopId });
+    if (created.length > 0) {
+      this.#o.logger.info({ shopId, host: url.host }, "webhook endpoint created");
+      return { secret };
+    }
+    await this.#o.db
+      .update(endpoints)
+      .set({ url: url.toString(), updatedAt: sql`now()` })
+      .where(eq(endpoints.shopId, shopId));
+    this.#o.logger.info({ shopId, host: url.host }, "webhook endpoint updated");
+    return {};
+  }
+
+  /**
+   * Replaces the signing secret and returns the new one. The previous secret keeps
+   * signing next to it for the grace period, so no event fails verification while the
+   * merchant switches. Errors: NOT_FOUND when the shop has no endpoint.
+   */
+  async rotateSecret(req: { shopId: string }) {
+    const shopId = requireUuid(req.shopId, "shop_id");
+    const secret = generateSecret();
+    const rows = await this.#o.db
+      .update(endpoints)
+      .set({
+        previousSecret: sql`${endpoints.secret}`,
+        previousSecretExpiresAt: sql`now() + make_interval(secs => ${this.#o.secretGraceMs / 1000})`,
+        secret,
+        updatedAt: sql`now()`,
+      })
+      .where(eq(endpoints.shopId, shopId))
+      .returning({ shopId: endpoints.shopId });
+    if (rows.length === 0)
+      throw failure(Code.NotFound, "not_found", "no webhook endpoint configured for this shop");
+    this.#o.logger.info({ shopId }, "webhook secret rotated");
+    return { secret };
+  }
+
+  /**
+   * The shop's deliveries, newest first. `limit` defaults to 50, at most 200.
+   * Errors: INVALID_ARGUMENT (validation_failed) for a bad shop id or limit.
+   */
+  async listDeliveries(req: { shopId: string; limit: number }) {
+    const shopId = requireUuid(req.shopId, "shop_id");
+    if (req.limit < 0 || req.limit > MAX_LIST_LIMIT) {
+      throw failure(
+        Code.InvalidArgument,
+        "validation_failed",
+        `limit must be 1 to ${MAX_LIST_LIMIT}`,
+        "limit",
+      );
+    }
+    const rows = await this.#o.db
+      .select()
+      .from(deliveries)
+      .where(eq(deliveries.shopId, shopId))
+      .orderBy(desc(deliveries.createdAt), desc(deliveries.operationVersion), desc(deliveries.eventId))
+      .limit(req.limit || DEFAULT_LIST_LIMIT);
+    return {
+      deliveries: rows.map((r) => ({
+        eventId: r.eventId,
+        eventType: r.eventType,
+        operationId: r.operationId,
+        status: r.status,
+        attempts: r.attempts,
+        lastStatusCode: r.lastStatusCode ?? undefined,
+        lastError: r.lastError ?? undefined,
+        createdAt: r.createdAt.toISOString(),
+        nextAttemptAt: r.status === "pending" ? iso(r.nextAttemptAt) : undefined,
+        deliveredAt: iso(r.deliveredAt),
+      })),
+    };
+  }
+
+  /**
+   * Schedules one more attempt now, with the same webhook-id and body. A pending
+   * delivery keeps its retry schedule; a delivered or failed one gets exactly one
+   * attempt, and ends `failed` again if that fails.
+   * Errors: NOT_FOUND when the event is not a delivery of this shop.
+   */
+  async redeliver(req: { shopId: string; eventId: string }) {
+    const shopId = requireUuid(req.shopId, "shop_id");
+    if (!UUID.test(req.eventId)) throw failure(Code.NotFound, "not_found", "delivery not found");
+    const rows = await this.#o.db.transaction(async (tx) => {
+      const updated = await tx
+        .update(deliveries)
+        .set({
+          retryStep: sql`case when ${deliveries.status} = 'pending' then ${deliveries.retryStep} else ${this.#o.retrySteps} end`,
+          status: "pending",
+          nextAttemptAt: sql`now()`,
+        })
+        .where(and(eq(deliveries.eventId, req.eventId.toLowerCase()), eq(deliveries.shopId, shopId)))
+        .returning({ eventId: deliveries.eventId });
+      if (updated.length > 0) await tx.execute(sql`select pg_notify(${WAKE_CHANNEL}, '')`);
+      return updated;
+    });
+    if (rows.length === 0) throw failure(Code.NotFound, "not_found", "delivery not found");
+    this.#o.logger.info({ shopId, eventId: req.eventId }, "webhook redelivery scheduled");
+    return {};
+  }
+}
