@@ -1,0 +1,174 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { randomInt, randomUUID } from "node:crypto";
+import { once } from "node:events";
+import { fileURLToPath } from "node:url";
+import { connect, createTestDatabase, type Database, type Sql, type TestDatabase } from "@gw/db";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { randomPrefix, readStream, until } from "../test-fixtures/helpers.ts";
+import { createEventSchema } from "../test-fixtures/schema.ts";
+import { connectNats, ensureStream, type Nats, streamName } from "./nats.ts";
+import { enqueueEvent, type OutboxRow } from "./outbox.ts";
+
+// "Killing the relay or a consumer mid-way loses no event and applies none twice":
+// the relay and the consumer run in child processes that are killed with SIGKILL at
+// random points and restarted, and the stream and the database must end up exact.
+
+const NATS_URL = process.env.NATS_URL ?? "nats://127.0.0.1:4222";
+const EVENTS = 2_000;
+const KILLS = 3;
+const fixture = (name: string) => fileURLToPath(new URL(`../test-fixtures/${name}`, import.meta.url));
+
+let testDb: TestDatabase;
+let sql: Sql;
+let db: Database;
+let nats: Nats;
+const prefixes: string[] = [];
+const children = new Set<ChildProcess>();
+
+/** Starts a fixture in its own node process and waits until it reports ready. */
+async function startChild(script: string, env: Record<string, string>): Promise<ChildProcess> {
+  const child = spawn(process.execPath, [fixture(script)], {
+    env: { ...process.env, DATABASE_URL: testDb.url, NATS_URL, ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  children.add(child);
+  child.once("exit", () => children.delete(child));
+  let stderr = "";
+  child.stderr?.on("data", (d) => {
+    stderr += d;
+  });
+  let stdout = "";
+  child.stdout?.on("data", (d) => {
+    stdout += d;
+  });
+  await until(
+    () => stdout.includes("ready") || child.exitCode !== null,
+    (done) => done,
+    { timeoutMs: 20_000, what: `${script} to start` },
+  );
+  if (child.exitCode !== null) throw new Error(`${script} exited with ${child.exitCode}: ${stderr}`);
+  return child;
+}
+
+/** SIGKILL: no handler runs, no transaction commits, no ack goes out. */
+async function killHard(child: ChildProcess) {
+  const exited = once(child, "exit");
+  child.kill("SIGKILL");
+  await exited;
+}
+
+/** Ascending random points strictly inside the run, one per kill. */
+const killPoints = () =>
+  Array.from({ length: KILLS }, (_, i) =>
+    randomInt(((i + 0.2) * EVENTS) / (KILLS + 1), ((i + 1) * EVENTS) / (KILLS + 1)),
+  );
+
+const count = async (query: Promise<{ n: number }[]>) => (await query)[0]?.n ?? 0;
+
+beforeAll(async () => {
+  testDb = await createTestDatabase();
+  ({ sql, db } = connect(testDb.url, { max: 4 }));
+  nats = await connectNats(NATS_URL, "events-kill-test");
+});
+
+afterAll(async () => {
+  for (const child of children) child.kill("SIGKILL");
+  for (const prefix of prefixes) await nats?.jsm.streams.delete(streamName(prefix)).catch(() => {});
+  await nats?.nc.drain();
+  await sql?.end({ timeout: 5 });
+  await testDb?.drop();
+});
+
+describe("killing processes mid-way", () => {
+  it("loses no event and stores none twice when the relay is killed and restarted", {
+    timeout: 60_000,
+  }, async () => {
+    const prefix = randomPrefix();
+    prefixes.push(prefix);
+    await ensureStream(nats.jsm, prefix);
+    const schema = `relay_${randomUUID().slice(0, 8)}`;
+    const { outbox } = await createEventSchema(sql, schema);
+    const events: OutboxRow[] = Array.from({ length: EVENTS }, (_, i) => ({
+      id: randomUUID(),
+      subject: `${prefix}.operations.payment.pending`,
+      payload: new TextEncoder().encode(String(i)),
+    }));
+    for (let i = 0; i < EVENTS; i += 100) {
+      await db.transaction((tx) => enqueueEvent(tx, outbox, schema, events.slice(i, i + 100)));
+    }
+    const unpublished = () =>
+      count(sql`select count(*)::int as n from ${sql(schema)}.outbox where published_at is null`);
+    const stored = async () => (await nats.jsm.streams.info(streamName(prefix))).state.messages;
+
+    let killedMidway = 0;
+    for (const point of killPoints()) {
+      const relay = await startChild("relay-child.ts", { SCHEMA: schema });
+      await until(stored, (n) => n >= point, { everyMs: 5, what: `the stream to reach ${point}` });
+      await killHard(relay);
+      if ((await unpublished()) > 0) killedMidway++;
+    }
+    const relay = await startChild("relay-child.ts", { SCHEMA: schema });
+    await until(unpublished, (n) => n === 0, { timeoutMs: 30_000, what: "the outbox to empty" });
+    await killHard(relay);
+
+    expect(killedMidway).toBeGreaterThan(0);
+    const messages = await readStream(nats, streamName(prefix));
+    // Every event exactly once, and in the order they were committed.
+    expect(messages.map((m) => m.msgId)).toEqual(events.map((e) => e.id));
+  });
+
+  it("applies every event exactly once when the consumer is killed and restarted", {
+    timeout: 60_000,
+  }, async () => {
+    const prefix = randomPrefix();
+    prefixes.push(prefix);
+    await ensureStream(nats.jsm, prefix);
+    const schema = `cons_${randomUUID().slice(0, 8)}`;
+    await createEventSchema(sql, schema);
+    const ids = Array.from({ length: EVENTS }, () => randomUUID());
+    for (let i = 0; i < EVENTS; i += 200) {
+      await Promise.all(
+        ids
+          .slice(i, i + 200)
+          .map((id) =>
+            nats.js.publish(`${prefix}.operations.payment.completed`, new Uint8Array(), { msgID: id }),
+          ),
+      );
+    }
+    const applied = () => count(sql`select count(*)::int as n from ${sql(schema)}.applied`);
+    // A short ack wait brings back the messages a killed consumer held, within the test.
+    const env = { SCHEMA: schema, PREFIX: prefix, ACK_WAIT_MS: "2000" };
+
+    let killedMidway = 0;
+    for (const point of killPoints()) {
+      const consumer = await startChild("consumer-child.ts", env);
+      await until(applied, (n) => n >= point, {
+        timeoutMs: 20_000,
+        everyMs: 5,
+        what: `${point} events applied`,
+      });
+      await killHard(consumer);
+      if ((await applied()) < EVENTS) killedMidway++;
+    }
+    const consumer = await startChild("consumer-child.ts", env);
+    await until(
+      async () => {
+        const info = await nats.jsm.consumers.info(streamName(prefix), "counter");
+        return info.num_pending + info.num_ack_pending;
+      },
+      (n) => n === 0,
+      { timeoutMs: 30_000, what: "every message acked" },
+    );
+    await killHard(consumer);
+
+    expect(killedMidway).toBeGreaterThan(0);
+    const rows = await sql<
+      { event_id: string; times: number }[]
+    >`select event_id, times from ${sql(schema)}.applied`;
+    expect(rows.filter((r) => r.times !== 1)).toEqual([]);
+    expect(rows.map((r) => r.event_id).sort()).toEqual([...ids].sort());
+    const inbox = await sql<{ event_id: string }[]>`
+      select event_id from ${sql(schema)}.inbox where consumer = 'counter' order by event_id`;
+    expect(inbox.map((r) => r.event_id)).toEqual([...ids].sort());
+  });
+});
