@@ -144,7 +144,7 @@ describe("sandbox provider", () => {
 
   it("accepts a card payin with a Luhn-valid card number and no expiry unless configured", async () => {
     const put = await putProvider("cards", { payin: { mode: "accept", receipt_required: true } });
-    expect(put.json.base_url).toBe(`${base}/providers/cards`);
+    expect(put.json).toMatchObject({ base_url: base, provider_url: `${base}/providers/cards` });
     const res = await payin("cards", "op-card-1");
     expect(res.status).toBe(200);
     expect(res.json).toMatchObject({

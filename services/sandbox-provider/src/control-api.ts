@@ -86,8 +86,17 @@ export function controlApi(deps: ControlApiDeps) {
         target: providers.name,
         set: { credentials: body.credentials, payin: body.payin, payout: body.payout, updatedAt: new Date() },
       });
-    const baseUrl = new URL(`/providers/${name.data}`, c.req.url).toString();
-    return c.json({ name: name.data, base_url: baseUrl, payin: body.payin, payout: body.payout });
+    // The gateway registers the provider under the same name with the sandbox's root as
+    // its base URL; the connector adds `/providers/{name}` itself.
+    const baseUrl = new URL("/", c.req.url).toString().replace(/\/$/, "");
+    const providerUrl = `${baseUrl}/providers/${name.data}`;
+    return c.json({
+      name: name.data,
+      base_url: baseUrl,
+      provider_url: providerUrl,
+      payin: body.payin,
+      payout: body.payout,
+    });
   });
 
   api.get("/operations/:operation_id", async (c) => {

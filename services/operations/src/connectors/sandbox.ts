@@ -1,0 +1,271 @@
+import { createHmac, timingSafeEqual } from "node:crypto";
+import { request } from "undici";
+import {
+  CallbackRejectedError,
+  type Connector,
+  type ProviderAnswer,
+  type ProviderConfig,
+  type ProviderCreateRequest,
+  type ProviderLeg,
+  type ProviderResult,
+} from "./connector.ts";
+
+/** The header that carries a sandbox callback's signature: `t=<unix seconds>,v1=<hex>`. */
+export const SIGNATURE_HEADER = "x-sandbox-signature";
+/** A callback signed longer ago than this is refused, so a captured one cannot be replayed later. */
+export const MAX_CALLBACK_AGE_SECONDS = 300;
+/** A callback signed this far in the future is refused; beyond ordinary clock skew. */
+export const MAX_CALLBACK_SKEW_SECONDS = 60;
+
+/** The provider answered, but not with something the connector can act on. */
+export class ProviderRequestError extends Error {
+  override readonly name = "ProviderRequestError";
+  /** The provider's HTTP status, when it answered one. */
+  readonly status: number | undefined;
+  /** The provider's error code, when its body had one. */
+  readonly code: string | undefined;
+
+  constructor(message: string, status?: number, code?: string) {
+    super(message);
+    this.status = status;
+    this.code = code;
+  }
+}
+
+const AMOUNT = /^(0|[1-9]\d{0,15})\.\d{2}$/;
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const HEX_SHA256 = /^[0-9a-f]{64}$/;
+
+type Json = Record<string, unknown>;
+const isObject = (v: unknown): v is Json => typeof v === "object" && v !== null && !Array.isArray(v);
+const optionalString = (v: unknown): string | undefined =>
+  typeof v === "string" && v !== "" ? v : undefined;
+
+/** Where one hosted provider lives: the sandbox serves each under `/providers/{name}`. */
+function providerUrl(provider: ProviderConfig, path: string): URL {
+  const base = provider.baseUrl.endsWith("/") ? provider.baseUrl : `${provider.baseUrl}/`;
+  return new URL(`providers/${encodeURIComponent(provider.name)}/v1/${path}`, base);
+}
+
+/** Parses provider legs; undefined when any leg is not a well-formed positive amount with a time. */
+function parseLegs(value: unknown): ProviderLeg[] | undefined {
+  if (!Array.isArray(value) || value.length > 1000) return undefined;
+  const legs: ProviderLeg[] = [];
+  for (const item of value) {
+    if (!isObject(item)) return undefined;
+    const { id, amount, completed_at: completedAt } = item;
+    if (typeof id !== "string" || id === "" || id.length > 128) return undefined;
+    if (typeof amount !== "string" || !AMOUNT.test(amount) || /^0\.00$/.test(amount)) return undefined;
+    if (typeof completedAt !== "string") return undefined;
+    const at = new Date(completedAt);
+    if (Number.isNaN(at.getTime())) return undefined;
+    legs.push({ id, amount, completedAt: at });
+  }
+  return legs;
+}
+
+/** Reads `t` and every `v1` of a `t=<unix>,v1=<hex>` header; undefined when it is malformed. */
+function parseSignatureHeader(value: string): { timestamp: number; signatures: string[] } | undefined {
+  let timestamp: number | undefined;
+  const signatures: string[] = [];
+  for (const part of value.split(",")) {
+    const eq = part.indexOf("=");
+    if (eq < 0) return undefined;
+    const key = part.slice(0, eq).trim();
+    const val = part.slice(eq + 1).trim();
+    if (key === "t") {
+      if (!/^\d{1,12}$/.test(val)) return undefined;
+      timestamp = Number(val);
+    } else if (key === "v1") {
+      if (!HEX_SHA256.test(val)) return undefined;
+      signatures.push(val);
+    }
+  }
+  return timestamp === undefined || signatures.length === 0 ? undefined : { timestamp, signatures };
+}
+
+function header(headers: Record<string, string>, name: string): string | undefined {
+  for (const [key, value] of Object.entries(headers)) if (key.toLowerCase() === name) return value;
+  return undefined;
+}
+
+/**
+ * The connector for the sandbox provider protocol (see services/sandbox-provider/README.md):
+ * JSON over HTTP with `Authorization: Bearer <credentials>`, the gateway's operation_id as
+ * the idempotent `reference`, and result callbacks signed with HMAC-SHA256 over
+ * `<timestamp>.<body>` keyed by the same credentials.
+ */
+export class SandboxConnector implements Connector {
+  /**
+   * Rejects (so the router moves on) when `signal` aborts first, the transport fails, or
+   * the provider answers with something other than a decision: an authentication error,
+   * a 5xx or a malformed body. A 4xx refusal of the request is a decline.
+   */
+  async create(
+    provider: ProviderConfig,
+    req: ProviderCreateRequest,
+    signal: AbortSignal,
+  ): Promise<ProviderAnswer> {
+    const body: Json = {
+      reference: req.operationId,
+      method: req.method,
+      amount: req.amount,
+      currency: req.currency,
+      callback_url: req.callbackUrl,
+    };
+    if (req.direction === "payout") {
+      const destination: Json = { number: req.number ?? "" };
+      if (req.name) destination.name = req.name;
+      if (req.bankname) destination.bankname = req.bankname;
+      body.destination = destination;
+    }
+    const { status, json } = await this.#call(
+      provider,
+      providerUrl(provider, req.direction === "payin" ? "payins" : "payouts"),
+      "POST",
+      signal,
+      JSON.stringify(body),
+    );
+    if (
+      status >= 400 &&
+      status < 500 &&
+      status !== 401 &&
+      status !== 403 &&
+      status !== 408 &&
+      status !== 429
+    ) {
+      const code = isObject(json) && isObject(json.error) ? optionalString(json.error.code) : undefined;
+      return { outcome: "declined", reason: code ?? `http_${status}` };
+    }
+    if (status !== 200 || !isObject(json)) throw this.#unexpected(status, json);
+    if (json.reference !== req.operationId)
+      throw new ProviderRequestError("answer for another reference", status);
+    if (json.decision === "declined") {
+      return { outcome: "declined", reason: optionalString(json.reason) ?? "declined" };
+    }
+    if (json.decision !== "accepted" || typeof json.receipt_required !== "boolean") {
+      throw new ProviderRequestError("answer without a decision", status);
+    }
+    const answer: Extract<ProviderAnswer, { outcome: "accepted" }> = {
+      outcome: "accepted",
+      receiptRequired: json.receipt_required,
+    };
+    if (req.direction === "payin") {
+      const r = json.requisites;
+      const number = isObject(r) ? optionalString(r.number) : undefined;
+      if (!isObject(r) || number === undefined)
+        throw new ProviderRequestError("payin accepted without requisites", status);
+      const requisites: { number: string; name?: string; bankname?: string } = { number };
+      const name = optionalString(r.name);
+      const bankname = optionalString(r.bankname);
+      if (name !== undefined) requisites.name = name;
+      if (bankname !== undefined) requisites.bankname = bankname;
+      answer.requisites = requisites;
+    }
+    if (json.expires_at !== undefined) {
+      const expiresAt = typeof json.expires_at === "string" ? new Date(json.expires_at) : undefined;
+      if (!expiresAt || Number.isNaN(expiresAt.getTime()))
+        throw new ProviderRequestError("bad expires_at", status);
+      answer.expiresAt = expiresAt;
+    }
+    return answer;
+  }
+
+  /**
+   * Verifies the signature in constant time against the provider's credentials, refuses
+   * timestamps older than 5 minutes or more than 1 minute ahead of `now`, then parses the
+   * body. Throws CallbackRejectedError for any of these failures.
+   */
+  parseCallback(
+    provider: ProviderConfig,
+    body: Uint8Array,
+    headers: Record<string, string>,
+    now: Date,
+  ): ProviderResult & { callbackId: string } {
+    const raw = header(headers, SIGNATURE_HEADER);
+    const parsed = raw === undefined ? undefined : parseSignatureHeader(raw);
+    if (!parsed) throw new CallbackRejectedError("missing or malformed signature header");
+    const age = Math.floor(now.getTime() / 1000) - parsed.timestamp;
+    if (age > MAX_CALLBACK_AGE_SECONDS) throw new CallbackRejectedError("callback signature is too old");
+    if (-age > MAX_CALLBACK_SKEW_SECONDS)
+      throw new CallbackRejectedError("callback signature is from the future");
+
+    const expected = createHmac("sha256", provider.credentials)
+      .update(`${parsed.timestamp}.`)
+      .update(body)
+      .digest();
+    const valid = parsed.signatures.some((hex) => timingSafeEqual(Buffer.from(hex, "hex"), expected));
+    if (!valid) throw new CallbackRejectedError("callback signature does not match");
+
+    let json: unknown;
+    try {
+      json = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(body));
+    } catch {
+      throw new CallbackRejectedError("callback body is not JSON");
+    }
+    if (!isObject(json)) throw new CallbackRejectedError("callback body is not an object");
+    const callbackId = optionalString(json.callback_id);
+    if (callbackId === undefined || callbackId.length > 128)
+      throw new CallbackRejectedError("callback without callback_id");
+    if (typeof json.reference !== "string" || !UUID.test(json.reference)) {
+      throw new CallbackRejectedError("callback reference is not an operation id");
+    }
+    if (json.status !== "completed" && json.status !== "rejected")
+      throw new CallbackRejectedError("callback status unknown");
+    const legs = parseLegs(json.legs);
+    if (!legs) throw new CallbackRejectedError("callback legs malformed");
+    if (json.status === "completed" && legs.length === 0)
+      throw new CallbackRejectedError("completed without legs");
+    return { callbackId, operationId: json.reference.toLowerCase(), status: json.status, legs };
+  }
+
+  /**
+   * Reads the provider's view of an operation. Rejects when the provider does not know the
+   * reference (404: nothing to conclude from, so the caller must not treat it as rejected),
+   * when `signal` aborts first, and on any other unexpected answer.
+   */
+  async status(
+    provider: ProviderConfig,
+    operationId: string,
+    signal: AbortSignal,
+  ): Promise<ProviderResult | { status: "pending" }> {
+    const url = providerUrl(provider, `operations/${encodeURIComponent(operationId)}`);
+    const { status, json } = await this.#call(provider, url, "GET", signal);
+    if (status !== 200 || !isObject(json)) throw this.#unexpected(status, json);
+    if (json.status === "pending") return { status: "pending" };
+    if (json.status !== "completed" && json.status !== "rejected") {
+      throw new ProviderRequestError("unknown operation status", status);
+    }
+    const legs = parseLegs(json.legs);
+    if (!legs) throw new ProviderRequestError("malformed legs", status);
+    return { operationId, status: json.status, legs };
+  }
+
+  async #call(
+    provider: ProviderConfig,
+    url: URL,
+    method: "GET" | "POST",
+    signal: AbortSignal,
+    body?: string,
+  ): Promise<{ status: number; json: unknown }> {
+    const headers: Record<string, string> = {
+      authorization: `Bearer ${provider.credentials}`,
+      accept: "application/json",
+    };
+    if (body !== undefined) headers["content-type"] = "application/json";
+    const res = await request(url, { method, headers, body, signal });
+    const text = await res.body.text();
+    let json: unknown;
+    try {
+      json = text === "" ? undefined : JSON.parse(text);
+    } catch {
+      json = undefined;
+    }
+    return { status: res.statusCode, json };
+  }
+
+  #unexpected(status: number, json: unknown): ProviderRequestError {
+    const code = isObject(json) && isObject(json.error) ? optionalString(json.error.code) : undefined;
+    return new ProviderRequestError(`provider answered ${status}${code ? ` (${code})` : ""}`, status, code);
+  }
+}
