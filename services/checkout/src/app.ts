@@ -60,7 +60,7 @@ export async function startCheckout(config: CheckoutConfig): Promise<RunningChec
   let draining = false;
   const app = buildCheckoutApp({ draining: () => draining });
   const server = await new Promise<ReturnType<typeof serve>>((resolve) => {
-    const s = serve({ fetch: app.fetch, port: config.HTTP_PORT, hostname: config.HOST }, () => resolve(s));
+    const s = serve({ fetch: app.fetch, port: config.PORT, hostname: config.HOST }, () => resolve(s));
   });
   const metrics = await startMetricsServer(config.METRICS_PORT, config.HOST);
   const port = (server.address() as AddressInfo).port;

@@ -4,7 +4,7 @@ import { z } from "zod";
 /** Checkout keeps no data of its own: it needs only where to listen. */
 export const configSchema = z.object({
   HOST: z.string().default("127.0.0.1"),
-  HTTP_PORT: port(8081),
+  PORT: port(8081),
   METRICS_PORT: port(9106),
   LOG_LEVEL: z.enum(["trace", "debug", "info", "warn", "error", "fatal", "silent"]).default("info"),
 });

@@ -1,0 +1,140 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { createInterface } from "node:readline";
+import { type ServiceSpec, serviceMain } from "./services.ts";
+
+/** Where the supervisor sends a child's output lines and its own notices. */
+export interface SupervisorOutput {
+  line(service: string, text: string): void;
+  notice(text: string): void;
+}
+
+export interface SupervisorOptions {
+  /** The repository root; services are `services/<name>/src/main.ts` under it. */
+  root: string;
+  env: (spec: ServiceSpec) => Record<string, string>;
+  output: SupervisorOutput;
+  /** First restart delay; it doubles up to `maxBackoffMs`, and resets after a long run. */
+  backoffMs?: number;
+  maxBackoffMs?: number;
+}
+
+interface Child {
+  spec: ServiceSpec;
+  process?: ChildProcess;
+  exited?: Promise<void>;
+  /** Set while the child is meant to stay down (stopping, or held by a fault test). */
+  held: boolean;
+  failures: number;
+  startedAt: number;
+  timer?: NodeJS.Timeout;
+}
+
+/** A run of this long counts as healthy: the next crash restarts after the first delay again. */
+const HEALTHY_RUN_MS = 30_000;
+
+/**
+ * Runs each service as its own child process (`node services/<name>/src/main.ts`),
+ * forwards its output line by line, and restarts a child that dies with a growing
+ * delay. `stop()` sends SIGTERM to all and SIGKILL to those still up after the grace.
+ */
+export class Supervisor {
+  readonly #o: Required<SupervisorOptions>;
+  readonly #children = new Map<string, Child>();
+
+  constructor(options: SupervisorOptions) {
+    this.#o = { backoffMs: 500, maxBackoffMs: 15_000, ...options };
+  }
+
+  /** Starts a service (again, after `kill`), and keeps it running. */
+  start(spec: ServiceSpec): void {
+    let child = this.#children.get(spec.name);
+    if (!child) {
+      child = { spec, held: false, failures: 0, startedAt: 0 };
+      this.#children.set(spec.name, child);
+    }
+    child.held = false;
+    if (!child.process) this.#spawn(child);
+  }
+
+  /** Process id of a running service, or undefined while it is down. */
+  pid(name: string): number | undefined {
+    return this.#children.get(name)?.process?.pid;
+  }
+
+  /**
+   * Kills one service with `signal` (SIGKILL by default) and keeps it down until
+   * `start` is called again. Resolves once the process has exited.
+   */
+  async kill(name: string, signal: NodeJS.Signals = "SIGKILL"): Promise<void> {
+    const child = this.#children.get(name);
+    if (!child) throw new Error(`no service named ${name}`);
+    child.held = true;
+    clearTimeout(child.timer);
+    if (!child.process) return;
+    const exited = child.exited;
+    child.process.kill(signal);
+    await exited;
+  }
+
+  /** Stops every service, the last started first, each with SIGTERM and then SIGKILL. */
+  async stop(graceMs = 20_000): Promise<void> {
+    const children = [...this.#children.values()].reverse();
+    for (const c of children) {
+      c.held = true;
+      clearTimeout(c.timer);
+    }
+    await Promise.all(
+      children.map(async (c) => {
+        if (!c.process) return;
+        const exited = c.exited;
+        c.process.kill("SIGTERM");
+        const hard = setTimeout(() => c.process?.kill("SIGKILL"), graceMs);
+        await exited;
+        clearTimeout(hard);
+      }),
+    );
+  }
+
+  #spawn(child: Child): void {
+    const { spec } = child;
+    const { output } = this.#o;
+    const env: Record<string, string> = {};
+    // The runner's own environment passes through (PATH, locale), but not the test
+    // runner's markers, so a service behaves the same under `pnpm stack` and in e2e.
+    for (const [k, v] of Object.entries(process.env))
+      if (v !== undefined && !k.startsWith("VITEST")) env[k] = v;
+    const proc = spawn(process.execPath, [serviceMain(this.#o.root, spec.name)], {
+      cwd: this.#o.root,
+      env: { ...env, ...this.#o.env(spec) },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    child.process = proc;
+    child.startedAt = Date.now();
+    for (const stream of [proc.stdout, proc.stderr]) {
+      createInterface({ input: stream, crlfDelay: Number.POSITIVE_INFINITY }).on("line", (l) =>
+        output.line(spec.name, l),
+      );
+    }
+    child.exited = new Promise<void>((resolve) => {
+      const onExit = (code: number | null, signal: NodeJS.Signals | null) => {
+        if (child.process !== proc) return;
+        child.process = undefined;
+        resolve();
+        if (child.held) return;
+        if (Date.now() - child.startedAt > HEALTHY_RUN_MS) child.failures = 0;
+        const delay = Math.min(this.#o.backoffMs * 2 ** child.failures, this.#o.maxBackoffMs);
+        child.failures++;
+        output.notice(`${spec.name} exited (${signal ?? `code ${code}`}); restarting in ${delay} ms`);
+        child.timer = setTimeout(() => {
+          if (!child.held && !child.process) this.#spawn(child);
+        }, delay);
+      };
+      // A spawn that fails (no such executable) emits "error" and never "exit".
+      proc.once("error", (err) => {
+        output.notice(`${spec.name} could not start: ${err.message}`);
+        if (proc.pid === undefined) onExit(null, null);
+      });
+      proc.once("exit", onExit);
+    });
+  }
+}
