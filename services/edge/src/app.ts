@@ -1,0 +1,191 @@
+import type { Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { fileURLToPath } from "node:url";
+import type { Client } from "@connectrpc/connect";
+import { connect, type Database, migrateSchema } from "@gw/db";
+import { connectNats } from "@gw/events";
+import { createLogger } from "@gw/log";
+import { LedgerService } from "@gw/proto/gateway/ledger/v1/ledger_pb";
+import { OperationsService } from "@gw/proto/gateway/operations/v1/operations_pb";
+import { WebhooksService } from "@gw/proto/gateway/webhooks/v1/webhooks_pb";
+import { Health, HealthCheckResponse_ServingStatus } from "@gw/proto/grpc/health/v1/health_pb";
+import { createServiceClient, startMetricsServer } from "@gw/rpc";
+import { createAdaptorServer } from "@hono/node-server";
+import { OpenAPIHono } from "@hono/zod-openapi";
+import { methodNotAllowed } from "hono/method-not-allowed";
+import { requestId } from "hono/request-id";
+import type { EdgeConfig } from "./config.ts";
+import type { EdgeClients, EdgeDeps, Probe } from "./deps.ts";
+import type { EdgeEnv } from "./env.ts";
+import { ApiError, errorResponse, loggableCause, notFound, toApiError } from "./errors.ts";
+import { adminAuth } from "./middleware/admin-auth.ts";
+import { apiKeyAuth } from "./middleware/api-key.ts";
+import { jsonBody } from "./middleware/body.ts";
+import { requestLog } from "./middleware/request-log.ts";
+import { DOCS_PAGE, describeUnmanagedRoutes, OPENAPI_INFO } from "./openapi.ts";
+import { adminConfigRoutes } from "./routes/admin-config.ts";
+import { adminShopRoutes } from "./routes/admin-shops.ts";
+import { balanceRoutes } from "./routes/balances.ts";
+import { callbackRoutes } from "./routes/callbacks.ts";
+import { healthRoutes } from "./routes/health.ts";
+import { operationRoutes } from "./routes/operations.ts";
+import { EdgeStore } from "./store.ts";
+import { validationError } from "./validation.ts";
+
+export const migrationsFolder = fileURLToPath(new URL("../drizzle", import.meta.url));
+
+/**
+ * Builds the edge's HTTP app without listening. The order of middleware is the order of
+ * the spec's checks: request id, log, then per area the credentials (API key or admin
+ * token) before anything reads the body, then the bounded JSON body, then the route.
+ */
+export function buildApp(deps: EdgeDeps): OpenAPIHono<EdgeEnv> {
+  const store = new EdgeStore(deps.db);
+  const app = new OpenAPIHono<EdgeEnv>({
+    defaultHook: (result) => {
+      if (!result.success) throw validationError(result.error);
+    },
+  });
+
+  app.use(requestId());
+  app.use(requestLog(deps.logger));
+  app.use(
+    methodNotAllowed({
+      app,
+      onMethodNotAllowed: (c, methods) =>
+        errorResponse(c, new ApiError(405, "method_not_allowed", `${c.req.method} is not allowed here`), {
+          Allow: methods.join(", "),
+        }),
+    }),
+  );
+  app.use("/v1/*", apiKeyAuth(store), jsonBody());
+  app.use("/admin/*", adminAuth(deps.adminToken), jsonBody());
+  // Every admin route under a shop answers 404 for a shop the edge does not know.
+  app.use("/admin/v1/shops/:shop_id/*", async (c, next) => {
+    if (!(await store.shopExists(c.req.param("shop_id")))) throw notFound("shop not found");
+    await next();
+  });
+
+  app.route("/", healthRoutes(deps.probes));
+  app.route("/v1", operationRoutes(deps.clients, store, deps.payUrl));
+  app.route("/v1", balanceRoutes(deps.clients));
+  app.route("/callbacks", callbackRoutes(deps.clients));
+  app.route("/admin/v1", adminShopRoutes(store, deps.clients));
+  app.route("/admin/v1", adminConfigRoutes(deps.clients));
+
+  describeUnmanagedRoutes(app);
+  app.doc31("/openapi.json", OPENAPI_INFO);
+  app.get("/docs", (c) => c.html(DOCS_PAGE));
+
+  app.notFound((c) =>
+    errorResponse(c, new ApiError(404, "not_found", `no route for ${c.req.method} ${c.req.path}`)),
+  );
+  app.onError((err, c) => {
+    const { error, expected } = toApiError(err);
+    if (!expected) {
+      (c.get("logger") ?? deps.logger).error(
+        { err: loggableCause(err), request_id: c.get("requestId"), status: error.status },
+        "request failed",
+      );
+    }
+    return errorResponse(c, error);
+  });
+  return app;
+}
+
+/** A probe over grpc.health.v1: SERVING within the deadline, or down. */
+export function grpcHealthProbe(client: Client<typeof Health>, timeoutMs = 1_000): Probe {
+  return async () => {
+    const res = await client.check({ service: "" }, { timeoutMs });
+    return res.status === HealthCheckResponse_ServingStatus.SERVING;
+  };
+}
+
+export interface RunningEdge {
+  port: number;
+  metricsPort: number;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts the edge: Postgres (migrated under the advisory lock), NATS (for health), the
+ * downstream clients, the HTTP server and the metrics server. `stop()` stops taking
+ * requests, waits for those in flight, then closes NATS and the pool.
+ */
+export async function startEdge(
+  config: EdgeConfig,
+  overrides: { clients?: EdgeClients } = {},
+): Promise<RunningEdge> {
+  const logger = createLogger("edge", config.LOG_LEVEL);
+  const { sql, db } = connect(config.DATABASE_URL, { max: config.DB_POOL_MAX, application: "edge" });
+  await migrateSchema(sql, db as Database, "edge", migrationsFolder);
+  const nats = await connectNats(config.NATS_URL, "edge");
+
+  const clients: EdgeClients = overrides.clients ?? {
+    operations: createServiceClient(OperationsService, config.OPERATIONS_URL),
+    ledger: createServiceClient(LedgerService, config.LEDGER_URL),
+    webhooks: createServiceClient(WebhooksService, config.WEBHOOKS_URL),
+  };
+  const downstreamUrls = {
+    operations: config.OPERATIONS_URL,
+    ledger: config.LEDGER_URL,
+    webhooks: config.WEBHOOKS_URL,
+    matching: config.MATCHING_URL,
+    receipts: config.RECEIPTS_URL,
+  };
+  const downstream: Record<string, Probe> = {};
+  for (const [name, url] of Object.entries(downstreamUrls)) {
+    downstream[name] = grpcHealthProbe(createServiceClient(Health, url, { defaultTimeoutMs: 1_000 }));
+  }
+
+  const app = buildApp({
+    db,
+    logger,
+    clients,
+    adminToken: config.ADMIN_TOKEN,
+    payUrl: config.PAY_URL,
+    probes: {
+      self: {
+        postgres: async () => {
+          await sql`select 1`;
+          return true;
+        },
+        nats: async () => {
+          if (nats.nc.isClosed()) return false;
+          await nats.nc.flush();
+          return true;
+        },
+      },
+      downstream,
+    },
+  });
+
+  const server = createAdaptorServer({ fetch: app.fetch, hostname: config.HOST }) as Server;
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(config.PORT, config.HOST, () => resolve());
+  });
+  const metrics = await startMetricsServer(config.METRICS_PORT, config.HOST);
+  const port = (server.address() as AddressInfo).port;
+  const metricsPort = (metrics.address() as AddressInfo).port;
+  logger.info({ port, metricsPort }, "edge listening");
+
+  let stopping: Promise<void> | undefined;
+  return {
+    port,
+    metricsPort,
+    stop() {
+      stopping ??= (async () => {
+        await new Promise<void>((resolve) => {
+          server.close(() => resolve());
+          server.closeIdleConnections();
+        });
+        await nats.nc.drain().catch(() => {});
+        await sql.end({ timeout: 5 });
+        await new Promise((r) => metrics.close(r));
+        logger.info("edge stopped");
+      })();
+      return stopping;
+    },
+  };
+}

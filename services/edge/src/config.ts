@@ -1,0 +1,22 @@
+import { commonConfig, loadConfig, port, serviceUrls } from "@gw/config";
+import { z } from "zod";
+
+/** The edge's settings: the common ones, its two ports, the downstream services and its own secrets. */
+export const configSchema = z.object({
+  ...commonConfig,
+  ...serviceUrls,
+  PORT: port(8080),
+  METRICS_PORT: port(9100),
+  DB_POOL_MAX: z.coerce.number().int().min(1).max(200).default(10),
+  /** The bearer token of the admin API; a short one is refused at start. */
+  ADMIN_TOKEN: z.string().min(32, "at least 32 characters"),
+  /** Where the hosted checkout pages live; `payment_url` is `${PAY_URL}/<operation_id>`. */
+  PAY_URL: z
+    .string()
+    .url()
+    .default("http://127.0.0.1:8081")
+    .transform((url) => url.replace(/\/+$/, "")),
+});
+export type EdgeConfig = z.infer<typeof configSchema>;
+
+export const readConfig = () => loadConfig(configSchema);

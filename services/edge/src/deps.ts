@@ -1,0 +1,37 @@
+import type { Client } from "@connectrpc/connect";
+import type { Database } from "@gw/db";
+import type { Logger } from "@gw/log";
+import type { LedgerService } from "@gw/proto/gateway/ledger/v1/ledger_pb";
+import type { OperationsService } from "@gw/proto/gateway/operations/v1/operations_pb";
+import type { WebhooksService } from "@gw/proto/gateway/webhooks/v1/webhooks_pb";
+
+/** The downstream gRPC services the edge maps requests to. */
+export interface EdgeClients {
+  operations: Client<typeof OperationsService>;
+  ledger: Client<typeof LedgerService>;
+  webhooks: Client<typeof WebhooksService>;
+}
+
+/** Answers whether one dependency is reachable now; false or a throw both mean no. */
+export type Probe = () => Promise<boolean>;
+
+/** What `buildApp` needs; `startEdge` builds the real ones, tests may pass their own clients. */
+export interface EdgeDeps {
+  db: Database;
+  logger: Logger;
+  clients: EdgeClients;
+  adminToken: string;
+  /** Base of hosted page links, without a trailing slash. */
+  payUrl: string;
+  probes: {
+    /** The edge's own dependencies (Postgres, NATS): `/healthz`. */
+    self: Record<string, Probe>;
+    /** The gRPC services behind it: `/readyz` adds these. */
+    downstream: Record<string, Probe>;
+  };
+}
+
+/** Deadline of a create call: the spec's 15 s provider wait, plus room for the hop and the write. */
+export const CREATE_TIMEOUT_MS = 20_000;
+/** Deadline of every other downstream call. */
+export const CALL_TIMEOUT_MS = 5_000;

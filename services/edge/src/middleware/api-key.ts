@@ -1,0 +1,23 @@
+import { createMiddleware } from "hono/factory";
+import type { EdgeEnv } from "../env.ts";
+import { ApiError } from "../errors.ts";
+import { hashApiKey, looksLikeApiKey } from "../keys.ts";
+import type { EdgeStore } from "../store.ts";
+
+/**
+ * Authenticates every `/v1` request by its `X-API-Key` before anything reads the body,
+ * and puts the key's scope (merchant and shop) into the context. The lookup goes to
+ * Postgres on every request (one indexed query, no cache), so a revoked key is refused by
+ * the very next request on every replica.
+ */
+export const apiKeyAuth = (store: EdgeStore) =>
+  createMiddleware<EdgeEnv>(async (c, next) => {
+    const key = c.req.header("x-api-key");
+    if (key === undefined || key === "") {
+      throw new ApiError(401, "api_key_required", "the x-api-key header is required");
+    }
+    const scope = looksLikeApiKey(key) ? await store.scopeOfKey(hashApiKey(key)) : undefined;
+    if (!scope) throw new ApiError(401, "invalid_api_key", "invalid api key");
+    c.set("scope", scope);
+    await next();
+  });

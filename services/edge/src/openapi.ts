@@ -1,0 +1,178 @@
+import type { OpenAPIHono } from "@hono/zod-openapi";
+import { z } from "@hono/zod-openapi";
+import type { EdgeEnv } from "./env.ts";
+import {
+  BalancesSchema,
+  CancelResultSchema,
+  errorResponses,
+  jsonRequest,
+  jsonResponse,
+  LinkOperationSchema,
+  OperationSchema,
+  OperationStateSchema,
+} from "./schemas.ts";
+import { cancelOperationBody, createOperationBody, operationRefBody } from "./validation.ts";
+
+/**
+ * Describes the routes that are not OpenAPIHono routes (the `/v1` merchant API, provider
+ * callbacks, probes) in the app's OpenAPI registry. The `/v1` handlers validate with the
+ * same zod schemas by hand, because the spec fixes the order of checks (key, then body)
+ * and the exactly-one-identifier rules, which a generated validator cannot express.
+ */
+export function describeUnmanagedRoutes(app: OpenAPIHono<EdgeEnv>): void {
+  const registry = app.openAPIRegistry;
+  registry.registerComponent("securitySchemes", "ApiKey", {
+    type: "apiKey",
+    in: "header",
+    name: "X-API-Key",
+  });
+  registry.registerComponent("securitySchemes", "AdminBearer", { type: "http", scheme: "bearer" });
+
+  const security = [{ ApiKey: [] }];
+  const tags = ["merchant API"];
+  const createErrors = errorResponses(400, 401, 412, 413, 415, 503);
+
+  registry.registerPath({
+    method: "post",
+    path: "/v1/payment",
+    tags,
+    security,
+    summary: "Create a payment",
+    description:
+      "Waits up to 15 s for a provider to accept. Idempotent on merchant_operation_id and the body.",
+    request: { body: jsonRequest(createOperationBody) },
+    responses: { 200: jsonResponse(OperationSchema, "The payment."), ...createErrors },
+  });
+  registry.registerPath({
+    method: "post",
+    path: "/v1/payout",
+    tags,
+    security,
+    summary: "Create a payout",
+    description: "`number` is required; `bankname` is required for WT_RUB_PHONE.",
+    request: { body: jsonRequest(createOperationBody) },
+    responses: { 200: jsonResponse(OperationSchema, "The payout."), ...createErrors },
+  });
+  registry.registerPath({
+    method: "post",
+    path: "/v1/payment/link",
+    tags,
+    security,
+    summary: "Create a payment with a hosted page link",
+    request: { body: jsonRequest(createOperationBody) },
+    responses: { 200: jsonResponse(LinkOperationSchema, "The payment with payment_url."), ...createErrors },
+  });
+  registry.registerPath({
+    method: "post",
+    path: "/v1/get_operation_state",
+    tags,
+    security,
+    summary: "Read an operation of the key's shop",
+    request: { body: jsonRequest(operationRefBody) },
+    responses: {
+      200: jsonResponse(OperationStateSchema, "The operation with receipts."),
+      ...errorResponses(400, 401, 404, 503),
+    },
+  });
+  registry.registerPath({
+    method: "post",
+    path: "/v1/cancel_operation",
+    tags,
+    security,
+    summary: "Cancel a payment",
+    request: { body: jsonRequest(cancelOperationBody) },
+    responses: {
+      200: jsonResponse(CancelResultSchema, "The decision and a snapshot."),
+      ...errorResponses(400, 401, 404, 412, 503),
+    },
+  });
+  registry.registerPath({
+    method: "get",
+    path: "/v1/balances",
+    tags,
+    security,
+    summary: "Balances of the key's shop",
+    responses: {
+      200: jsonResponse(BalancesSchema, "One row per supported currency."),
+      ...errorResponses(401, 500, 503),
+    },
+  });
+  registry.registerPath({
+    method: "post",
+    path: "/callbacks/providers/{name}",
+    tags: ["providers"],
+    summary: "A provider's result callback",
+    description: "The raw body and headers go to the provider's connector, which checks the signature.",
+    request: { params: z.object({ name: z.string().openapi({ param: { name: "name", in: "path" } }) }) },
+    responses: {
+      200: jsonResponse(z.object({ ok: z.literal(true) }), "Accepted."),
+      ...errorResponses(401, 404, 413, 503),
+    },
+  });
+  for (const [path, description] of [
+    ["/livez", "The process runs."],
+    ["/healthz", "Postgres and NATS answer."],
+    ["/readyz", "Postgres, NATS and every downstream gRPC service answer."],
+  ] as const) {
+    registry.registerPath({
+      method: "get",
+      path,
+      tags: ["probes"],
+      description,
+      responses: { 204: { description: "Healthy." }, ...errorResponses(503) },
+    });
+  }
+}
+
+/** The OpenAPI 3.1 document's header. */
+export const OPENAPI_INFO = {
+  openapi: "3.1.0",
+  info: {
+    title: "Payment gateway",
+    version: "1.0.0",
+    description:
+      "The merchant API (`/v1`, `X-API-Key`), the admin API (`/admin/v1`, bearer token) and probes.",
+  },
+} as const;
+
+/**
+ * A small, self-contained documentation page: it fetches `/openapi.json` and lists every
+ * operation with its parameters and responses. No script or style comes from a CDN.
+ */
+export const DOCS_PAGE = `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Payment gateway API</title>
+<style>
+body{font:15px/1.5 system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;color:#222}
+h2{margin-top:2rem;border-bottom:1px solid #ddd}
+.op{margin:1rem 0;padding:.5rem 1rem;border-left:4px solid #888;background:#f7f7f7}
+.m{font-weight:bold;text-transform:uppercase;margin-right:.5rem}
+pre{background:#fff;border:1px solid #ddd;padding:.5rem;overflow:auto;font-size:13px}
+</style></head>
+<body><h1>Payment gateway API</h1>
+<p>The machine-readable description is <a href="/openapi.json">/openapi.json</a> (OpenAPI 3.1).</p>
+<div id="ops">Loading…</div>
+<script>
+const esc = (s) => String(s).replace(/[&<>"]/g, (c) => ({"&":"&amp;","<":"&lt;",">":"&gt;",'"':"&quot;"})[c]);
+fetch("/openapi.json").then((r) => r.json()).then((doc) => {
+  const byTag = {};
+  for (const [path, item] of Object.entries(doc.paths)) for (const [method, op] of Object.entries(item)) {
+    const tag = (op.tags && op.tags[0]) || "other";
+    (byTag[tag] ||= []).push({ path, method, op });
+  }
+  let html = "";
+  for (const [tag, ops] of Object.entries(byTag)) {
+    html += "<h2>" + esc(tag) + "</h2>";
+    for (const { path, method, op } of ops) {
+      const body = op.requestBody && op.requestBody.content["application/json"];
+      html += '<div class="op"><span class="m">' + esc(method) + "</span><code>" + esc(path) + "</code>"
+        + (op.summary ? "<p>" + esc(op.summary) + "</p>" : "")
+        + (op.description ? "<p>" + esc(op.description) + "</p>" : "")
+        + (body ? "<details><summary>request body</summary><pre>" + esc(JSON.stringify(body.schema, null, 2)) + "</pre></details>" : "")
+        + "<details><summary>responses: " + esc(Object.keys(op.responses).join(", ")) + "</summary><pre>"
+        + esc(JSON.stringify(op.responses, null, 2)) + "</pre></details></div>";
+    }
+  }
+  html += "<h2>schemas</h2><pre>" + esc(JSON.stringify(doc.components && doc.components.schemas, null, 2)) + "</pre>";
+  document.getElementById("ops").innerHTML = html;
+});
+</script></body></html>`;

@@ -1,0 +1,174 @@
+import { Writable } from "node:stream";
+import { create } from "@bufbuild/protobuf";
+import { createClient, createRouterTransport, type ServiceImpl } from "@connectrpc/connect";
+import {
+  connect,
+  createTestDatabase,
+  type Database,
+  migrateSchema,
+  type Sql,
+  type TestDatabase,
+} from "@gw/db";
+import { LedgerService } from "@gw/proto/gateway/ledger/v1/ledger_pb";
+import {
+  type Operation,
+  OperationSchema,
+  OperationsService,
+} from "@gw/proto/gateway/operations/v1/operations_pb";
+import { WebhooksService } from "@gw/proto/gateway/webhooks/v1/webhooks_pb";
+import { type Logger, pino } from "pino";
+import { buildApp, migrationsFolder } from "./app.ts";
+import type { EdgeClients, EdgeDeps, Probe } from "./deps.ts";
+
+/**
+ * Test support: a fresh database with the edge schema, and stand-ins for the downstream
+ * gRPC services built with `createRouterTransport`. The stand-ins exist only to test the
+ * edge's own mapping (status, body shape, which fields it passes); the real services
+ * meet the edge in the end-to-end suite.
+ */
+
+export const ADMIN_TOKEN = "test-admin-token-0123456789abcdef0123456789";
+export const PAY_URL = "https://pay.example.test";
+
+/** An operation as a downstream service would return it, with overrides. */
+export function anOperation(overrides: Omit<Partial<Operation>, "$typeName" | "$unknown"> = {}): Operation {
+  return create(OperationSchema, {
+    operationId: "0191a5e4-7c1b-7b8e-9d4e-3f2a1b0c9d8e",
+    merchantOperationId: "order-1",
+    type: "payment",
+    status: "pending",
+    method: "WT_RUB_C2C",
+    expectedAmount: "1000.00",
+    actualAmount: "0.00",
+    currency: "RUB",
+    createdAt: "2026-11-21T10:00:00.000Z",
+    updatedAt: "2026-11-21T10:00:00.000Z",
+    ...overrides,
+  });
+}
+
+/** Partial fake implementations; methods left out answer Unimplemented. */
+export interface FakeServices {
+  operations?: Partial<ServiceImpl<typeof OperationsService>>;
+  ledger?: Partial<ServiceImpl<typeof LedgerService>>;
+  webhooks?: Partial<ServiceImpl<typeof WebhooksService>>;
+}
+
+/** Clients of in-memory fakes of the downstream services. */
+export function fakeClients(fakes: FakeServices): EdgeClients {
+  const transport = createRouterTransport((router) => {
+    router.service(OperationsService, fakes.operations ?? {});
+    router.service(LedgerService, fakes.ledger ?? {});
+    router.service(WebhooksService, fakes.webhooks ?? {});
+  });
+  return {
+    operations: createClient(OperationsService, transport),
+    ledger: createClient(LedgerService, transport),
+    webhooks: createClient(WebhooksService, transport),
+  };
+}
+
+/** A logger that keeps every line in memory, so tests can assert what is (never) logged. */
+export function memoryLogger(): { logger: Logger; lines: string[] } {
+  const lines: string[] = [];
+  const stream = new Writable({
+    write(chunk, _enc, done) {
+      lines.push(String(chunk));
+      done();
+    },
+  });
+  return { logger: pino({ level: "debug" }, stream), lines };
+}
+
+/** A migrated test database and its pool. */
+export interface EdgeTestDatabase {
+  testDb: TestDatabase;
+  sql: Sql;
+  db: Database;
+  close(): Promise<void>;
+}
+
+export async function edgeTestDatabase(): Promise<EdgeTestDatabase> {
+  const testDb = await createTestDatabase();
+  const { sql, db } = connect(testDb.url, { max: 4, application: "edge-test" });
+  await migrateSchema(sql, db, "edge", migrationsFolder);
+  return {
+    testDb,
+    sql,
+    db,
+    async close() {
+      await sql.end({ timeout: 5 });
+      await testDb.drop();
+    },
+  };
+}
+
+/** Builds an app on the test database with fake downstream services. */
+export function testApp(
+  database: EdgeTestDatabase,
+  options: {
+    fakes?: FakeServices;
+    logger?: Logger;
+    downstream?: Record<string, Probe>;
+    self?: Record<string, Probe>;
+  } = {},
+) {
+  const deps: EdgeDeps = {
+    db: database.db,
+    logger: options.logger ?? pino({ level: "silent" }),
+    clients: fakeClients(options.fakes ?? {}),
+    adminToken: ADMIN_TOKEN,
+    payUrl: PAY_URL,
+    probes: {
+      self: options.self ?? {
+        postgres: async () => {
+          await database.sql`select 1`;
+          return true;
+        },
+      },
+      downstream: options.downstream ?? {},
+    },
+  };
+  return buildApp(deps);
+}
+
+type App = ReturnType<typeof buildApp>;
+
+/** Calls the admin API with the admin token. */
+export async function admin(app: App, method: string, path: string, body?: unknown) {
+  const res = await app.request(path, {
+    method,
+    headers: {
+      authorization: `Bearer ${ADMIN_TOKEN}`,
+      ...(body ? { "content-type": "application/json" } : {}),
+    },
+    ...(body ? { body: JSON.stringify(body) } : {}),
+  });
+  return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+}
+
+/** Creates a merchant, a shop and a key through the admin API. */
+export async function aShopWithKey(app: App) {
+  const merchant = await admin(app, "POST", "/admin/v1/merchants", { name: "Merchant" });
+  const shop = await admin(app, "POST", "/admin/v1/shops", {
+    merchant_id: merchant.body.merchant_id,
+    name: "Shop",
+  });
+  const key = await admin(app, "POST", `/admin/v1/shops/${shop.body.shop_id}/api-keys`);
+  return {
+    merchantId: merchant.body.merchant_id as string,
+    shopId: shop.body.shop_id as string,
+    keyId: key.body.key_id as string,
+    apiKey: key.body.api_key as string,
+  };
+}
+
+/** Calls the merchant API with a key and a JSON body. */
+export async function merchant(app: App, apiKey: string, method: string, path: string, body?: unknown) {
+  const res = await app.request(path, {
+    method,
+    headers: { "x-api-key": apiKey, ...(body !== undefined ? { "content-type": "application/json" } : {}) },
+    ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+  });
+  return { status: res.status, headers: res.headers, body: (await res.json()) as Record<string, unknown> };
+}
