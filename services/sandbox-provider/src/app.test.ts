@@ -300,9 +300,17 @@ describe("sandbox provider", () => {
     const settled = await call("POST", "/control/operations/op-retry-1/settle", { status: "rejected" });
     expect(settled.json.delivery).toMatchObject({ delivered: false, status_code: 503 });
 
+    // A request held open by a silent provider is answered when the sandbox stops.
+    await putProvider("silent-at-stop", { payin: { mode: "no_answer" } });
+    const held = payin("silent-at-stop", "op-held-1");
+    await eventually(async () =>
+      (await call("GET", "/control/operations/op-held-1")).status === 200 ? true : undefined,
+    );
+
     // The sandbox goes away with the callback undelivered; a new process on the same
     // database picks it up once the receiver is back.
     await sandbox.stop();
+    expect(await held).toMatchObject({ status: 503, json: { error: { code: "no_answer" } } });
     receiver.status = 200;
     sandbox = await startSandbox(config());
     base = `http://127.0.0.1:${sandbox.port}`;

@@ -34,6 +34,12 @@ interface AppDeps {
 /** The HTTP surface without a listener: probes, the provider API and the control API. */
 export function buildApp(deps: AppDeps) {
   const app = new Hono();
+  app.use(async (c, next) => {
+    await next();
+    // While stopping, every answer (the released held ones above all) closes its
+    // connection, so the server's close does not wait for idle keep-alive sockets.
+    if (deps.held.stopping) c.header("connection", "close");
+  });
   app.get("/livez", (c) => c.body(null, 204));
   app.get("/readyz", async (c) => {
     try {

@@ -42,6 +42,8 @@ type Direction = "payin" | "payout";
 /** Held `no_answer` and delayed requests, so that stopping the server can release them. */
 export class HeldRequests {
   readonly #controllers = new Set<AbortController>();
+  /** True once the server is stopping: answers then close their connection. */
+  stopping = false;
 
   /** Waits `ms`, or until the client leaves, or until the server stops; says why it woke. */
   wait(ms: number, client: AbortSignal): Promise<"elapsed" | "aborted"> {
@@ -64,6 +66,7 @@ export class HeldRequests {
   }
 
   releaseAll(): void {
+    this.stopping = true;
     for (const c of this.#controllers) c.abort();
   }
 }
