@@ -1,10 +1,14 @@
 import { createHash } from "node:crypto";
 import { migrate } from "drizzle-orm/postgres-js/migrator";
+import type postgres from "postgres";
 import type { Database, Sql } from "./connect.ts";
 
-/** A 64-bit advisory lock key derived from the schema name, the same in every process. */
-function lockKey(schema: string): bigint {
-  return createHash("sha256").update(`migrate:${schema}`).digest().readBigInt64BE(0);
+/** The schema holding every service's migration journal. */
+const JOURNAL_SCHEMA = "drizzle";
+
+/** A 64-bit advisory lock key derived from a name, the same in every process. */
+function lockKey(name: string): string {
+  return createHash("sha256").update(name).digest().readBigInt64BE(0).toString();
 }
 
 /**
@@ -13,15 +17,39 @@ function lockKey(schema: string): bigint {
  * advisory lock on a reserved connection; the second one in waits, then finds nothing to
  * do. Each service's journal is its own table in the shared `drizzle` schema, because the
  * first migration of a service creates the service's schema itself.
+ *
+ * The shared `drizzle` schema is created first under a lock common to all services:
+ * `CREATE SCHEMA IF NOT EXISTS` is not safe against itself, and two services starting
+ * on a fresh database would otherwise fail one of them on a unique violation.
  */
 export async function migrateSchema(sql: Sql, db: Database, schema: string, migrationsFolder: string) {
-  const key = lockKey(schema);
   const conn = await sql.reserve();
   try {
-    await conn`select pg_advisory_lock(${key.toString()}::bigint)`;
-    await migrate(db, { migrationsFolder, migrationsSchema: "drizzle", migrationsTable: `${schema}_migrations` });
+    await withSessionLock(conn, lockKey(`migrate:${JOURNAL_SCHEMA}`), async () => {
+      // Its own statement, after the lock: a transaction that began before the other
+      // service's commit would still see the schema missing and fail the same way.
+      await conn`create schema if not exists ${sql(JOURNAL_SCHEMA)}`;
+    });
+    await withSessionLock(conn, lockKey(`migrate:${schema}`), () =>
+      migrate(db, {
+        migrationsFolder,
+        migrationsSchema: JOURNAL_SCHEMA,
+        migrationsTable: `${schema}_migrations`,
+      }),
+    );
   } finally {
-    await conn`select pg_advisory_unlock(${key.toString()}::bigint)`;
     conn.release();
+  }
+}
+
+/** Runs `fn` while `conn`'s session holds the advisory lock `key`. */
+async function withSessionLock<T>(conn: postgres.ReservedSql, key: string, fn: () => Promise<T>): Promise<T> {
+  await conn`select pg_advisory_lock(${key}::bigint)`;
+  try {
+    return await fn();
+  } finally {
+    // A failed unlock (the connection died) must not hide the error of `fn`; the
+    // server releases a dead session's locks anyway.
+    await conn`select pg_advisory_unlock(${key}::bigint)`.catch(() => {});
   }
 }

@@ -1,0 +1,5 @@
+CREATE TABLE "beta"."things" ("id" bigserial PRIMARY KEY NOT NULL);
+--> statement-breakpoint
+SELECT pg_sleep(0.2);
+--> statement-breakpoint
+INSERT INTO "beta"."applied_migrations" ("tag") VALUES ('0001_more');
