@@ -1,5 +1,5 @@
 export { connect, type Database, type Sql } from "./connect.ts";
+export { isSerializationFailure, isUniqueViolation, withRetry } from "./errors.ts";
 export { migrateSchema } from "./migrate.ts";
-export { outboxTable, inboxTable } from "./tables.ts";
+export { inboxTable, outboxTable } from "./tables.ts";
 export { createTestDatabase, type TestDatabase } from "./test-database.ts";
-export { isUniqueViolation, isSerializationFailure, withRetry } from "./errors.ts";

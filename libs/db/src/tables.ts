@@ -1,5 +1,15 @@
 import { sql } from "drizzle-orm";
-import { bigserial, customType, index, jsonb, primaryKey, type PgSchema, text, timestamp, uuid } from "drizzle-orm/pg-core";
+import {
+  bigserial,
+  customType,
+  index,
+  jsonb,
+  type PgSchema,
+  primaryKey,
+  text,
+  timestamp,
+  uuid,
+} from "drizzle-orm/pg-core";
 
 const sqlUnpublished = sql`published_at is null`;
 
@@ -45,5 +55,3 @@ export function inboxTable(schema: PgSchema) {
     (t) => [primaryKey({ columns: [t.consumer, t.eventId] })],
   );
 }
-
-
