@@ -1,6 +1,6 @@
 /**
  * The client side of the gRPC hop benchmark, run as its own `node` process by
- * grpc-hop.ts: `node grpc-hop-client.ts <kind> <port> <levels,comma> <durationMs> <warmupMs>`.
+ * grpc-hop.ts: `node grpc-hop-client.ts <kind> <port> <levels,comma> <durationMs> <warmupMs> <sessions>`.
  * For each level it runs a closed loop of grpc.health.v1 Check calls, asks the parent
  * for the server's CPU time at the edges of the window, and reports the result.
  */
@@ -14,12 +14,13 @@ import {
   type HealthCheckResponse,
   HealthCheckResponseSchema,
 } from "@gw/proto/grpc/health/v1/health_pb";
-import { createServiceClient } from "@gw/rpc";
+import { createServiceClient, Http2SessionPool } from "@gw/rpc";
 import type { HopClientKind, HopMessage } from "./grpc-hop-shared.ts";
 import { type ClosedLoop, cpuPercent, measure } from "./measure.ts";
 
-const [kind, portArg, levelsArg, durationArg, warmupArg] = process.argv.slice(2) as [
+const [kind, portArg, levelsArg, durationArg, warmupArg, sessionsArg] = process.argv.slice(2) as [
   HopClientKind,
+  string,
   string,
   string,
   string,
@@ -34,6 +35,12 @@ function makeCall(): { call: ClosedLoop; close: () => void } {
     case "grpc-tuned": {
       const client = createServiceClient(Health, baseUrl, { defaultTimeoutMs: timeoutMs });
       return { call: () => client.check({ service: "" }), close: () => {} };
+    }
+    case "grpc-pool": {
+      const pool = new Http2SessionPool(baseUrl, Number(sessionsArg));
+      const transport = createGrpcTransport({ baseUrl, sessionManager: pool, defaultTimeoutMs: timeoutMs });
+      const client = createClient(Health, transport);
+      return { call: () => client.check({ service: "" }), close: () => pool.abort() };
     }
     case "grpc-defaults": {
       // The client as @gw/rpc built it before tuning: one session manager with keepalive

@@ -7,7 +7,7 @@ import type { Measurement } from "./measure.ts";
 export type HopServerMode = "defaults" | "tuned" | "connect";
 
 /** A client of the hop: see grpc-hop-client.ts. */
-export type HopClientKind = "grpc-defaults" | "grpc-tuned" | "connect" | "grpc-js";
+export type HopClientKind = "grpc-defaults" | "grpc-tuned" | "grpc-pool" | "connect" | "grpc-js";
 
 /** One line of the comparison: which server serves which client. */
 export interface HopVariant {
@@ -15,9 +15,16 @@ export interface HopVariant {
   label: string;
   server: HopServerMode;
   client: HopClientKind;
+  /** HTTP/2 sessions of a `grpc-pool` client. */
+  sessions?: number;
+  /** Only run when named: variants for finding where the time goes. */
+  extra?: true;
 }
 
-/** The four variants of the issue; the first is the baseline the ratios refer to. */
+/**
+ * The four variants of the issue (the first is the baseline the ratios refer to), then
+ * extra ones for finding where the time goes.
+ */
 export const HOP_VARIANTS: HopVariant[] = [
   {
     name: "baseline",
@@ -32,6 +39,23 @@ export const HOP_VARIANTS: HopVariant[] = [
     label: "(d) @grpc/grpc-js client -> startGrpcServer",
     server: "tuned",
     client: "grpc-js",
+  },
+  ...[1, 2, 4, 8].map(
+    (sessions): HopVariant => ({
+      name: `sessions-${sessions}`,
+      label: `(b) with ${sessions} HTTP/2 session(s)`,
+      server: "tuned",
+      client: "grpc-pool",
+      sessions,
+      extra: true,
+    }),
+  ),
+  {
+    name: "defaults-tuned-client",
+    label: "Node-defaults server, tuned client",
+    server: "defaults",
+    client: "grpc-tuned",
+    extra: true,
   },
 ];
 

@@ -16,6 +16,8 @@ export interface GrpcHopOptions {
   variants?: string[];
   /** Writes V8 CPU profiles of both processes into this folder. */
   cpuProfDir?: string;
+  /** Extra `node` flags for both processes, e.g. `--max-semi-space-size=32`. */
+  nodeFlags?: string[];
 }
 
 export interface GrpcHopReport {
@@ -32,15 +34,16 @@ export async function runGrpcHop(options: GrpcHopOptions = {}): Promise<GrpcHopR
   const levels = options.levels ?? [1, 16, 64, 256];
   const durationMs = options.durationMs ?? 2_000;
   const warmupMs = options.warmupMs ?? 500;
-  const wanted = options.variants ?? HOP_VARIANTS.map((v) => v.name);
+  const wanted = options.variants ?? HOP_VARIANTS.filter((v) => !v.extra).map((v) => v.name);
   const unknown = wanted.filter((name) => !HOP_VARIANTS.some((v) => v.name === name));
   if (unknown.length > 0) throw new Error(`unknown variant(s) ${unknown.join(", ")}`);
   const reports: GrpcHopReport[] = [];
   for (const variant of HOP_VARIANTS.filter((v) => wanted.includes(v.name))) {
-    reports.push({
-      variant,
-      levels: await runVariant(variant, levels, durationMs, warmupMs, options.cpuProfDir),
-    });
+    const execArgv = [
+      ...(options.nodeFlags ?? []),
+      ...(options.cpuProfDir ? ["--cpu-prof", `--cpu-prof-dir=${options.cpuProfDir}`] : []),
+    ];
+    reports.push({ variant, levels: await runVariant(variant, levels, durationMs, warmupMs, execArgv) });
   }
   return reports;
 }
@@ -50,9 +53,8 @@ async function runVariant(
   levels: number[],
   durationMs: number,
   warmupMs: number,
-  cpuProfDir: string | undefined,
+  execArgv: string[],
 ): Promise<HopLevelResult[]> {
-  const execArgv = cpuProfDir ? ["--cpu-prof", `--cpu-prof-dir=${cpuProfDir}`] : [];
   const server = fork(here("./grpc-hop-server.ts"), [variant.server], { execArgv, stdio: "inherit" });
   const deadline = levels.length * (durationMs + warmupMs) + CHILD_GRACE_MS;
   const killer = setTimeout(() => server.kill("SIGKILL"), deadline);
@@ -64,7 +66,14 @@ async function runVariant(
     });
     const client = fork(
       here("./grpc-hop-client.ts"),
-      [variant.client, String(port), levels.join(","), String(durationMs), String(warmupMs)],
+      [
+        variant.client,
+        String(port),
+        levels.join(","),
+        String(durationMs),
+        String(warmupMs),
+        String(variant.sessions ?? 0),
+      ],
       { execArgv, stdio: "inherit" },
     );
     const clientKiller = setTimeout(() => client.kill("SIGKILL"), deadline);

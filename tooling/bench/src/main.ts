@@ -1,6 +1,7 @@
 /**
  * `pnpm bench [name...] [--duration=ms] [--warmup=ms] [--levels=1,16,64] [--variants=a,b]
- * [--cpu-prof=dir]`: runs the named benchmarks (all when none is named) on loopback and
+ * [--cpu-prof=dir]
+ * [--node-flags='--max-semi-space-size=32']`: runs the named benchmarks (all when none is named) on loopback and
  * prints their figures. Each run is bounded: a few seconds per measured window.
  */
 import os from "node:os";
@@ -18,6 +19,7 @@ const { values, positionals } = parseArgs({
     levels: { type: "string" },
     variants: { type: "string" },
     "cpu-prof": { type: "string" },
+    "node-flags": { type: "string" },
   },
 });
 const names = positionals.length > 0 ? positionals : [...BENCHMARKS];
@@ -49,6 +51,7 @@ for (const name of names) {
       ...(values.warmup ? { warmupMs: num(values.warmup) } : {}),
       ...(values.variants ? { variants: values.variants.split(",") } : {}),
       ...(values["cpu-prof"] ? { cpuProfDir: values["cpu-prof"] } : {}),
+      ...(values["node-flags"] ? { nodeFlags: values["node-flags"].split(" ") } : {}),
     });
     print(
       "grpc-hop: unary grpc.health.v1 Check over h2c on 127.0.0.1, server and client in separate processes",

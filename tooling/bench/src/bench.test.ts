@@ -1,0 +1,92 @@
+import { describe, expect, it } from "vitest";
+import { runGrpcHop } from "./grpc-hop.ts";
+import { measure, percentile } from "./measure.ts";
+import { parsePgbench, ratioToPgbench } from "./pgbench.ts";
+
+// Benchmarks are not tests: these check that the harness produces sane numbers, never
+// how fast anything is.
+
+describe("measure", () => {
+  it("keeps the requested number of calls in flight and counts every call of the window", async () => {
+    let inFlight = 0;
+    let most = 0;
+    const m = await measure(
+      async () => {
+        inFlight++;
+        most = Math.max(most, inFlight);
+        await new Promise((r) => setImmediate(r));
+        inFlight--;
+      },
+      { concurrency: 8, durationMs: 100 },
+    );
+    expect(most).toBe(8);
+    expect(m.calls).toBeGreaterThan(0);
+    expect(m.errors).toBe(0);
+    expect(m.p99Ms).toBeGreaterThanOrEqual(m.p50Ms);
+    expect(m.p999Ms).toBeGreaterThanOrEqual(m.p99Ms);
+  });
+
+  it("counts failed calls apart and keeps the first failure's message", async () => {
+    let n = 0;
+    const m = await measure(
+      async () => {
+        await new Promise((r) => setImmediate(r));
+        if (n++ % 2 === 0) throw new Error("boom");
+      },
+      { concurrency: 1, durationMs: 50 },
+    );
+    expect(m.errors).toBeGreaterThan(0);
+    expect(m.firstError).toBe("boom");
+  });
+
+  it("takes nearest-rank percentiles", () => {
+    const values = Float64Array.from({ length: 100 }, (_, i) => i + 1);
+    expect(percentile(values, 0.5)).toBe(50);
+    expect(percentile(values, 0.99)).toBe(99);
+    expect(percentile(new Float64Array(0), 0.5)).toBe(0);
+  });
+});
+
+describe("grpc-hop", () => {
+  it("runs a short hop between two processes and reports sane figures", async () => {
+    const [report] = await runGrpcHop({
+      variants: ["tuned"],
+      levels: [1, 4],
+      durationMs: 300,
+      warmupMs: 100,
+    });
+    expect(report?.levels).toHaveLength(2);
+    for (const level of report?.levels ?? []) {
+      expect(level.errors).toBe(0);
+      expect(level.calls).toBeGreaterThan(0);
+      expect(level.p99Ms).toBeGreaterThanOrEqual(level.p50Ms);
+      expect(level.serverCpuPercent).toBeGreaterThan(0);
+    }
+  });
+
+  it("serves a stock @grpc/grpc-js client from startGrpcServer", async () => {
+    const [report] = await runGrpcHop({ variants: ["grpc-js"], levels: [2], durationMs: 200, warmupMs: 50 });
+    expect(report?.levels[0]?.errors).toBe(0);
+    expect(report?.levels[0]?.calls).toBeGreaterThan(0);
+  });
+});
+
+describe("pgbench", () => {
+  it("reads tps and latency from pgbench's summary", () => {
+    const out = [
+      "number of transactions actually processed: 5573",
+      "latency average = 34.440 ms",
+      "initial connection time = 120.013 ms",
+      "tps = 1858.312345 (without initial connection time)",
+    ].join("\n");
+    const parsed = parsePgbench(out);
+    expect(parsed).toEqual({ tps: 1858.312345, latencyAvgMs: 34.44 });
+    expect(
+      ratioToPgbench(929.156, { ...parsed, rowsPerTransaction: 3, clients: 64, durationMs: 3000 }),
+    ).toBeCloseTo(0.5);
+  });
+
+  it("refuses output without a summary", () => {
+    expect(() => parsePgbench("connection to server failed")).toThrow(/unexpected pgbench output/);
+  });
+});
