@@ -1,0 +1,161 @@
+import { randomBytes } from "node:crypto";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startEdge } from "./app.ts";
+import { configSchema } from "./config.ts";
+import {
+  ADMIN_TOKEN,
+  admin,
+  anOperation,
+  aShopWithKey,
+  type EdgeTestDatabase,
+  edgeTestDatabase,
+  fakeClients,
+  memoryLogger,
+  merchant,
+  testApp,
+} from "./testing.ts";
+
+let database: EdgeTestDatabase;
+beforeAll(async () => {
+  database = await edgeTestDatabase();
+});
+afterAll(async () => {
+  await database?.close();
+});
+
+describe("health probes", () => {
+  it("answers /livez with 204 and no body, without a key", async () => {
+    const res = await testApp(database).request("/livez");
+    expect(res.status).toBe(204);
+    expect(await res.text()).toBe("");
+  });
+
+  it("answers /healthz with 204 while its own dependencies answer, and 503 naming the one that does not", async () => {
+    const up = await testApp(database).request("/healthz");
+    expect(up.status).toBe(204);
+    const down = testApp(database, { self: { postgres: async () => true, nats: async () => false } });
+    const res = await down.request("/healthz");
+    expect(res.status).toBe(503);
+    expect(await res.json()).toMatchObject({ error: { code: "unhealthy", message: "unavailable: nats" } });
+  });
+
+  it("answers /readyz with 503 when a downstream service is down, while /healthz stays 204", async () => {
+    const app = testApp(database, {
+      downstream: {
+        ledger: async () => true,
+        operations: async () => {
+          throw new Error("connection refused");
+        },
+      },
+    });
+    expect((await app.request("/healthz")).status).toBe(204);
+    const res = await app.request("/readyz");
+    expect(res.status).toBe(503);
+    expect(await res.json()).toMatchObject({ error: { message: "unavailable: operations" } });
+  });
+
+  it("counts a probe that hangs as down", async () => {
+    const app = testApp(database, { downstream: { matching: () => new Promise<boolean>(() => {}) } });
+    expect((await app.request("/readyz")).status).toBe(503);
+  });
+});
+
+describe("OpenAPI", () => {
+  it("serves an OpenAPI 3.1 document describing the merchant and admin routes", async () => {
+    const res = await testApp(database).request("/openapi.json");
+    expect(res.status).toBe(200);
+    const doc = (await res.json()) as { openapi: string; paths: Record<string, Record<string, unknown>> };
+    expect(doc.openapi).toBe("3.1.0");
+    for (const path of [
+      "/v1/payment",
+      "/v1/payout",
+      "/v1/payment/link",
+      "/v1/get_operation_state",
+      "/v1/cancel_operation",
+      "/v1/balances",
+      "/admin/v1/merchants",
+      "/admin/v1/shops/{shop_id}/api-keys",
+      "/admin/v1/providers/{name}",
+      "/admin/v1/fx/rates/{from}/{to}",
+    ]) {
+      expect(doc.paths, path).toHaveProperty([path]);
+    }
+    expect(JSON.stringify(doc.paths["/v1/payment"])).toContain("merchant_operation_id");
+  });
+
+  it("serves a docs page that loads nothing from another origin", async () => {
+    const res = await testApp(database).request("/docs");
+    expect(res.status).toBe(200);
+    const html = await res.text();
+    expect(html).toContain("/openapi.json");
+    expect(html).not.toMatch(/<script[^>]+src=/);
+    expect(html).not.toMatch(/https?:\/\//);
+  });
+});
+
+describe("logs", () => {
+  it("logs request id, shop, method, path, status and duration, and never the key or secrets", async () => {
+    const { logger, lines } = memoryLogger();
+    const app = testApp(database, {
+      logger,
+      fakes: {
+        operations: { createOperation: async () => ({ operation: anOperation() }) },
+        webhooks: { putEndpoint: async () => ({ secret: "whsec_do_not_log_me" }) },
+      },
+    });
+    const { apiKey, shopId } = await aShopWithKey(app);
+    const res = await merchant(app, apiKey, "POST", "/v1/payment", {
+      merchant_operation_id: "order-1",
+      client_id: "user-1",
+      method: "WT_RUB_C2C",
+      amount: "1000.00",
+      currency: "RUB",
+    });
+    await admin(app, "PUT", `/admin/v1/shops/${shopId}/settings`, { webhook_url: "https://m.test/h" });
+    await merchant(app, `${apiKey.slice(0, -1)}x`, "GET", "/v1/balances");
+
+    const all = lines.join("");
+    expect(all).not.toContain(apiKey);
+    expect(all).not.toContain(apiKey.slice(12));
+    expect(all).not.toContain("whsec_do_not_log_me");
+    expect(all).not.toContain(ADMIN_TOKEN);
+    const line = lines.map((l) => JSON.parse(l)).find((l) => l.path === "/v1/payment");
+    expect(line).toMatchObject({
+      request_id: res.headers.get("x-request-id"),
+      shop_id: shopId,
+      method: "POST",
+      status: 200,
+      duration_ms: expect.any(Number),
+    });
+  });
+});
+
+describe("startEdge", () => {
+  it("listens, migrates, serves probes and metrics on its own port, and stops", async () => {
+    const config = configSchema.parse({
+      DATABASE_URL: database.testDb.url,
+      EVENTS_PREFIX: `t_${randomBytes(4).toString("hex")}`,
+      PORT: "0",
+      METRICS_PORT: "0",
+      ADMIN_TOKEN,
+      LOG_LEVEL: "silent",
+    });
+    const edge = await startEdge(config, { clients: fakeClients({}) });
+    try {
+      const base = `http://127.0.0.1:${edge.port}`;
+      expect((await fetch(`${base}/livez`)).status).toBe(204);
+      expect((await fetch(`${base}/healthz`)).status).toBe(204);
+      // No downstream service runs in this test, so the edge is alive and healthy but not ready.
+      expect((await fetch(`${base}/readyz`)).status).toBe(503);
+      const metrics = await (await fetch(`http://127.0.0.1:${edge.metricsPort}/metrics`)).text();
+      expect(metrics).toContain("http_server_duration_seconds");
+    } finally {
+      await edge.stop();
+    }
+  });
+
+  it("refuses an admin token shorter than 32 characters", () => {
+    expect(configSchema.safeParse({ ADMIN_TOKEN: "short" }).success).toBe(false);
+    expect(configSchema.safeParse({}).success).toBe(false);
+  });
+});
