@@ -29,6 +29,15 @@ interface Child {
   timer?: NodeJS.Timeout;
 }
 
+/**
+ * Children still running when this process exits (a crash, a test runner killed) get
+ * SIGKILL, so no service is left behind holding ports and connections.
+ */
+const alive = new Set<ChildProcess>();
+process.once("exit", () => {
+  for (const p of alive) p.kill("SIGKILL");
+});
+
 /** A run of this long counts as healthy: the next crash restarts after the first delay again. */
 const HEALTHY_RUN_MS = 30_000;
 
@@ -110,6 +119,7 @@ export class Supervisor {
     });
     child.process = proc;
     child.startedAt = Date.now();
+    alive.add(proc);
     for (const stream of [proc.stdout, proc.stderr]) {
       createInterface({ input: stream, crlfDelay: Number.POSITIVE_INFINITY }).on("line", (l) =>
         output.line(spec.name, l),
@@ -117,6 +127,7 @@ export class Supervisor {
     }
     child.exited = new Promise<void>((resolve) => {
       const onExit = (code: number | null, signal: NodeJS.Signals | null) => {
+        alive.delete(proc);
         if (child.process !== proc) return;
         child.process = undefined;
         resolve();

@@ -12,6 +12,9 @@ export interface ReceivedWebhook {
   /** Why verification failed, when it did. */
   error?: string;
   body: unknown;
+  /** The body and headers exactly as received, for a test's own verification. */
+  raw: string;
+  headers: Record<string, string>;
 }
 
 export interface WebhookReceiverOptions {
@@ -56,9 +59,13 @@ export async function startWebhookReceiver(options: WebhookReceiverOptions): Pro
       return;
     }
     if (req.method === "GET") {
-      res
-        .writeHead(200, { "content-type": "application/json" })
-        .end(`${JSON.stringify(received, null, 2)}\n`);
+      res.writeHead(200, { "content-type": "application/json" }).end(
+        `${JSON.stringify(
+          received.map(({ raw, headers, ...shown }) => shown),
+          null,
+          2,
+        )}\n`,
+      );
       return;
     }
     if (req.method !== "POST") {
@@ -79,6 +86,8 @@ export async function startWebhookReceiver(options: WebhookReceiverOptions): Pro
       receivedAt: new Date().toISOString(),
       verified: false,
       body: undefined,
+      raw: raw.toString("utf8"),
+      headers,
     };
     try {
       hook.body = JSON.parse(raw.toString("utf8"));
