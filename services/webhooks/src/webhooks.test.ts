@@ -17,12 +17,13 @@ let db: TestDatabase;
 let sql: Sql;
 let nats: Nats;
 let service: RunningService;
+let config: ReturnType<typeof configSchema.parse>;
 let client: ReturnType<typeof createServiceClient<typeof WebhooksService>>;
 const prefix = `t_${randomBytes(4).toString("hex")}`;
 
 beforeAll(async () => {
   db = await createTestDatabase();
-  const config = configSchema.parse({
+  config = configSchema.parse({
     DATABASE_URL: db.url,
     EVENTS_PREFIX: prefix,
     GRPC_PORT: "0",
@@ -277,6 +278,42 @@ describe("webhooks service", () => {
     const missing = await client.rotateSecret({ shopId: randomUUID() }).catch((e: unknown) => e);
     expect(ConnectError.from(missing).code).toBe(Code.NotFound);
     await receiver.down();
+  });
+
+  it("shares the work between replicas and sends each event once", async () => {
+    const second = await startWebhooks(config);
+    try {
+      const receiver = await startReceiver();
+      const { shopId } = await shopWithEndpoint(receiver.url);
+      const ops = [randomUUID(), randomUUID(), randomUUID(), randomUUID()];
+      const events = Array.from({ length: 24 }, (_, i) =>
+        operationEvent({ shopId, operationId: ops[i % ops.length], version: Math.floor(i / ops.length) + 1 }),
+      );
+      for (const e of events) await publishEvent(nats, prefix, e);
+
+      await waitFor(async () => {
+        const rows = await sql`
+          select count(*)::int as n from webhooks.deliveries where shop_id = ${shopId} and status = 'delivered'`;
+        return rows[0]!.n === events.length;
+      });
+      const ids = receiver.received.map((r) => r.headers["webhook-id"]);
+      expect(ids).toHaveLength(events.length);
+      expect(new Set(ids).size).toBe(events.length);
+      // Every operation got all its events; the order across two consumers is not
+      // asserted here (see the README: events taken by two replicas at once can be
+      // recorded out of order), only that nothing was lost or doubled.
+      const bodies = receiver.received.map(
+        (r) => JSON.parse(r.body) as { id: string; data: { operation_id: string } },
+      );
+      for (const op of ops) {
+        const arrived = bodies.filter((b) => b.data.operation_id === op).map((b) => b.id);
+        const published = events.filter((e) => e.operation!.operationId === op).map((e) => e.eventId);
+        expect(arrived.sort()).toEqual(published.sort());
+      }
+      await receiver.down();
+    } finally {
+      await second.stop();
+    }
   });
 
   it("refuses a list limit above 200", async () => {
