@@ -26,7 +26,7 @@ export const requestLog = (logger: Logger) =>
     await next();
     const durationMs = performance.now() - started;
     const status = c.res.status;
-    const route = status === 404 && !c.get("scope") ? "unmatched" : routePath(c, -1) || "unmatched";
+    const route = routePath(c, -1) || "unmatched";
     httpDuration.observe({ method: c.req.method, route, status: String(status) }, durationMs / 1000);
     const line = {
       request_id: c.get("requestId"),
