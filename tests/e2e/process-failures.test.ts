@@ -95,7 +95,7 @@ describe("a payment while services are killed and restarted", () => {
       "payment.completed",
       "payment.pending",
     ]);
-  });
+  }, 240_000);
 
   it("credits a settled payment once, even when the ledger is killed again and restarted", async () => {
     await stack.kill("ledger");

@@ -23,7 +23,12 @@ function run(what: string, command: string, args: string[], cwd: string): string
 }
 
 run("buf lint of proto/", join(bin, "buf"), ["lint"], join(root, "proto"));
-run("buf generate of libs/proto", join(bin, "buf"), ["generate", "../../proto", "--template", "buf.gen.yaml"], protoLib);
+run(
+  "buf generate of libs/proto",
+  join(bin, "buf"),
+  ["generate", "../../proto", "--template", "buf.gen.yaml"],
+  protoLib,
+);
 const changed = run("git status", "git", ["status", "--porcelain", "--", "libs/proto/src/gen"], root).trim();
 if (changed !== "") {
   console.error(
