@@ -147,6 +147,13 @@ describe("startEdge", () => {
       expect((await fetch(`${base}/healthz`)).status).toBe(204);
       // No downstream service runs in this test, so the edge is alive and healthy but not ready.
       expect((await fetch(`${base}/readyz`)).status).toBe(503);
+      const oversized = await fetch(`${base}/admin/v1/merchants`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${ADMIN_TOKEN}`, "content-type": "application/json" },
+        body: JSON.stringify({ name: "x".repeat(65 * 1024) }),
+      });
+      expect(oversized.status).toBe(413);
+      expect(await oversized.json()).toMatchObject({ error: { code: "payload_too_large" } });
       const metrics = await (await fetch(`http://127.0.0.1:${edge.metricsPort}/metrics`)).text();
       expect(metrics).toContain("http_server_duration_seconds");
     } finally {
