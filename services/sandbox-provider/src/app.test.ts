@@ -249,6 +249,38 @@ describe("sandbox provider", () => {
     await expect(pending).rejects.toThrow();
   });
 
+  it("keeps an operation it took while a slow answer was abandoned by the client", async () => {
+    await putProvider("slow", { payin: { mode: "accept", delay_ms: 60_000 } });
+    const controller = new AbortController();
+    const pending = fetch(`${base}/providers/slow/v1/payins`, {
+      method: "POST",
+      headers: { "content-type": "application/json", ...auth },
+      body: JSON.stringify({
+        reference: "op-slow-1",
+        method: "WT_RUB_C2C",
+        amount: "5.00",
+        currency: "RUB",
+        callback_url: receiver.url,
+      }),
+      signal: controller.signal,
+    });
+    await eventually(async () =>
+      (await call("GET", "/control/operations/op-slow-1")).status === 200 ? true : undefined,
+    );
+    controller.abort();
+    await expect(pending).rejects.toThrow();
+    const status = await call("GET", "/providers/slow/v1/operations/op-slow-1", undefined, auth);
+    expect(status.json).toMatchObject({ decision: "accepted", status: "pending" });
+  });
+
+  it("counts what it received in its metrics", async () => {
+    const res = await fetch(`http://127.0.0.1:${sandbox.metricsPort}/metrics`);
+    const text = await res.text();
+    expect(text).toMatch(
+      /sandbox_create_requests_total\{provider="declines",direction="payin",decision="declined"\} 1/,
+    );
+  });
+
   it("settles in two legs and posts one signed callback that the receiver accepts", async () => {
     await putProvider("settle");
     await payin("settle", "op-settle-1");
