@@ -51,9 +51,10 @@ export const WAKE_CHANNEL = "webhooks_deliveries";
 
 /**
  * Sends due deliveries. Replicas share the work: each claims due rows with FOR UPDATE
- * SKIP LOCKED and, in the same short transaction, pushes `next_attempt_at` out by a lease
- * longer than any attempt can take, so no database connection is held while a merchant
- * answers and a crashed replica's deliveries fall due again on their own.
+ * SKIP LOCKED and, in the same short transaction, leases them (`leased_until`) for longer
+ * than any attempt can take, so no database connection is held while a merchant answers,
+ * a redelivery requested mid-attempt does not start a second attempt, and a crashed
+ * replica's deliveries become claimable again on their own.
  *
  * Order per operation: a delivery is not claimed while a delivery of an earlier version
  * of the same operation is still pending (in flight or waiting for a retry). A delivery
@@ -161,6 +162,7 @@ export class DeliveryWorker {
       with due as (
         select d.event_id from webhooks.deliveries d
         where d.status = 'pending' and d.next_attempt_at <= now()
+          and (d.leased_until is null or d.leased_until < now())
           and not exists (
             select 1 from webhooks.deliveries p
             where p.operation_id = d.operation_id and p.status = 'pending'
@@ -172,7 +174,7 @@ export class DeliveryWorker {
       update webhooks.deliveries d
       set attempts = d.attempts + 1,
           last_attempt_at = now(),
-          next_attempt_at = now() + make_interval(secs => ${this.#leaseMs / 1000})
+          leased_until = now() + make_interval(secs => ${this.#leaseMs / 1000})
       from due where d.event_id = due.event_id
       returning d.event_id, d.shop_id, d.operation_id, d.operation_version::text, d.event_type,
         d.occurred_at, d.payload, d.attempts, d.retry_step`;
@@ -231,7 +233,7 @@ export class DeliveryWorker {
     if (error === null) {
       await sql`
         update webhooks.deliveries
-        set status = 'delivered', delivered_at = now(), next_attempt_at = null,
+        set status = 'delivered', delivered_at = now(), next_attempt_at = null, leased_until = null,
             last_status_code = ${statusCode}, last_error = null
         where event_id = ${d.event_id} and attempts = ${d.attempts}`;
       deliveryOutcomes.inc({ outcome: "delivered" });
@@ -259,14 +261,14 @@ export class DeliveryWorker {
     if (final) {
       await sql`
         update webhooks.deliveries
-        set status = 'failed', next_attempt_at = null, last_status_code = ${statusCode}, last_error = ${error}
+        set status = 'failed', next_attempt_at = null, leased_until = null, last_status_code = ${statusCode}, last_error = ${error}
         where event_id = ${d.event_id} and attempts = ${d.attempts}`;
       return;
     }
     const waitMs = Math.round(this.#o.retryScheduleMs[d.retry_step]! * (1 + Math.random() * 0.1));
     await sql`
       update webhooks.deliveries
-      set next_attempt_at = now() + make_interval(secs => ${waitMs / 1000}),
+      set next_attempt_at = now() + make_interval(secs => ${waitMs / 1000}), leased_until = null,
           retry_step = retry_step + 1, last_status_code = ${statusCode}, last_error = ${error}
       where event_id = ${d.event_id} and attempts = ${d.attempts}`;
   }

@@ -17,11 +17,12 @@ export interface ReceivedWebhook {
 
 /**
  * A merchant's webhook receiver for tests: a real HTTP server on a free loopback port.
- * `respond` picks the status of each request (by its 1-based number); `down()` stops
+ * `respond` picks the status of each request (by its 1-based number), and can hold the
+ * answer back by returning a promise; `down()` stops
  * listening (connections are refused, like a merchant that is offline) and `up()`
  * listens again on the same port.
  */
-export async function startReceiver(respond: (n: number) => number = () => 200) {
+export async function startReceiver(respond: (n: number) => number | Promise<number> = () => 200) {
   const received: ReceivedWebhook[] = [];
   let answer = respond;
   let port = 0;
@@ -35,7 +36,7 @@ export async function startReceiver(respond: (n: number) => number = () => 200) 
         req.on("data", (c: Buffer) => chunks.push(c));
         req.on("end", () => {
           received.push({ headers: flat(req.headers), body: Buffer.concat(chunks).toString("utf8") });
-          res.writeHead(answer(received.length)).end();
+          void Promise.resolve(answer(received.length)).then((status) => res.writeHead(status).end());
         });
       });
       s.once("error", reject);
@@ -51,7 +52,7 @@ export async function startReceiver(respond: (n: number) => number = () => 200) 
     get url() {
       return `http://127.0.0.1:${port}/hooks`;
     },
-    setRespond(fn: (n: number) => number) {
+    setRespond(fn: (n: number) => number | Promise<number>) {
       answer = fn;
     },
     async down() {

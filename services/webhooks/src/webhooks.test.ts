@@ -243,6 +243,30 @@ describe("webhooks service", () => {
     await receiver.down();
   });
 
+  it("does not start a second attempt when a redelivery is asked for during one", async () => {
+    let release = () => {};
+    const held = new Promise<void>((r) => {
+      release = r;
+    });
+    const receiver = await startReceiver(async () => {
+      await held;
+      return 200;
+    });
+    const { shopId } = await shopWithEndpoint(receiver.url);
+    const event = operationEvent({ shopId, type: "payout.completed" });
+    await publishEvent(nats, prefix, event);
+    await waitFor(() => receiver.received.length >= 1);
+
+    await client.redeliver({ shopId, eventId: event.eventId });
+    // Absence cannot be awaited: give the worker several poll intervals to misbehave.
+    await new Promise((r) => setTimeout(r, 400));
+    expect(receiver.received).toHaveLength(1);
+    release();
+    await waitFor(async () => (await deliveryOf(shopId, event.eventId))?.status === "delivered");
+    expect(receiver.received).toHaveLength(1);
+    await receiver.down();
+  });
+
   it("records an event for a shop without an endpoint as failed, and delivers it once one is set", async () => {
     const shopId = randomUUID();
     const event = operationEvent({ shopId, type: "payment.completed" });

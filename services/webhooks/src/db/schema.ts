@@ -30,8 +30,9 @@ export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
  * One row per operation event that is delivered to a merchant, keyed by the event id
  * (the `webhook-id` header, the same on every attempt). `payload` is the exact JSON body,
  * fixed when the event arrives so that every attempt signs and sends the same bytes.
- * `retry_step` counts the scheduled retries used; `next_attempt_at` is also the lease of
- * an attempt in flight, so a crashed worker's delivery becomes due again by itself.
+ * `retry_step` counts the scheduled retries used. `leased_until` marks an attempt in
+ * flight: no other worker claims the row before then, and a crashed worker's delivery
+ * becomes claimable again by itself once it passes.
  */
 export const deliveries = webhooks.table(
   "deliveries",
@@ -47,6 +48,7 @@ export const deliveries = webhooks.table(
     attempts: integer("attempts").notNull().default(0),
     retryStep: integer("retry_step").notNull().default(0),
     nextAttemptAt: timestamp("next_attempt_at", { withTimezone: true }),
+    leasedUntil: timestamp("leased_until", { withTimezone: true }),
     lastAttemptAt: timestamp("last_attempt_at", { withTimezone: true }),
     lastStatusCode: integer("last_status_code"),
     lastError: text("last_error"),

@@ -1,0 +1,1 @@
+ALTER TABLE "webhooks"."deliveries" ADD COLUMN "leased_until" timestamp with time zone;
