@@ -47,6 +47,7 @@ export class HeldRequests {
 
   /** Waits `ms`, or until the client leaves, or until the server stops; says why it woke. */
   wait(ms: number, client: AbortSignal): Promise<"elapsed" | "aborted"> {
+    if (client.aborted || this.stopping) return Promise.resolve("aborted");
     const controller = new AbortController();
     this.#controllers.add(controller);
     return new Promise<"elapsed" | "aborted">((resolve) => {
@@ -59,7 +60,6 @@ export class HeldRequests {
       };
       const onAbort = () => done("aborted");
       const timer = setTimeout(() => done("elapsed"), ms);
-      if (client.aborted || controller.signal.aborted) done("aborted");
       client.addEventListener("abort", onAbort, { once: true });
       controller.signal.addEventListener("abort", onAbort, { once: true });
     });
