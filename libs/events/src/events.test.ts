@@ -327,6 +327,42 @@ describe("runConsumer", () => {
     expect(await metricValue("events_consumed_total", { consumer: durable, outcome: "applied" })).toBe(1);
   });
 
+  it("applies a message published without an event id once, under an id derived from its sequence", async () => {
+    const { prefix, stream } = await freshStream();
+    const { schema } = await freshSchema();
+    const durable = `noid_${randomUUID().slice(0, 8)}`;
+    await nats.js.publish(`${prefix}.operations.payment.pending`, text.encode("no id"));
+    const consumer = await runConsumer({
+      nats,
+      prefix,
+      durable,
+      subjects: ["operations.>"],
+      sql,
+      schema,
+      logger,
+      decode: (d) => d,
+      handle: (tx, _body, eventId) => countApplication(tx, schema, eventId),
+    });
+    try {
+      await until(
+        async () => (await nats.jsm.consumers.info(stream, durable)).num_ack_pending,
+        (n) => n === 0,
+        {
+          what: "the message acked",
+        },
+      );
+      await until(
+        async () => (await sql`select count(*)::int as n from ${sql(schema)}.inbox`)[0]?.n as number,
+        (n) => n === 1,
+        { what: "the message in the inbox" },
+      );
+    } finally {
+      await consumer.stop();
+    }
+    const applied = await sql<{ times: number }[]>`select times from ${sql(schema)}.applied`;
+    expect(applied).toEqual([{ times: 1 }]);
+  });
+
   it("finishes the event in hand when stopped, and stops promptly when idle", async () => {
     const { prefix, stream } = await freshStream();
     const { schema } = await freshSchema();
