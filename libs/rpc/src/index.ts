@@ -1,9 +1,4 @@
-export {
-  createServiceClient,
-  Http2SessionPool,
-  SESSIONS_PER_TARGET,
-  type ServiceClientOptions,
-} from "./client.ts";
+export { createServiceClient, type ServiceClientOptions } from "./client.ts";
 export { Code, ConnectError, errorInfo, failure, type PublicErrorCode } from "./errors.ts";
 export { type HealthChecker, healthService } from "./health.ts";
 export { metricsRegistry, rpcMetricsInterceptor, startMetricsServer } from "./metrics.ts";

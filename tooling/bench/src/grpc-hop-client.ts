@@ -4,6 +4,7 @@
  * For each level it runs a closed loop of grpc.health.v1 Check calls, asks the parent
  * for the server's CPU time at the edges of the window, and reports the result.
  */
+import * as http2 from "node:http2";
 import { fromBinary, toBinary } from "@bufbuild/protobuf";
 import { createClient } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
@@ -14,9 +15,10 @@ import {
   type HealthCheckResponse,
   HealthCheckResponseSchema,
 } from "@gw/proto/grpc/health/v1/health_pb";
-import { createServiceClient, Http2SessionPool } from "@gw/rpc";
+import { createServiceClient } from "@gw/rpc";
 import type { HopClientKind, HopMessage } from "./grpc-hop-shared.ts";
 import { type ClosedLoop, cpuPercent, measure } from "./measure.ts";
+import { Http2SessionPool } from "./session-pool.ts";
 
 const [kind, portArg, levelsArg, durationArg, warmupArg, sessionsArg] = process.argv.slice(2) as [
   HopClientKind,
@@ -83,6 +85,29 @@ function makeCall(): { call: ClosedLoop; close: () => void } {
           );
         });
       return { call, close: () => client.close() };
+    }
+    case "raw": {
+      const session = http2.connect(baseUrl);
+      const headers = {
+        ":method": "POST",
+        ":path": "/grpc.health.v1.Health/Check",
+        "content-type": "application/grpc+proto",
+        te: "trailers",
+      };
+      const emptyRequest = Buffer.from([0, 0, 0, 0, 0]);
+      const call = () =>
+        new Promise<void>((resolve, reject) => {
+          const stream = session.request(headers);
+          let status: string | undefined;
+          stream.on("trailers", (t) => {
+            status = String(t["grpc-status"]);
+          });
+          stream.on("data", () => {});
+          stream.on("error", reject);
+          stream.on("close", () => (status === "0" ? resolve() : reject(new Error(`grpc-status ${status}`))));
+          stream.end(emptyRequest);
+        });
+      return { call, close: () => session.close() };
     }
     default:
       throw new Error(`unknown client kind ${String(kind)}`);

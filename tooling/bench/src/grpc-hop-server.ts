@@ -5,7 +5,8 @@
  *
  * Modes: `defaults` is connect-node's adapter on `http2.createServer()` with Node's
  * defaults (the baseline), `tuned` is our `startGrpcServer`, `connect` serves the
- * Connect protocol (not gRPC) with the same HTTP/2 settings as `tuned`.
+ * Connect protocol (not gRPC) with the same HTTP/2 settings as `tuned`, `raw` answers
+ * the same bytes straight from node:http2 (the floor of what the hop can cost).
  */
 import * as http2 from "node:http2";
 import type { AddressInfo } from "node:net";
@@ -18,9 +19,27 @@ const mode = process.argv[2] as HopServerMode;
 const host = "127.0.0.1";
 const ready = async () => true;
 
+/** A SERVING HealthCheckResponse in one gRPC envelope: flag, length 2, field 1 = 1. */
+const SERVING = Buffer.from([0, 0, 0, 0, 2, 8, 1]);
+
+/** The floor: the same exchange on node:http2 with nothing of connect-node in the way. */
+function rawServer(): http2.Http2Server {
+  const server = http2.createServer();
+  server.on("stream", (stream) => {
+    stream.on("data", () => {});
+    stream.on("end", () => {
+      stream.respond({ ":status": 200, "content-type": "application/grpc+proto" }, { waitForTrailers: true });
+      stream.on("wantTrailers", () => stream.sendTrailers({ "grpc-status": "0" }));
+      stream.end(SERVING);
+    });
+  });
+  return server;
+}
+
 async function start(): Promise<{ port: number; close: () => Promise<void> }> {
   if (mode === "tuned")
     return startGrpcServer({ routes: () => {}, serviceNames: [], port: 0, host, check: ready });
+  if (mode === "raw") return listen(rawServer());
   const grpc = mode === "defaults";
   const handler = connectNodeAdapter({
     grpc,
@@ -33,7 +52,10 @@ async function start(): Promise<{ port: number; close: () => Promise<void> }> {
         healthService([], ready, () => false),
       ),
   });
-  const server = grpc ? http2.createServer(handler) : tuneHttp2Server(handler);
+  return listen(grpc ? http2.createServer(handler) : tuneHttp2Server(handler));
+}
+
+async function listen(server: http2.Http2Server): Promise<{ port: number; close: () => Promise<void> }> {
   await new Promise<void>((resolve) => server.listen(0, host, resolve));
   return {
     port: (server.address() as AddressInfo).port,

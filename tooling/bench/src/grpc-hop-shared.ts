@@ -4,10 +4,10 @@ import { HTTP2_SERVER_OPTIONS, tuneServerSession } from "@gw/rpc";
 import type { Measurement } from "./measure.ts";
 
 /** How the bench server serves: see grpc-hop-server.ts. */
-export type HopServerMode = "defaults" | "tuned" | "connect";
+export type HopServerMode = "defaults" | "tuned" | "connect" | "raw";
 
 /** A client of the hop: see grpc-hop-client.ts. */
-export type HopClientKind = "grpc-defaults" | "grpc-tuned" | "grpc-pool" | "connect" | "grpc-js";
+export type HopClientKind = "grpc-defaults" | "grpc-tuned" | "grpc-pool" | "connect" | "grpc-js" | "raw";
 
 /** One line of the comparison: which server serves which client. */
 export interface HopVariant {
@@ -39,6 +39,12 @@ export const HOP_VARIANTS: HopVariant[] = [
     label: "(d) @grpc/grpc-js client -> startGrpcServer",
     server: "tuned",
     client: "grpc-js",
+  },
+  {
+    name: "raw-h2",
+    label: "(e) floor: node:http2 with gRPC framing, no connect",
+    server: "raw",
+    client: "raw",
   },
   ...[1, 2, 4, 8].map(
     (sessions): HopVariant => ({

@@ -118,6 +118,42 @@ async function stop(child: ChildProcess): Promise<void> {
   clearTimeout(timer);
 }
 
+/**
+ * Merges repeated runs of the same variants field by field into their medians, so one
+ * noisy window on a shared machine does not decide a figure.
+ */
+export function medianOfRuns(runs: GrpcHopReport[][]): GrpcHopReport[] {
+  const first = runs[0] ?? [];
+  return first.map((report, r) => ({
+    variant: report.variant,
+    levels: report.levels.map((level, l) => {
+      const samples = runs
+        .map((run) => run[r]?.levels[l])
+        .filter((x): x is HopLevelResult => x !== undefined);
+      const median = (pick: (x: HopLevelResult) => number) => {
+        const sorted = samples.map(pick).sort((a, b) => a - b);
+        const mid = Math.floor(sorted.length / 2);
+        return sorted.length % 2 === 1
+          ? (sorted[mid] ?? 0)
+          : ((sorted[mid - 1] ?? 0) + (sorted[mid] ?? 0)) / 2;
+      };
+      return {
+        ...level,
+        durationMs: median((x) => x.durationMs),
+        calls: median((x) => x.calls),
+        errors: samples.reduce((sum, x) => sum + x.errors, 0),
+        callsPerSec: median((x) => x.callsPerSec),
+        p50Ms: median((x) => x.p50Ms),
+        p99Ms: median((x) => x.p99Ms),
+        p999Ms: median((x) => x.p999Ms),
+        maxMs: median((x) => x.maxMs),
+        cpuPercent: median((x) => x.cpuPercent),
+        serverCpuPercent: median((x) => x.serverCpuPercent),
+      };
+    }),
+  }));
+}
+
 /** A table of the reports with throughput ratios against the first (baseline) variant. */
 export function formatGrpcHop(reports: GrpcHopReport[]): string {
   const baseline = reports.find((r) => r.variant.name === "baseline") ?? reports[0];

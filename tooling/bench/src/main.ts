@@ -1,12 +1,12 @@
 /**
  * `pnpm bench [name...] [--duration=ms] [--warmup=ms] [--levels=1,16,64] [--variants=a,b]
- * [--cpu-prof=dir]
+ * [--cpu-prof=dir] [--repeat=n]
  * [--node-flags='--max-semi-space-size=32']`: runs the named benchmarks (all when none is named) on loopback and
  * prints their figures. Each run is bounded: a few seconds per measured window.
  */
 import os from "node:os";
 import { parseArgs } from "node:util";
-import { formatGrpcHop, runGrpcHop } from "./grpc-hop.ts";
+import { formatGrpcHop, type GrpcHopReport, medianOfRuns, runGrpcHop } from "./grpc-hop.ts";
 import { runPgbench } from "./pgbench.ts";
 
 const BENCHMARKS = ["grpc-hop", "pgbench"] as const;
@@ -20,6 +20,7 @@ const { values, positionals } = parseArgs({
     variants: { type: "string" },
     "cpu-prof": { type: "string" },
     "node-flags": { type: "string" },
+    repeat: { type: "string" },
   },
 });
 const names = positionals.length > 0 ? positionals : [...BENCHMARKS];
@@ -45,16 +46,23 @@ print(
 
 for (const name of names) {
   if (name === "grpc-hop") {
-    const reports = await runGrpcHop({
-      ...(values.levels ? { levels: values.levels.split(",").map(Number) } : {}),
-      ...(values.duration ? { durationMs: num(values.duration) } : {}),
-      ...(values.warmup ? { warmupMs: num(values.warmup) } : {}),
-      ...(values.variants ? { variants: values.variants.split(",") } : {}),
-      ...(values["cpu-prof"] ? { cpuProfDir: values["cpu-prof"] } : {}),
-      ...(values["node-flags"] ? { nodeFlags: values["node-flags"].split(" ") } : {}),
-    });
+    const repeat = Math.max(1, num(values.repeat) ?? 1);
+    const runs: GrpcHopReport[][] = [];
+    for (let i = 0; i < repeat; i++) {
+      runs.push(
+        await runGrpcHop({
+          ...(values.levels ? { levels: values.levels.split(",").map(Number) } : {}),
+          ...(values.duration ? { durationMs: num(values.duration) } : {}),
+          ...(values.warmup ? { warmupMs: num(values.warmup) } : {}),
+          ...(values.variants ? { variants: values.variants.split(",") } : {}),
+          ...(values["cpu-prof"] ? { cpuProfDir: values["cpu-prof"] } : {}),
+          ...(values["node-flags"] ? { nodeFlags: values["node-flags"].split(" ") } : {}),
+        }),
+      );
+    }
+    const reports = medianOfRuns(runs);
     print(
-      "grpc-hop: unary grpc.health.v1 Check over h2c on 127.0.0.1, server and client in separate processes",
+      `grpc-hop: unary grpc.health.v1 Check over h2c on 127.0.0.1, server and client in separate processes${repeat > 1 ? `, median of ${repeat} runs` : ""}`,
     );
     print(formatGrpcHop(reports));
     print();
