@@ -8,6 +8,8 @@ import { SERVICES } from "./services.ts";
 import { REPO_ROOT } from "./stack.ts";
 
 const postgres = await ensurePostgres(DATA_DIR, process.env.DATABASE_URL);
+/** A migration that takes longer is stuck (waiting on a lock, say): it is stopped and reported. */
+const MIGRATION_TIMEOUT_MS = 120_000;
 let failed = 0;
 for (const { name } of SERVICES) {
   const script = join(REPO_ROOT, "services", name, "src", "migrate.ts");
@@ -16,10 +18,14 @@ for (const { name } of SERVICES) {
     cwd: REPO_ROOT,
     env: { ...process.env, DATABASE_URL: postgres.url },
     stdio: "inherit",
+    timeout: MIGRATION_TIMEOUT_MS,
+    killSignal: "SIGKILL",
   });
   const ok = run.status === 0;
   if (!ok) failed++;
-  process.stdout.write(`[migrate] ${name}: ${ok ? "ok" : `failed (exit ${run.status ?? run.signal})`}\n`);
+  process.stdout.write(
+    `[migrate] ${name}: ${ok ? "ok" : `failed (${run.signal === "SIGKILL" ? `stuck, stopped after ${MIGRATION_TIMEOUT_MS} ms` : `exit ${run.status}`})`}\n`,
+  );
 }
 await postgres.stop();
 process.exit(failed === 0 ? 0 : 1);
