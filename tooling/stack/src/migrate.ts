@@ -3,7 +3,7 @@ import { spawnSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { ensurePostgres } from "./infra.ts";
-import { DATA_DIR } from "./local.ts";
+import { DATA_DIR, localAdminToken } from "./local.ts";
 import { SERVICES } from "./services.ts";
 import { REPO_ROOT } from "./stack.ts";
 
@@ -16,7 +16,8 @@ for (const { name } of SERVICES) {
   if (!existsSync(script)) continue;
   const run = spawnSync(process.execPath, [script], {
     cwd: REPO_ROOT,
-    env: { ...process.env, DATABASE_URL: postgres.url },
+    // Each migrate.ts reads its service's whole config; the edge's requires ADMIN_TOKEN.
+    env: { ...process.env, DATABASE_URL: postgres.url, ADMIN_TOKEN: localAdminToken() },
     stdio: "inherit",
     timeout: MIGRATION_TIMEOUT_MS,
     killSignal: "SIGKILL",
