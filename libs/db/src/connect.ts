@@ -7,6 +7,10 @@ export type Database = PostgresJsDatabase<Record<string, never>>;
 /**
  * Opens a connection pool. `numeric` columns come back as strings (postgres.js default)
  * and are only ever read into Decimal, never into a JS number.
+ *
+ * drizzle takes over the client's timestamp and json conversions: through `sql`, too,
+ * timestamps come back as Postgres text and must be sent as ISO strings, and json values
+ * must be sent already stringified.
  */
 export function connect(url: string, options: { max?: number; application?: string } = {}) {
   const sql = postgres(url, {

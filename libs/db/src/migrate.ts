@@ -21,6 +21,9 @@ function lockKey(name: string): string {
  * The shared `drizzle` schema is created first under a lock common to all services:
  * `CREATE SCHEMA IF NOT EXISTS` is not safe against itself, and two services starting
  * on a fresh database would otherwise fail one of them on a unique violation.
+ *
+ * The pool needs at least two connections: one holds the lock while drizzle migrates on
+ * another.
  */
 export async function migrateSchema(sql: Sql, db: Database, schema: string, migrationsFolder: string) {
   const conn = await sql.reserve();

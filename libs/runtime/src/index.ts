@@ -1,4 +1,4 @@
-import type { ConnectRouter } from "@connectrpc/connect";
+import { ConnectError, type ConnectRouter, type Interceptor } from "@connectrpc/connect";
 import { commonConfig, port } from "@gw/config";
 import { connect, type Database, migrateSchema, type Sql } from "@gw/db";
 import { connectNats, ensureStream, type Nats } from "@gw/events";
@@ -55,7 +55,9 @@ export interface RunningService {
  * metrics, and starts its background work. `stop()` is the graceful shutdown: stop
  * taking calls, finish those in flight, stop background work, drain NATS, close the pool.
  */
-export async function startGrpcService<C extends GrpcServiceConfig>(spec: GrpcServiceSpec<C>): Promise<RunningService> {
+export async function startGrpcService<C extends GrpcServiceConfig>(
+  spec: GrpcServiceSpec<C>,
+): Promise<RunningService> {
   const { config } = spec;
   const logger = createLogger(spec.name, config.LOG_LEVEL);
   const { sql, db } = connect(config.DATABASE_URL, { max: config.DB_POOL_MAX, application: spec.name });
@@ -70,6 +72,7 @@ export async function startGrpcService<C extends GrpcServiceConfig>(spec: GrpcSe
     return true;
   };
   const server = await startGrpcServer({
+    interceptors: [logUnexpectedErrors(logger)],
     routes: parts.routes,
     serviceNames: spec.serviceNames,
     port: config.GRPC_PORT,
@@ -96,6 +99,22 @@ export async function startGrpcService<C extends GrpcServiceConfig>(spec: GrpcSe
       })();
       return stopping;
     },
+  };
+}
+
+/**
+ * Logs every error a handler threw that is not a deliberate ConnectError: the client
+ * sees only "internal error", so the cause must be in the service's log.
+ */
+function logUnexpectedErrors(logger: Logger): Interceptor {
+  return (next) => async (req) => {
+    try {
+      return await next(req);
+    } catch (err) {
+      if (!(err instanceof ConnectError))
+        logger.error({ err, method: req.method.name }, "unexpected error in handler");
+      throw err;
+    }
   };
 }
 

@@ -29,6 +29,7 @@ export function startOperations(config: OperationsConfig) {
         connectorFor,
         callbackBaseUrl: config.PROVIDER_CALLBACK_BASE_URL.replace(/\/+$/, ""),
         budgetMs: config.CREATE_BUDGET_MS,
+        attemptTimeoutMs: config.PROVIDER_ATTEMPT_TIMEOUT_MS,
         logger,
         prefix: config.EVENTS_PREFIX,
       });

@@ -105,6 +105,7 @@ export interface CreateDeps {
   connectorFor: (kind: string) => Connector | undefined;
   callbackBaseUrl: string;
   budgetMs: number;
+  attemptTimeoutMs: number;
   logger: Logger;
 }
 
@@ -281,7 +282,7 @@ async function route(
           bankname: claimed.bankname ?? undefined,
           callbackUrl: `${deps.callbackBaseUrl}/callbacks/providers/${encodeURIComponent(provider.name)}`,
         },
-        AbortSignal.any([signal, AbortSignal.timeout(remaining)]),
+        AbortSignal.any([signal, AbortSignal.timeout(Math.min(remaining, deps.attemptTimeoutMs))]),
       );
       if (answer.outcome === "accepted") {
         accepted = { provider, answer };

@@ -163,8 +163,7 @@ export class OperationsHandlers implements ServiceImpl<typeof OperationsService>
         values (${provider.name}, ${result.callbackId}, ${result.operationId})
         on conflict do nothing returning 1`;
       if (seen.length === 0) return; // a replay: applied before
-      const [row] = await tx<OperationRow[]>`
-        select * from operations.operations where id = ${result.operationId} for update`;
+      const row = await this.#store.lock(result.operationId, tx);
       if (!row || row.provider !== provider.name) {
         this.#d.logger.warn(
           { provider: provider.name, operationId: result.operationId },
@@ -191,7 +190,7 @@ export class OperationsHandlers implements ServiceImpl<typeof OperationsService>
         total = total.plus(amount);
         await tx`
           insert into operations.legs (id, operation_id, provider, provider_leg_id, amount, completed_at)
-          values (${randomUUID()}, ${row.id}, ${provider.name}, ${leg.id}, ${amount.toFixed(2)}, ${leg.completedAt})
+          values (${randomUUID()}, ${row.id}, ${provider.name}, ${leg.id}, ${amount.toFixed(2)}, ${leg.completedAt.toISOString()})
           on conflict (operation_id, provider_leg_id) do nothing`;
       }
       if (result.legs.length === 0) total = new Decimal(row.expected_amount ?? "0");

@@ -3,6 +3,6 @@ import { migrationsFolder } from "./app.ts";
 import { readConfig } from "./config.ts";
 
 // Applies this service's migrations and exits: the Kubernetes migration Job runs this.
-const { sql, db } = connect(readConfig().DATABASE_URL, { max: 1, application: "operations-migrate" });
+const { sql, db } = connect(readConfig().DATABASE_URL, { max: 2, application: "operations-migrate" });
 await migrateSchema(sql, db, "operations", migrationsFolder);
 await sql.end();

@@ -7,6 +7,24 @@ import type { OperationRow } from "./model.ts";
 
 type Tx = Sql | postgres.TransactionSql;
 
+/**
+ * drizzle, attached to the same postgres.js client, makes it pass timestamps through as
+ * text (see libs/db connect.ts): rows are read with timestamp strings and written with
+ * ISO strings. These two functions are the only place that knows.
+ */
+const TIMESTAMPS = ["created_at", "updated_at", "expires_at", "routing_deadline"] as const;
+function hydrate<T extends OperationRow | undefined>(row: T): T {
+  if (!row) return row;
+  const r = row as unknown as Record<string, unknown>;
+  for (const key of TIMESTAMPS) if (typeof r[key] === "string") r[key] = new Date(r[key] as string);
+  return row;
+}
+function toDriver(values: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(values)) out[k] = v instanceof Date ? v.toISOString() : v;
+  return out;
+}
+
 export interface Route {
   payin: string[];
   payout: string[];
@@ -50,18 +68,18 @@ export class OperationStore {
   async findByMop(shopId: string, mop: string, tx: Tx = this.#sql): Promise<OperationRow | undefined> {
     const [row] = await tx<OperationRow[]>`
       select * from operations.operations where shop_id = ${shopId} and merchant_operation_id = ${mop}`;
-    return row;
+    return hydrate(row);
   }
 
   async findById(shopId: string, id: string, tx: Tx = this.#sql): Promise<OperationRow | undefined> {
     const [row] = await tx<OperationRow[]>`
       select * from operations.operations where shop_id = ${shopId} and id = ${id}`;
-    return row;
+    return hydrate(row);
   }
 
   async findAnyById(id: string, tx: Tx = this.#sql): Promise<OperationRow | undefined> {
     const [row] = await tx<OperationRow[]>`select * from operations.operations where id = ${id}`;
-    return row;
+    return hydrate(row);
   }
 
   /** The route and the configs of its providers for one direction, in route order. */
@@ -121,9 +139,9 @@ export class OperationStore {
       Pick<OperationRow, "id" | "shop_id" | "merchant_id" | "merchant_operation_id" | "type" | "status">,
   ): Promise<OperationRow | undefined> {
     const [inserted] = await this.#sql<OperationRow[]>`
-      insert into operations.operations ${this.#sql(row as Record<string, unknown>)}
+      insert into operations.operations ${this.#sql(toDriver(row))}
       on conflict (shop_id, merchant_operation_id) do nothing returning *`;
-    return inserted;
+    return hydrate(inserted);
   }
 
   /**
@@ -143,10 +161,7 @@ export class OperationStore {
       version: String(BigInt(before.version) + 1n),
       updated_at: new Date(),
     };
-    const columns = { ...patch, version: after.version, updated_at: after.updated_at } as Record<
-      string,
-      unknown
-    >;
+    const columns = toDriver({ ...patch, version: after.version, updated_at: after.updated_at });
     if (!options.emit) {
       const rows = await tx`
         update operations.operations set ${this.#sql(columns)}
@@ -167,8 +182,15 @@ export class OperationStore {
   }
 
   async legs(operationId: string, tx: Tx = this.#sql): Promise<LegRow[]> {
-    return tx<LegRow[]>`
+    const rows = await tx<{ id: string; amount: string; completed_at: string }[]>`
       select id, amount, completed_at from operations.legs where operation_id = ${operationId}
       order by completed_at, id`;
+    return rows.map((r) => ({ ...r, completed_at: new Date(r.completed_at) }));
+  }
+
+  /** Locks the row for the rest of the transaction. */
+  async lock(id: string, tx: postgres.TransactionSql): Promise<OperationRow | undefined> {
+    const [row] = await tx<OperationRow[]>`select * from operations.operations where id = ${id} for update`;
+    return hydrate(row);
   }
 }

@@ -3,6 +3,6 @@ import { migrationsFolder } from "./app.ts";
 import { readConfig } from "./config.ts";
 
 // Applies this service's migrations and exits: the Kubernetes migration Job runs this.
-const { sql, db } = connect(readConfig().DATABASE_URL, { max: 1, application: "webhooks-migrate" });
+const { sql, db } = connect(readConfig().DATABASE_URL, { max: 2, application: "webhooks-migrate" });
 await migrateSchema(sql, db, "webhooks", migrationsFolder);
 await sql.end();

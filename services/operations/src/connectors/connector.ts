@@ -65,7 +65,11 @@ export interface Connector {
    * provider did not answer before `signal` aborted or the transport failed, which the
    * router treats like a decline and moves on.
    */
-  create(provider: ProviderConfig, request: ProviderCreateRequest, signal: AbortSignal): Promise<ProviderAnswer>;
+  create(
+    provider: ProviderConfig,
+    request: ProviderCreateRequest,
+    signal: AbortSignal,
+  ): Promise<ProviderAnswer>;
   /**
    * Verifies and parses a result callback. Throws CallbackRejectedError for a bad or
    * stale signature. `callbackId` identifies the callback, so a replay is recognised.
@@ -77,5 +81,9 @@ export interface Connector {
     now: Date,
   ): ProviderResult & { callbackId: string };
   /** Asks for the current result of an operation (the reconciler's question). */
-  status(provider: ProviderConfig, operationId: string, signal: AbortSignal): Promise<ProviderResult | { status: "pending" }>;
+  status(
+    provider: ProviderConfig,
+    operationId: string,
+    signal: AbortSignal,
+  ): Promise<ProviderResult | { status: "pending" }>;
 }

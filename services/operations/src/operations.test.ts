@@ -1,0 +1,298 @@
+import { randomUUID } from "node:crypto";
+import { Code, ConnectError } from "@connectrpc/connect";
+import { errorInfo } from "@gw/rpc";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type OperationsHarness, startHarness } from "./test-support.ts";
+
+let h: OperationsHarness;
+
+beforeAll(async () => {
+  h = await startHarness({ budgetMs: 4_000, attemptTimeoutMs: 1_000 });
+  await h.provider("acme", { mode: "accept", expires_in_seconds: 900 });
+  await h.provider("refuser", { mode: "decline" });
+  await h.provider("sleeper", { mode: "no_answer" });
+  await h.provider("receipts", { mode: "accept", receipt_required: true });
+});
+afterAll(() => h?.stop());
+
+const paymentRequest = (
+  shop: { shopId: string; merchantId: string },
+  over: Record<string, unknown> = {},
+) => ({
+  scope: shop,
+  type: "payment",
+  merchantOperationId: `mop-${randomUUID()}`,
+  clientId: "client-1",
+  method: "WT_RUB_C2C",
+  amount: "1000.00",
+  currency: "RUB",
+  ...over,
+});
+
+async function failureOf(p: Promise<unknown>) {
+  const err = await p.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(err).toBeInstanceOf(ConnectError);
+  return { code: (err as ConnectError).code, info: errorInfo(err) };
+}
+
+/** Polls until `check` passes or the deadline runs out (then its last failure is thrown). */
+async function eventually<T>(fn: () => Promise<T>, check: (v: T) => void, timeoutMs = 10_000): Promise<T> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn();
+    try {
+      check(v);
+      return v;
+    } catch (err) {
+      if (Date.now() > end) throw err;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+}
+
+describe("create", () => {
+  it("routes a payment to the first accepting provider and answers pending with requisites", async () => {
+    const shop = await h.shop(["refuser", "sleeper", "acme"]);
+    const { operation } = await h.operations.createOperation(paymentRequest(shop));
+    expect(operation?.status).toBe("pending");
+    expect(operation?.number).toMatch(/^\d{16}$/);
+    expect(operation?.actualAmount).toBe("0.00");
+    expect(operation?.expiresAt).toBeDefined();
+    expect(operation?.externalConfirmation).toBeUndefined();
+    expect(operation?.recordedAmount).toBeUndefined();
+  });
+
+  it("answers awaiting_confirmation with a receipt requirement when the provider asks for one", async () => {
+    const shop = await h.shop(["receipts"]);
+    const { operation } = await h.operations.createOperation(paymentRequest(shop));
+    expect(operation?.status).toBe("awaiting_confirmation");
+    expect(operation?.externalConfirmation).toMatchObject({ required: true, methods: ["receipt"] });
+  });
+
+  it("rejects the call when no provider accepts, and a retry gets the same rejection", async () => {
+    const shop = await h.shop(["refuser", "sleeper"]);
+    const req = paymentRequest(shop);
+    const first = await failureOf(h.operations.createOperation(req));
+    expect(first.code).toBe(Code.Unavailable);
+    expect(first.info?.code).toBe("no_provider_accepted");
+    const again = await failureOf(h.operations.createOperation(req));
+    expect(again.info?.code).toBe("no_provider_accepted");
+  });
+
+  it("returns the original operation for the same key and body, and 412 for another body", async () => {
+    const shop = await h.shop(["acme"]);
+    const req = paymentRequest(shop);
+    const first = await h.operations.createOperation(req);
+    const second = await h.operations.createOperation(req);
+    expect(second.operation).toEqual(first.operation);
+    expect(second.replayed).toBe(true);
+    const other = await failureOf(h.operations.createOperation({ ...req, amount: "1000.01" }));
+    expect(other.code).toBe(Code.FailedPrecondition);
+    expect(other.info).toMatchObject({ code: "idempotency_conflict", field: "merchant_operation_id" });
+  });
+
+  it("yields one operation and fifty identical answers for fifty concurrent identical creates", async () => {
+    const shop = await h.shop(["acme"]);
+    const req = paymentRequest(shop);
+    const answers = await Promise.all(Array.from({ length: 50 }, () => h.operations.createOperation(req)));
+    const ids = new Set(answers.map((a) => a.operation?.operationId));
+    expect(ids.size).toBe(1);
+    for (const a of answers) expect(a.operation).toEqual(answers[0]?.operation);
+    expect(answers.filter((a) => !a.replayed)).toHaveLength(1);
+  });
+
+  it("yields one operation and 412 for the rest when fifty creates share a key with different bodies", async () => {
+    const shop = await h.shop(["acme"]);
+    const mop = `mop-${randomUUID()}`;
+    const results = await Promise.allSettled(
+      Array.from({ length: 50 }, (_, i) =>
+        h.operations.createOperation(
+          paymentRequest(shop, { merchantOperationId: mop, amount: `${100 + i}.00` }),
+        ),
+      ),
+    );
+    const ok = results.filter((r) => r.status === "fulfilled");
+    expect(ok).toHaveLength(1);
+    for (const r of results) {
+      if (r.status === "rejected") expect(errorInfo(r.reason)?.code).toBe("idempotency_conflict");
+    }
+  });
+
+  it("refuses a method without a route with route_not_configured and writes nothing", async () => {
+    const shop = { shopId: randomUUID(), merchantId: randomUUID() };
+    const req = paymentRequest(shop);
+    const f = await failureOf(h.operations.createOperation(req));
+    expect(f.code).toBe(Code.FailedPrecondition);
+    expect(f.info?.code).toBe("route_not_configured");
+    const read = await failureOf(
+      h.operations.getOperation({
+        scope: shop,
+        id: { case: "merchantOperationId", value: req.merchantOperationId },
+      }),
+    );
+    expect(read.code).toBe(Code.NotFound);
+  });
+});
+
+describe("settlement by provider callback", () => {
+  it("completes a payment settled in two legs with one receipt item per leg, in completion order", async () => {
+    const shop = await h.shop(["acme"], { percent: "2.5", fixed: "0" });
+    const { operation } = await h.operations.createOperation(paymentRequest(shop));
+    const id = operation?.operationId ?? "";
+    expect(operation?.settlementAmount).toBe("975.00");
+    expect(operation?.commissionAmount).toBe("25.00");
+    const before = await h.operations.getOperation({ scope: shop, id: { case: "operationId", value: id } });
+    expect(before.receiptEvidenceStatus).toBe("not_ready");
+    expect(before.receipts).toEqual([]);
+
+    const res = await h.settle(id, { legs: ["600.00", "300.00"] });
+    expect(res.ok).toBe(true);
+    const done = await eventually(
+      () => h.operations.getOperation({ scope: shop, id: { case: "operationId", value: id } }),
+      (r) => expect(r.operation?.status).toBe("completed"),
+    );
+    expect(done.operation?.actualAmount).toBe("900.00");
+    expect(done.operation?.recordedAmount).toBe("900.00");
+    expect(done.operation?.settlementAmount).toBe("877.50");
+    expect(done.operation?.commissionAmount).toBe("22.50");
+    expect(done.receipts.map((r) => r.amount).sort()).toEqual(["300.00", "600.00"]);
+    const keys = done.receipts.map((r) => `${r.completedAt}|${r.id}`);
+    expect(keys).toEqual([...keys].sort());
+    expect(done.receiptEvidenceStatus).toBe("complete");
+
+    const balances = await eventually(
+      () => h.ledger.getBalances({ shopId: shop.shopId }),
+      (b) => expect(b.balances.find((x) => x.currency === "RUB")?.balance).toBe("877.50"),
+    );
+    expect(balances.balances.map((b) => b.currency).sort()).toEqual(["RUB", "USDT"]);
+  });
+
+  it("refuses a forged callback and changes nothing", async () => {
+    const shop = await h.shop(["acme"]);
+    const { operation } = await h.operations.createOperation(paymentRequest(shop));
+    const body = JSON.stringify({
+      callback_id: randomUUID(),
+      reference: operation?.operationId,
+      status: "completed",
+      legs: [{ id: "x", amount: "1000.00", completed_at: new Date().toISOString() }],
+    });
+    const f = await failureOf(
+      h.operations.handleProviderCallback({
+        provider: "acme",
+        body: new TextEncoder().encode(body),
+        headers: { "x-sandbox-signature": `t=${Math.floor(Date.now() / 1000)},v1=${"0".repeat(64)}` },
+      }),
+    );
+    expect(f.code).toBe(Code.Unauthenticated);
+    const read = await h.operations.getOperation({
+      scope: shop,
+      id: { case: "operationId", value: operation?.operationId ?? "" },
+    });
+    expect(read.operation?.status).toBe("pending");
+  });
+});
+
+describe("cancel", () => {
+  it("cancels a pending payment once and repeats the same decision", async () => {
+    const shop = await h.shop(["acme"]);
+    const req = paymentRequest(shop);
+    await h.operations.createOperation(req);
+    const id = { case: "merchantOperationId" as const, value: req.merchantOperationId };
+    const first = await h.operations.cancelOperation({ scope: shop, id, reason: "" });
+    expect(first.outcome).toBe("cancelled");
+    expect(first.operation?.status).toBe("cancelled");
+    const again = await h.operations.cancelOperation({ scope: shop, id, reason: "" });
+    expect(again.outcome).toBe("cancelled");
+    expect(again.operation?.version).toBe(first.operation?.version);
+  });
+
+  it("answers already_terminal for a completed payment and changes nothing", async () => {
+    const shop = await h.shop(["acme"]);
+    const { operation } = await h.operations.createOperation(paymentRequest(shop));
+    const id = operation?.operationId ?? "";
+    await h.settle(id, { legs: ["1000.00"] });
+    await eventually(
+      () => h.operations.getOperation({ scope: shop, id: { case: "operationId", value: id } }),
+      (r) => expect(r.operation?.status).toBe("completed"),
+    );
+    const res = await h.operations.cancelOperation({
+      scope: shop,
+      id: { case: "operationId", value: id },
+      reason: "",
+    });
+    expect(res.outcome).toBe("already_terminal");
+    expect(res.operation?.status).toBe("completed");
+  });
+
+  it("refuses to cancel a payout with 412", async () => {
+    const shop = await h.shop(["acme"]);
+    const req = paymentRequest(shop, { type: "payout", number: "4111111111111111" });
+    await h.operations.createOperation(req);
+    const f = await failureOf(
+      h.operations.cancelOperation({
+        scope: shop,
+        id: { case: "merchantOperationId", value: req.merchantOperationId },
+        reason: "",
+      }),
+    );
+    expect(f.code).toBe(Code.FailedPrecondition);
+    expect(f.info?.code).toBe("not_cancellable");
+  });
+
+  it("answers 404 to a cancel by operation_id of a payment that does not exist", async () => {
+    const shop = await h.shop(["acme"]);
+    const f = await failureOf(
+      h.operations.cancelOperation({
+        scope: shop,
+        id: { case: "operationId", value: randomUUID() },
+        reason: "",
+      }),
+    );
+    expect(f.code).toBe(Code.NotFound);
+  });
+
+  it("makes a create that arrives after its cancel complete as a cancelled payment without requisites", async () => {
+    const shop = await h.shop(["acme"]);
+    const req = paymentRequest(shop);
+    const id = { case: "merchantOperationId" as const, value: req.merchantOperationId };
+    const cancel = await h.operations.cancelOperation({ scope: shop, id, reason: "changed mind" });
+    expect(cancel.outcome).toBe("cancelled");
+    await expect(h.operations.getOperation({ scope: shop, id })).rejects.toThrow();
+    const { operation } = await h.operations.createOperation(req);
+    expect(operation?.status).toBe("cancelled");
+    expect(operation?.number).toBeUndefined();
+    expect(operation?.operationId).toBe(cancel.operation?.operationId);
+  });
+
+  it("never leaks requisites of a payment whose cancel won the race against create (40 runs)", async () => {
+    const shop = await h.shop(["acme"]);
+    let cancelWon = 0;
+    for (let run = 0; run < 40; run++) {
+      const req = paymentRequest(shop);
+      const id = { case: "merchantOperationId" as const, value: req.merchantOperationId };
+      // Stagger the cancel a little differently each run to hit every interleaving.
+      const [created, cancelled] = await Promise.allSettled([
+        h.operations.createOperation(req),
+        new Promise((r) => setTimeout(r, run % 8)).then(() =>
+          h.operations.cancelOperation({ scope: shop, id, reason: "" }),
+        ),
+      ]);
+      expect(cancelled.status).toBe("fulfilled");
+      if (cancelled.status === "fulfilled") expect(cancelled.value.outcome).toBe("cancelled");
+      expect(created.status).toBe("fulfilled");
+      if (created.status !== "fulfilled") continue;
+      const read = await h.operations.getOperation({ scope: shop, id });
+      expect(read.operation?.status).toBe("cancelled");
+      if (created.value.operation?.status === "cancelled") {
+        cancelWon++;
+        expect(created.value.operation?.number).toBeUndefined();
+        expect(read.operation?.number).toBeUndefined();
+      }
+    }
+    // The point of the race test: the cancel must actually win some of the runs.
+    expect(cancelWon).toBeGreaterThan(0);
+  });
+});

@@ -1,0 +1,144 @@
+import { randomBytes } from "node:crypto";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import type { Client } from "@connectrpc/connect";
+import { createTestDatabase } from "@gw/db";
+import { startLedger } from "@gw/ledger/src/app.ts";
+import { configSchema as ledgerConfig } from "@gw/ledger/src/config.ts";
+import { LedgerService } from "@gw/proto/gateway/ledger/v1/ledger_pb";
+import { OperationsService } from "@gw/proto/gateway/operations/v1/operations_pb";
+import { createServiceClient } from "@gw/rpc";
+import { configSchema as sandboxConfig, startSandbox } from "@gw/sandbox-provider";
+import { startOperations } from "./app.ts";
+import { configSchema } from "./config.ts";
+
+export interface OperationsHarness {
+  operations: Client<typeof OperationsService>;
+  ledger: Client<typeof LedgerService>;
+  sandboxUrl: string;
+  /** Configures a sandbox provider in the sandbox and registers it with operations. */
+  provider(name: string, payin: Record<string, unknown>, payout?: Record<string, unknown>): Promise<void>;
+  /** A new shop id with a route through `providers` and zero-fee pricing, or the given one. */
+  shop(
+    providers: string[],
+    pricing?: { percent: string; fixed: string },
+  ): Promise<{ shopId: string; merchantId: string }>;
+  settle(operationId: string, body: Record<string, unknown>): Promise<Response>;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts real ledger, sandbox-provider and operations services on port 0 against a fresh
+ * database and a fresh event prefix. Provider callbacks reach operations through a small
+ * HTTP forwarder standing where the edge stands in the full stack.
+ */
+export async function startHarness(
+  options: { budgetMs?: number; attemptTimeoutMs?: number } = {},
+): Promise<OperationsHarness> {
+  const database = await createTestDatabase();
+  const prefix = `t_${randomBytes(4).toString("hex")}`;
+  const common = {
+    DATABASE_URL: database.url,
+    EVENTS_PREFIX: prefix,
+    GRPC_PORT: "0",
+    METRICS_PORT: "0",
+    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? "silent",
+    DB_POOL_MAX: "8",
+  };
+  const ledgerSvc = await startLedger(ledgerConfig.parse(common));
+  const sandbox = await startSandbox(
+    sandboxConfig.parse({
+      DATABASE_URL: database.url,
+      HTTP_PORT: "0",
+      METRICS_PORT: "0",
+      LOG_LEVEL: "silent",
+      CALLBACK_RETRY_BASE_MS: "100",
+    }),
+  );
+  let forwarder: Server | undefined;
+  const callbackBase = await new Promise<string>((resolve) => {
+    forwarder = createServer(async (req, res) => {
+      const chunks: Buffer[] = [];
+      for await (const c of req) chunks.push(c as Buffer);
+      const name = decodeURIComponent(req.url?.split("/").pop() ?? "");
+      const headers: Record<string, string> = {};
+      for (const [k, v] of Object.entries(req.headers)) if (typeof v === "string") headers[k] = v;
+      try {
+        await operations.handleProviderCallback({ provider: name, body: Buffer.concat(chunks), headers });
+        res.writeHead(200).end('{"ok":true}');
+      } catch (err) {
+        res.writeHead(401).end(String(err));
+      }
+    });
+    forwarder.listen(0, "127.0.0.1", () =>
+      resolve(`http://127.0.0.1:${(forwarder?.address() as AddressInfo).port}`),
+    );
+  });
+  const ledgerUrl = `http://127.0.0.1:${ledgerSvc.port}`;
+  const opsSvc = await startOperations(
+    configSchema.parse({
+      ...common,
+      LEDGER_URL: ledgerUrl,
+      PROVIDER_CALLBACK_BASE_URL: callbackBase,
+      CREATE_BUDGET_MS: String(options.budgetMs ?? 15_000),
+      PROVIDER_ATTEMPT_TIMEOUT_MS: String(options.attemptTimeoutMs ?? 5_000),
+    }),
+  );
+  const operations = createServiceClient(OperationsService, `http://127.0.0.1:${opsSvc.port}`, {
+    defaultTimeoutMs: 20_000,
+  });
+  const ledger = createServiceClient(LedgerService, ledgerUrl);
+  const sandboxUrl = `http://127.0.0.1:${sandbox.port}`;
+  const credentials = (name: string) => `secret-${name}-${prefix}-0123456789`;
+
+  return {
+    operations,
+    ledger,
+    sandboxUrl,
+    async provider(name, payin, payout = { mode: "accept" }) {
+      const res = await fetch(`${sandboxUrl}/control/providers/${name}`, {
+        method: "PUT",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ credentials: credentials(name), payin, payout }),
+      });
+      if (!res.ok) throw new Error(`sandbox provider: ${res.status} ${await res.text()}`);
+      await operations.putProvider({
+        name,
+        kind: "sandbox",
+        baseUrl: sandboxUrl,
+        credentials: credentials(name),
+        methods: ["WT_RUB_C2C", "WT_RUB_PHONE"],
+      });
+    },
+    async shop(providers, pricing = { percent: "0", fixed: "0" }) {
+      const shopId = crypto.randomUUID();
+      const merchantId = crypto.randomUUID();
+      for (const method of ["WT_RUB_C2C", "WT_RUB_PHONE"]) {
+        await operations.putRoute({
+          shopId,
+          method,
+          payin: providers,
+          payout: providers,
+          settlementCurrency: "RUB",
+        });
+        const tier = { minAmount: "0.01", maxAmount: "10000000.00", ...pricing };
+        await ledger.putPricing({ shopId, method, payin: [tier], payout: [tier] });
+      }
+      return { shopId, merchantId };
+    },
+    settle(operationId, body) {
+      return fetch(`${sandboxUrl}/control/operations/${operationId}/settle`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify(body),
+      });
+    },
+    async stop() {
+      await opsSvc.stop();
+      await sandbox.stop();
+      await ledgerSvc.stop();
+      await new Promise((r) => forwarder?.close(r));
+      await database.drop();
+    },
+  };
+}
