@@ -55,23 +55,22 @@ export async function startHarness(
       CALLBACK_RETRY_BASE_MS: "100",
     }),
   );
-  let forwarder: Server | undefined;
+  const forwarder: Server = createServer(async (req, res) => {
+    const chunks: Buffer[] = [];
+    for await (const c of req) chunks.push(c as Buffer);
+    const name = decodeURIComponent(req.url?.split("/").pop() ?? "");
+    const headers: Record<string, string> = {};
+    for (const [k, v] of Object.entries(req.headers)) if (typeof v === "string") headers[k] = v;
+    try {
+      await operations.handleProviderCallback({ provider: name, body: Buffer.concat(chunks), headers });
+      res.writeHead(200).end('{"ok":true}');
+    } catch (err) {
+      res.writeHead(401).end(String(err));
+    }
+  });
   const callbackBase = await new Promise<string>((resolve) => {
-    forwarder = createServer(async (req, res) => {
-      const chunks: Buffer[] = [];
-      for await (const c of req) chunks.push(c as Buffer);
-      const name = decodeURIComponent(req.url?.split("/").pop() ?? "");
-      const headers: Record<string, string> = {};
-      for (const [k, v] of Object.entries(req.headers)) if (typeof v === "string") headers[k] = v;
-      try {
-        await operations.handleProviderCallback({ provider: name, body: Buffer.concat(chunks), headers });
-        res.writeHead(200).end('{"ok":true}');
-      } catch (err) {
-        res.writeHead(401).end(String(err));
-      }
-    });
     forwarder.listen(0, "127.0.0.1", () =>
-      resolve(`http://127.0.0.1:${(forwarder?.address() as AddressInfo).port}`),
+      resolve(`http://127.0.0.1:${(forwarder.address() as AddressInfo).port}`),
     );
   });
   const ledgerUrl = `http://127.0.0.1:${ledgerSvc.port}`;
@@ -137,7 +136,7 @@ export async function startHarness(
       await opsSvc.stop();
       await sandbox.stop();
       await ledgerSvc.stop();
-      await new Promise((r) => forwarder?.close(r));
+      await new Promise((r) => forwarder.close(r));
       await database.drop();
     },
   };
