@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { createWriteStream, mkdirSync, mkdtempSync } from "node:fs";
+import { createWriteStream, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createTestDatabase } from "@gw/db";
@@ -42,7 +42,9 @@ export async function startTestStack(
 ): Promise<TestStack> {
   const eventsPrefix = `t_${randomBytes(5).toString("hex")}`;
   const database = await createTestDatabase();
-  const nats = await ensureNats(mkdtempSync(join(tmpdir(), "gw-e2e-")), process.env.NATS_URL);
+  // Used only when no NATS answers and the harness starts its own nats-server.
+  const natsDir = mkdtempSync(join(tmpdir(), "gw-e2e-"));
+  const nats = await ensureNats(natsDir, process.env.NATS_URL);
   const adminToken = randomBytes(32).toString("base64url");
   const logDir = join(REPO_ROOT, "test-results", "e2e");
   mkdirSync(logDir, { recursive: true });
@@ -77,6 +79,7 @@ export async function startTestStack(
     await jsm.streams.delete(streamName(eventsPrefix)).catch(() => false);
     await nc.close();
     await nats.stop();
+    rmSync(natsDir, { recursive: true, force: true });
     await database.drop();
   };
 
