@@ -64,7 +64,11 @@ export function receiptItemJson(item: ReceiptItem) {
 }
 
 /** The get_operation_state body: the operation plus receipts and their evidence status. */
-export function operationStateJson(op: Operation, receipts: ReceiptItem[], evidenceStatus: string): OperationJson {
+export function operationStateJson(
+  op: Operation,
+  receipts: ReceiptItem[],
+  evidenceStatus: string,
+): OperationJson {
   return {
     ...operationJson(op),
     receipts: receipts.map(receiptItemJson),

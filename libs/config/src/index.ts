@@ -5,7 +5,10 @@ import { z } from "zod";
  * stops the process with one line naming the variable; nothing else in a service reads
  * `process.env`.
  */
-export function loadConfig<S extends z.ZodObject>(schema: S, env: NodeJS.ProcessEnv = process.env): z.infer<S> {
+export function loadConfig<S extends z.ZodObject>(
+  schema: S,
+  env: NodeJS.ProcessEnv = process.env,
+): z.infer<S> {
   const parsed = schema.safeParse(env);
   if (parsed.success) return parsed.data;
   const issue = parsed.error.issues[0];

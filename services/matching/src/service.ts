@@ -1,7 +1,7 @@
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { Database } from "@gw/db";
 import { Decimal, formatAmount, isCurrency } from "@gw/money";
-import { MatchingService } from "@gw/proto/gateway/matching/v1/matching_pb";
+import type { MatchingService } from "@gw/proto/gateway/matching/v1/matching_pb";
 import { Code, failure } from "@gw/rpc";
 import { and, count, eq, sum } from "drizzle-orm";
 import { poolPayouts } from "./db/schema.ts";
@@ -15,7 +15,8 @@ export class MatchingHandlers implements ServiceImpl<typeof MatchingService> {
   }
 
   async getPoolDepth(req: { method: string; currency: string }) {
-    if (!isCurrency(req.currency)) throw failure(Code.InvalidArgument, "validation_failed", "unknown currency", "currency");
+    if (!isCurrency(req.currency))
+      throw failure(Code.InvalidArgument, "validation_failed", "unknown currency", "currency");
     const [row] = await this.#db
       .select({ payouts: count(), free: sum(poolPayouts.freeAmount) })
       .from(poolPayouts)
