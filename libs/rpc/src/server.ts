@@ -3,6 +3,7 @@ import type { AddressInfo, Socket } from "node:net";
 import type { ConnectRouter, Interceptor } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { Health } from "@gw/proto/grpc/health/v1/health_pb";
+import { createFastUnaryHandler, recordUnaryRoutes, type UnaryRoute } from "./fast-server.ts";
 import { type HealthChecker, healthService } from "./health.ts";
 import { rpcMetricsInterceptor } from "./metrics.ts";
 
@@ -28,8 +29,7 @@ export interface GrpcServer {
  * HTTP/2 settings for the internal hop: room for many calls in flight and windows
  * that never stall a large message. For small unary calls they measure the same as
  * Node's defaults (Node already sets TCP_NODELAY, and its stream limit is unbounded):
- * the hop's cost is CPU per call inside connect-node. See docs/architecture.md,
- * "The internal gRPC hop".
+ * the hop's cost is CPU per call. See docs/architecture.md, "The internal gRPC hop".
  */
 export const HTTP2_SETTINGS: http2.Settings = {
   maxConcurrentStreams: 4096,
@@ -48,23 +48,41 @@ export function tuneServerSession(session: http2.ServerHttp2Session): void {
 /**
  * Starts a gRPC server (gRPC protocol only, HTTP/2 without TLS) that serves the given
  * routes plus the standard health service, with metrics on every call.
+ *
+ * Unary methods are answered by the lean path of fast-server.ts straight from the
+ * HTTP/2 stream; everything else (streaming methods such as Health/Watch, JSON,
+ * compressed requests, unknown paths) goes to connect-node's adapter, handed the same
+ * stream through Node's own compat request and response objects. Both run the same
+ * interceptors.
  */
 export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcServer> {
   let draining = false;
+  const interceptors = [rpcMetricsInterceptor, ...(options.interceptors ?? [])];
+  const unary = new Map<string, UnaryRoute>();
   const handler = connectNodeAdapter({
     grpc: true,
     connect: false,
     grpcWeb: false,
-    interceptors: [rpcMetricsInterceptor, ...(options.interceptors ?? [])],
+    interceptors,
     routes(router) {
-      router.service(
+      const recording = recordUnaryRoutes(router, unary);
+      recording.service(
         Health,
         healthService(options.serviceNames, options.check, () => draining),
       );
-      options.routes(router);
+      options.routes(recording);
     },
   });
-  const server = http2.createServer(HTTP2_SERVER_OPTIONS, handler);
+  const fast = createFastUnaryHandler(unary, { interceptors });
+  // No request listener: Node would then answer every stream through its compat layer.
+  const server = http2.createServer(HTTP2_SERVER_OPTIONS);
+  server.on("stream", (stream, headers, _flags, rawHeaders: string[]) => {
+    if (fast(stream, headers)) return;
+    handler(
+      new http2.Http2ServerRequest(stream, headers, {}, rawHeaders),
+      new http2.Http2ServerResponse(stream),
+    );
+  });
   const open = sessions(server);
   server.on("session", (session) => {
     open.add(session);

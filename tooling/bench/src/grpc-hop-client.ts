@@ -34,9 +34,21 @@ const timeoutMs = 5_000;
 /** Builds the closed-loop call for a client kind, and how to close that client. */
 function makeCall(): { call: ClosedLoop; close: () => void } {
   switch (kind) {
-    case "grpc-tuned": {
+    case "gw": {
       const client = createServiceClient(Health, baseUrl, { defaultTimeoutMs: timeoutMs });
       return { call: () => client.check({ service: "" }), close: () => {} };
+    }
+    case "grpc-tuned": {
+      // createServiceClient as it was before the lean path: connect-node's gRPC transport
+      // on one kept-alive session that refuses server push.
+      const sessionManager = new Http2SessionManager(
+        baseUrl,
+        { pingIntervalMs: 10_000, pingTimeoutMs: 5_000, idleConnectionTimeoutMs: 60_000 },
+        { settings: { enablePush: false } },
+      );
+      const transport = createGrpcTransport({ baseUrl, sessionManager, defaultTimeoutMs: timeoutMs });
+      const client = createClient(Health, transport);
+      return { call: () => client.check({ service: "" }), close: () => sessionManager.abort() };
     }
     case "grpc-pool": {
       const pool = new Http2SessionPool(baseUrl, Number(sessionsArg));

@@ -4,9 +4,11 @@
  * `{ t: "cpu" }` with its CPU time so far, `{ t: "stop" }` by closing and exiting.
  *
  * Modes: `defaults` is connect-node's adapter on `http2.createServer()` with Node's
- * defaults (the baseline), `tuned` is our `startGrpcServer`, `connect` serves the
- * Connect protocol (not gRPC) with the same HTTP/2 settings as `tuned`, `raw` answers
- * the same bytes straight from node:http2 (the floor of what the hop can cost).
+ * defaults (the baseline), `tuned` is connect-node's adapter with startGrpcServer's
+ * HTTP/2 settings (startGrpcServer before the lean path), `connect` serves the Connect
+ * protocol (not gRPC) with the same settings, `gw` is our `startGrpcServer` (the lean
+ * unary path), `raw` answers the same bytes straight from node:http2 (the floor of what
+ * the hop can cost).
  */
 import * as http2 from "node:http2";
 import type { AddressInfo } from "node:net";
@@ -37,10 +39,10 @@ function rawServer(): http2.Http2Server {
 }
 
 async function start(): Promise<{ port: number; close: () => Promise<void> }> {
-  if (mode === "tuned")
+  if (mode === "gw")
     return startGrpcServer({ routes: () => {}, serviceNames: [], port: 0, host, check: ready });
   if (mode === "raw") return listen(rawServer());
-  const grpc = mode === "defaults";
+  const grpc = mode === "defaults" || mode === "tuned";
   const handler = connectNodeAdapter({
     grpc,
     connect: !grpc,
@@ -52,7 +54,7 @@ async function start(): Promise<{ port: number; close: () => Promise<void> }> {
         healthService([], ready, () => false),
       ),
   });
-  return listen(grpc ? http2.createServer(handler) : tuneHttp2Server(handler));
+  return listen(mode === "defaults" ? http2.createServer(handler) : tuneHttp2Server(handler));
 }
 
 async function listen(server: http2.Http2Server): Promise<{ port: number; close: () => Promise<void> }> {

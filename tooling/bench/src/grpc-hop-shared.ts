@@ -4,10 +4,17 @@ import { HTTP2_SERVER_OPTIONS, tuneServerSession } from "@gw/rpc";
 import type { Measurement } from "./measure.ts";
 
 /** How the bench server serves: see grpc-hop-server.ts. */
-export type HopServerMode = "defaults" | "tuned" | "connect" | "raw";
+export type HopServerMode = "defaults" | "tuned" | "connect" | "raw" | "gw";
 
 /** A client of the hop: see grpc-hop-client.ts. */
-export type HopClientKind = "grpc-defaults" | "grpc-tuned" | "grpc-pool" | "connect" | "grpc-js" | "raw";
+export type HopClientKind =
+  | "grpc-defaults"
+  | "grpc-tuned"
+  | "grpc-pool"
+  | "connect"
+  | "grpc-js"
+  | "raw"
+  | "gw";
 
 /** One line of the comparison: which server serves which client. */
 export interface HopVariant {
@@ -22,8 +29,10 @@ export interface HopVariant {
 }
 
 /**
- * The four variants of the issue (the first is the baseline the ratios refer to), then
- * extra ones for finding where the time goes.
+ * The variants of the issue (the first, connect-node on both sides, is the baseline the
+ * ratios refer to), then extra ones for finding where the time goes. (b) and (c) are
+ * connect-node with @gw/rpc's HTTP/2 settings, as startGrpcServer and
+ * createServiceClient were before the lean path; (f) is what they are now.
  */
 export const HOP_VARIANTS: HopVariant[] = [
   {
@@ -37,7 +46,7 @@ export const HOP_VARIANTS: HopVariant[] = [
   {
     name: "grpc-js",
     label: "(d) @grpc/grpc-js client -> startGrpcServer",
-    server: "tuned",
+    server: "gw",
     client: "grpc-js",
   },
   {
@@ -45,6 +54,26 @@ export const HOP_VARIANTS: HopVariant[] = [
     label: "(e) floor: node:http2 with gRPC framing, no connect",
     server: "raw",
     client: "raw",
+  },
+  {
+    name: "gw",
+    label: "(f) @gw/rpc lean path: createServiceClient -> startGrpcServer",
+    server: "gw",
+    client: "gw",
+  },
+  {
+    name: "gw-server",
+    label: "connect-node client -> startGrpcServer (lean server only)",
+    server: "gw",
+    client: "grpc-tuned",
+    extra: true,
+  },
+  {
+    name: "gw-client",
+    label: "createServiceClient -> connect-node server (lean client only)",
+    server: "tuned",
+    client: "gw",
+    extra: true,
   },
   ...[1, 2, 4, 8].map(
     (sessions): HopVariant => ({
@@ -81,8 +110,8 @@ export type HopMessage =
   | { t: "stop" };
 
 /**
- * An HTTP/2 server for the Connect-protocol variant with exactly the session settings
- * of startGrpcServer, so (b) and (c) differ only in the protocol.
+ * An HTTP/2 server for the connect-node variants with exactly the session settings of
+ * startGrpcServer, so (b), (c) and (f) differ only in the code that serves the calls.
  */
 export function tuneHttp2Server(
   handler: (req: http2.Http2ServerRequest, res: http2.Http2ServerResponse) => void,
