@@ -448,6 +448,9 @@ class UnaryExchange<I extends DescMessage, O extends DescMessage> {
       if (rst === NGHTTP2_REFUSED_STREAM) throw new RefusedStream(rstError(rst));
       const code = (this.#error as { code?: unknown } | undefined)?.code;
       if (code === "ERR_HTTP2_GOAWAY_SESSION") throw new RefusedStream(nodeError(this.#error));
+      // A stream the session took down with it carries the connection's error (say
+      // ECONNREFUSED) and a generic reset code: the error says more.
+      if (this.#error !== undefined && code !== "ERR_HTTP2_STREAM_ERROR") throw nodeError(this.#error);
       const reset = rstError(rst);
       if (reset !== undefined) throw reset;
       if (this.#error !== undefined) throw nodeError(this.#error);

@@ -99,6 +99,26 @@ describe("grpc.health.v1 through a stock grpc-js client", () => {
   });
 });
 
+describe("compressed requests", () => {
+  it("are served for a grpc-js client that gzips its messages", async () => {
+    const Health = grpc.makeGenericClientConstructor(
+      healthDefinition as unknown as grpc.ServiceDefinition,
+      "Health",
+    );
+    const gzipping = new Health(`127.0.0.1:${server.port}`, grpc.credentials.createInsecure(), {
+      "grpc.default_compression_algorithm": 2,
+    }) as unknown as HealthClient;
+    try {
+      const status = await new Promise<string | undefined>((resolve, reject) =>
+        gzipping.check({ service: "" }, (err, res) => (err ? reject(err) : resolve(res?.status))),
+      );
+      expect(status).toBe("SERVING");
+    } finally {
+      gzipping.close();
+    }
+  });
+});
+
 describe("domain errors", () => {
   it("reach a createServiceClient caller with the same code, public code and field", async () => {
     const client = createServiceClient(MatchingService, `http://127.0.0.1:${server.port}`);
