@@ -132,7 +132,8 @@ export class OperationStore {
 
   /**
    * Inserts a new row unless (shop, merchant_operation_id) already has one; returns the
-   * inserted row, or undefined when another request got there first.
+   * inserted row, or undefined when another request got there first. The id is derived
+   * from the same pair, so the conflict may surface on either key: no target is named.
    */
   async insert(
     row: Partial<OperationRow> &
@@ -140,7 +141,7 @@ export class OperationStore {
   ): Promise<OperationRow | undefined> {
     const [inserted] = await this.#sql<OperationRow[]>`
       insert into operations.operations ${this.#sql(toDriver(row))}
-      on conflict (shop_id, merchant_operation_id) do nothing returning *`;
+      on conflict do nothing returning *`;
     return hydrate(inserted);
   }
 
