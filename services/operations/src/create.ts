@@ -124,11 +124,14 @@ export async function createOperation(
 ): Promise<CreateResult> {
   const deadline = Date.now() + deps.budgetMs;
   const hash = requestHash(input);
-  const existing = await deps.store.findByMop(input.shopId, input.mop);
-  if (existing) return resume(deps, input, hash, existing, deadline, signal);
-
   const direction = input.type === "payment" ? "payin" : "payout";
-  const routing = await deps.store.routeWithProviders(input.shopId, input.method, direction);
+  // Both reads at once, on two pooled connections: one round trip of latency instead of
+  // two. A replay wastes the route read, which is cheap.
+  const [existing, routing] = await Promise.all([
+    deps.store.findByMop(input.shopId, input.mop),
+    deps.store.routeWithProviders(input.shopId, input.method, direction),
+  ]);
+  if (existing) return resume(deps, input, hash, existing, deadline, signal);
   const names = routing?.names ?? [];
   if (!routing || names.length === 0)
     throw failure(
@@ -234,7 +237,13 @@ async function resume(
   return { row: current, replayed: true };
 }
 
-async function reroute(deps: CreateDeps, row: OperationRow, deadline: number, signal: AbortSignal) {
+/**
+ * Drives a `routing` row whose create died (its deadline passed) to its outcome, as the
+ * first create would have: claims it by moving the deadline (so one driver wins), then
+ * routes. Used by a retried create and by the reconciler. Throws `no_provider_accepted`
+ * after recording `rejected` when nobody accepted.
+ */
+export async function reroute(deps: CreateDeps, row: OperationRow, deadline: number, signal: AbortSignal) {
   const direction = row.type === "payment" ? "payin" : "payout";
   const routing = await deps.store.routeWithProviders(row.shop_id, row.method ?? "", direction);
   const taken = await deps.store.transition(row, { routing_deadline: new Date(deadline) }, { emit: false });
