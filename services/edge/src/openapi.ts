@@ -39,7 +39,9 @@ export function describeUnmanagedRoutes(app: OpenAPIHono<EdgeEnv>): void {
     security,
     summary: "Create a payment",
     description:
-      "Waits up to 15 s for a provider to accept. Idempotent on merchant_operation_id and the body.",
+      "Waits up to 15 s for a provider to accept; when none does, answers 503 `no_provider_accepted` " +
+      "(a retry with the same key gets the same answer). Idempotent on merchant_operation_id and the body. " +
+      "`awaiting_confirmation` instead of `pending` when the route requires a receipt.",
     request: { body: jsonRequest(createOperationBody) },
     responses: { 200: jsonResponse(OperationSchema, "The payment."), ...createErrors },
   });
@@ -130,8 +132,34 @@ export const OPENAPI_INFO = {
   info: {
     title: "Payment gateway",
     version: "1.0.0",
-    description:
+    description: [
       "The merchant API (`/v1`, `X-API-Key`), the admin API (`/admin/v1`, bearer token) and probes.",
+      "",
+      "## Errors",
+      'Every error has one body: `{"error": {"code": "...", "message": "...", "field": "..."}, "request_id": "..."}`',
+      "(`field` only when the error is about one request field). Statuses follow the spec's Errors table.",
+      "Codes: `validation_failed` / `invalid_json` (400), `unauthorized` (401: the x-api-key header is required,",
+      "or invalid api key), `operation_not_found` (404), `idempotency_conflict`, `not_cancellable`,",
+      "`route_not_configured`, `pricing_not_configured`, `fx_rate_missing` (412), `payload_too_large` (413),",
+      "`unsupported_media_type` (415), `ledger_inconsistent` (500), `no_provider_accepted`,",
+      "`dependency_unavailable` (503).",
+      "",
+      "## Idempotency",
+      "`merchant_operation_id` is the key of a create, per shop. The same key with the same body returns the",
+      "original operation; with another body, `412 idempotency_conflict`. A create that no provider accepted",
+      "within the 15 s wait answers `503 no_provider_accepted` and is recorded as rejected: a retry with the",
+      "same key gets the same answer, so use a new `merchant_operation_id` to try again. No synthetic",
+      "`pending` is ever returned.",
+      "",
+      "## Webhooks",
+      "Events: `payment.awaiting_confirmation` (at once on entry), `payment.completed`, `payment.rejected`,",
+      "`payment.cancelled`, `payment.manual_check`, `payout.completed`, `payout.rejected`. Body:",
+      '`{"id", "type", "created_at", "data"}` where `data` is the operation as `get_operation_state` shows it',
+      "(with `actual_amount`, `receipts`, `receipt_evidence_status`). Signed per Standard Webhooks",
+      "(`webhook-id` = `id`, stable across retries; `webhook-timestamp`; `webhook-signature`). At least once;",
+      "retried with backoff for about 31.7 hours; a 2xx answer acknowledges. Delivery log and redelivery:",
+      "`/admin/v1/shops/{shop_id}/webhooks/deliveries`.",
+    ].join("\n"),
   },
 } as const;
 
