@@ -7,6 +7,7 @@ import { startGrpcService } from "@gw/runtime";
 import type { OperationsConfig } from "./config.ts";
 import { connectorFor } from "./connectors/index.ts";
 import { OperationsHandlers } from "./handlers.ts";
+import { Reconciler, reconcilerOptions } from "./reconciler.ts";
 import { OperationStore } from "./store.ts";
 
 export const migrationsFolder = fileURLToPath(new URL("../drizzle", import.meta.url));
@@ -23,7 +24,7 @@ export function startOperations(config: OperationsConfig) {
       const store = new OperationStore(sql, config.EVENTS_PREFIX);
       const ledger = createServiceClient(LedgerService, config.LEDGER_URL);
       const relay = new OutboxRelay({ sql, schema: "operations", js: nats.js, logger });
-      const handlers = new OperationsHandlers({
+      const deps = {
         store,
         ledger,
         connectorFor,
@@ -31,12 +32,22 @@ export function startOperations(config: OperationsConfig) {
         budgetMs: config.CREATE_BUDGET_MS,
         attemptTimeoutMs: config.PROVIDER_ATTEMPT_TIMEOUT_MS,
         logger,
-        prefix: config.EVENTS_PREFIX,
-      });
+      };
+      const handlers = new OperationsHandlers({ ...deps, prefix: config.EVENTS_PREFIX });
+      const reconciler = new Reconciler(
+        { ...deps, logger: logger.child({ component: "reconciler" }) },
+        reconcilerOptions(config),
+      );
       return {
         routes: (router) => router.service(OperationsService, handlers),
-        start: () => relay.start(),
-        stop: () => relay.stop(),
+        start: async () => {
+          await relay.start();
+          if (config.RECONCILE_INTERVAL_MS > 0) reconciler.start();
+        },
+        stop: async () => {
+          await reconciler.stop();
+          await relay.stop();
+        },
       };
     },
   });

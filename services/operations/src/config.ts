@@ -10,6 +10,26 @@ export const configSchema = grpcServiceConfig(50051, 9101).extend({
   CREATE_BUDGET_MS: z.coerce.number().int().min(100).max(60_000).default(15_000),
   /** The longest one provider may take to answer before the next one in the route is asked. */
   PROVIDER_ATTEMPT_TIMEOUT_MS: z.coerce.number().int().min(50).max(60_000).default(5_000),
+  /** How often the reconciler looks for due operations; 0 turns it off in this process. */
+  RECONCILE_INTERVAL_MS: z.coerce.number().int().min(0).default(5_000),
+  /** Age after which an operation without a result is asked about, even before its expiry. */
+  RECONCILE_AFTER_MS: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .default(30 * 60_000),
+  /** Wait before asking again about an operation the provider still reports pending; doubles per question. */
+  RECONCILE_BACKOFF_MS: z.coerce.number().int().min(1).default(60_000),
+  /** The longest wait between two questions about one operation. */
+  RECONCILE_BACKOFF_MAX_MS: z.coerce.number().int().min(1).default(3_600_000),
+  /** Operations one pass leases at most. */
+  RECONCILE_BATCH: z.coerce.number().int().min(1).max(1_000).default(100),
+  /** Age after which a non-terminal operation is reported stuck (a warning and `operations_stuck`). */
+  RECONCILE_ALERT_AFTER_MS: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .default(24 * 3_600_000),
 });
 export type OperationsConfig = z.infer<typeof configSchema>;
 export const readConfig = () => loadConfig(configSchema);

@@ -14,7 +14,8 @@ import {
   ReceiptItemSchema,
 } from "@gw/proto/gateway/operations/v1/operations_pb";
 import { Code, failure } from "@gw/rpc";
-import { CallbackRejectedError, type Connector } from "./connectors/connector.ts";
+import type postgres from "postgres";
+import { CallbackRejectedError, type Connector, type ProviderResult } from "./connectors/connector.ts";
 import { type CreateDeps, createOperation, operationIdFor, parseCreate } from "./create.ts";
 import { isTerminal, type OperationRow, toOperation } from "./model.ts";
 import type { LegRow, OperationStore } from "./store.ts";
@@ -54,6 +55,78 @@ export function receiptsOf(row: OperationRow, legs: LegRow[]): { receipts: Recei
     ),
     status: "complete",
   };
+}
+
+/** What `applyProviderResult` did. */
+export type ApplyOutcome = "applied" | "already_terminal" | "not_routed";
+
+/**
+ * Applies a provider's result (from its callback or from the reconciler's status
+ * question) to the operation, inside `tx`: locks the row, stores the legs, and moves it
+ * to `completed` (actual amount = sum of the legs) or `rejected` with its event. The row
+ * lock makes a callback and the reconciler arriving together apply once: the second
+ * finds the row terminal and changes nothing. A result for an operation routed to
+ * another provider, or for a terminal one, changes nothing either.
+ */
+export async function applyProviderResult(
+  deps: { store: OperationStore; logger: Logger },
+  tx: postgres.TransactionSql,
+  providerName: string,
+  result: ProviderResult,
+  source: "callback" | "reconciler",
+): Promise<ApplyOutcome> {
+  const row = await deps.store.lock(result.operationId, tx);
+  if (!row || row.provider !== providerName) {
+    deps.logger.warn(
+      { provider: providerName, operationId: result.operationId, source },
+      "provider result for an operation not routed to this provider",
+    );
+    return "not_routed";
+  }
+  if (isTerminal(row.status)) {
+    if (row.status === result.status) {
+      deps.logger.info({ operationId: row.id, status: row.status, source }, "provider result applied before");
+    } else if (result.status === "completed") {
+      // Terminal states never change; money the provider took for an operation we expired
+      // or cancelled needs an operator.
+      deps.logger.error(
+        { operationId: row.id, status: row.status, result: result.status, provider: providerName, source },
+        "provider completed an operation that is already terminal: money may have moved",
+      );
+    } else {
+      deps.logger.warn(
+        { operationId: row.id, status: row.status, result: result.status, source },
+        "provider result for a terminal operation ignored",
+      );
+    }
+    return "already_terminal";
+  }
+  if (result.status === "rejected") {
+    const next = await deps.store.transition(row, { status: "rejected" }, { emit: true, tx });
+    if (!next) throw failure(Code.Aborted, "dependency_unavailable", "operation changed concurrently; retry");
+    return "applied";
+  }
+  let total = new Decimal(0);
+  for (const leg of result.legs) {
+    const amount = new Decimal(leg.amount);
+    if (!amount.isFinite() || amount.lte(0))
+      throw failure(Code.InvalidArgument, "validation_failed", "leg amount");
+    total = total.plus(amount);
+    await tx`
+      insert into operations.legs (id, operation_id, provider, provider_leg_id, amount, completed_at)
+      values (${randomUUID()}, ${row.id}, ${providerName}, ${leg.id}, ${amount.toFixed(2)}, ${leg.completedAt.toISOString()})
+      on conflict (operation_id, provider_leg_id) do nothing`;
+  }
+  if (result.legs.length === 0) total = new Decimal(row.expected_amount ?? "0");
+  const completed = { ...row, status: "completed" as const, actual_amount: total.toFixed(2) };
+  const { receipts } = receiptsOf(completed, await deps.store.legs(row.id, tx));
+  const next = await deps.store.transition(
+    row,
+    { status: "completed", actual_amount: total.toFixed(2) },
+    { emit: true, receipts, tx },
+  );
+  if (!next) throw failure(Code.Aborted, "dependency_unavailable", "operation changed concurrently; retry");
+  return "applied";
 }
 
 export interface HandlerDeps extends CreateDeps {
@@ -163,46 +236,7 @@ export class OperationsHandlers implements ServiceImpl<typeof OperationsService>
         values (${provider.name}, ${result.callbackId}, ${result.operationId})
         on conflict do nothing returning 1`;
       if (seen.length === 0) return; // a replay: applied before
-      const row = await this.#store.lock(result.operationId, tx);
-      if (!row || row.provider !== provider.name) {
-        this.#d.logger.warn(
-          { provider: provider.name, operationId: result.operationId },
-          "callback for an operation not routed to this provider",
-        );
-        return;
-      }
-      if (isTerminal(row.status)) {
-        this.#d.logger.warn(
-          { operationId: row.id, status: row.status, result: result.status },
-          "callback for a terminal operation ignored",
-        );
-        return;
-      }
-      if (result.status === "rejected") {
-        await this.#store.transition(row, { status: "rejected" }, { emit: true, tx });
-        return;
-      }
-      let total = new Decimal(0);
-      for (const leg of result.legs) {
-        const amount = new Decimal(leg.amount);
-        if (!amount.isFinite() || amount.lte(0))
-          throw failure(Code.InvalidArgument, "validation_failed", "leg amount");
-        total = total.plus(amount);
-        await tx`
-          insert into operations.legs (id, operation_id, provider, provider_leg_id, amount, completed_at)
-          values (${randomUUID()}, ${row.id}, ${provider.name}, ${leg.id}, ${amount.toFixed(2)}, ${leg.completedAt.toISOString()})
-          on conflict (operation_id, provider_leg_id) do nothing`;
-      }
-      if (result.legs.length === 0) total = new Decimal(row.expected_amount ?? "0");
-      const completed = { ...row, status: "completed" as const, actual_amount: total.toFixed(2) };
-      const { receipts } = receiptsOf(completed, await this.#store.legs(row.id, tx));
-      const next = await this.#store.transition(
-        row,
-        { status: "completed", actual_amount: total.toFixed(2) },
-        { emit: true, receipts, tx },
-      );
-      if (!next)
-        throw failure(Code.Aborted, "dependency_unavailable", "operation changed concurrently; retry");
+      await applyProviderResult(this.#d, tx, provider.name, result, "callback");
     });
     return {};
   }

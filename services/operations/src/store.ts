@@ -12,7 +12,14 @@ type Tx = Sql | postgres.TransactionSql;
  * text (see libs/db connect.ts): rows are read with timestamp strings and written with
  * ISO strings. These two functions are the only place that knows.
  */
-const TIMESTAMPS = ["created_at", "updated_at", "expires_at", "routing_deadline"] as const;
+const TIMESTAMPS = [
+  "created_at",
+  "updated_at",
+  "expires_at",
+  "routing_deadline",
+  "next_check_at",
+  "stuck_alerted_at",
+] as const;
 function hydrate<T extends OperationRow | undefined>(row: T): T {
   if (!row) return row;
   const r = row as unknown as Record<string, unknown>;
@@ -38,6 +45,21 @@ export type OperationPatch = Partial<
     "id" | "shop_id" | "merchant_id" | "merchant_operation_id" | "version" | "created_at" | "updated_at"
   >
 >;
+
+/** Statuses the reconciler looks at: the create did not finish, or the provider has not answered. */
+export const UNSETTLED = ["routing", "pending", "awaiting_confirmation"] as const;
+/** Every non-terminal status; an operation in one of them too long is reported as stuck. */
+export const NON_TERMINAL = [...UNSETTLED, "manual_check"] as const;
+
+/** A row with the reconciler's bookkeeping columns, which are never part of its state. */
+export interface ReconcileRow extends OperationRow {
+  next_check_at: Date | null;
+  reconcile_checks: number;
+  stuck_alerted_at: Date | null;
+}
+
+/** `ms` milliseconds as a Postgres interval, so every time comparison uses the database clock. */
+const millis = (sql: Sql, ms: number) => sql`make_interval(secs => ${ms}::double precision / 1000)`;
 
 export interface LegRow {
   id: string;
@@ -193,5 +215,89 @@ export class OperationStore {
   async lock(id: string, tx: postgres.TransactionSql): Promise<OperationRow | undefined> {
     const [row] = await tx<OperationRow[]>`select * from operations.operations where id = ${id} for update`;
     return hydrate(row);
+  }
+
+  /**
+   * Leases up to `limit` operations that are due for reconciliation, by pushing their
+   * `next_check_at` to the end of the lease in the same statement that picks them
+   * (`for update skip locked`), so concurrent reconcilers never pick the same row while
+   * one of them holds it. Due means:
+   * - `pending`/`awaiting_confirmation`: `next_check_at` has passed or, before the first
+   *   check, `expires_at` or `created_at + afterMs`, whichever comes first;
+   * - `routing`: `routing_deadline + routingGraceMs` has passed (the create died) and
+   *   no lease is running.
+   * The lease is bookkeeping, not a state change: the version and `updated_at` stay.
+   */
+  async claimDue(options: {
+    afterMs: number;
+    routingGraceMs: number;
+    leaseMs: number;
+    limit: number;
+  }): Promise<ReconcileRow[]> {
+    const sql = this.#sql;
+    const rows = await sql<ReconcileRow[]>`
+      with due as (
+        select id from operations.operations
+        where status in ('routing', 'pending', 'awaiting_confirmation')
+          and case when status = 'routing'
+            then coalesce(routing_deadline, created_at) + ${millis(sql, options.routingGraceMs)} <= now()
+              and (next_check_at is null or next_check_at <= now())
+            else coalesce(next_check_at,
+              least(expires_at, created_at + ${millis(sql, options.afterMs)})) <= now()
+          end
+        order by coalesce(next_check_at, created_at)
+        limit ${options.limit}
+        for update skip locked
+      )
+      update operations.operations o set next_check_at = now() + ${millis(sql, options.leaseMs)}
+      from due where o.id = due.id
+      returning o.*`;
+    return rows.map((r) => hydrate(r));
+  }
+
+  /**
+   * Sets when the reconciler looks at the row again: `delayMs` from now, but never after
+   * a future `expires_at` (so an expiry is acted on when it comes); `null` returns the
+   * row to the ordinary due rule. `counted` records one more question to the provider.
+   */
+  async scheduleCheck(id: string, delayMs: number | null, counted: boolean): Promise<void> {
+    const sql = this.#sql;
+    const at =
+      delayMs === null
+        ? sql`null`
+        : sql`least(now() + ${millis(sql, delayMs)}, case when expires_at > now() then expires_at end)`;
+    await sql`
+      update operations.operations
+      set next_check_at = ${at}, reconcile_checks = reconcile_checks + ${counted ? 1 : 0}
+      where id = ${id}`;
+  }
+
+  /**
+   * Marks operations non-terminal for longer than `afterMs` as alerted and returns them;
+   * each row is returned once, by one replica, so its warning is logged once.
+   */
+  async markStuck(afterMs: number, limit: number): Promise<ReconcileRow[]> {
+    const sql = this.#sql;
+    const rows = await sql<ReconcileRow[]>`
+      update operations.operations set stuck_alerted_at = now()
+      where id in (
+        select id from operations.operations
+        where status in ${sql(NON_TERMINAL)} and stuck_alerted_at is null
+          and created_at <= now() - ${millis(sql, afterMs)}
+        limit ${limit}
+        for update skip locked
+      )
+      returning *`;
+    return rows.map((r) => hydrate(r));
+  }
+
+  /** How many operations have been non-terminal for longer than `afterMs`, per status. */
+  async countStuck(afterMs: number): Promise<Map<string, number>> {
+    const sql = this.#sql;
+    const rows = await sql<{ status: string; n: number }[]>`
+      select status, count(*)::int as n from operations.operations
+      where status in ${sql(NON_TERMINAL)} and created_at <= now() - ${millis(sql, afterMs)}
+      group by status`;
+    return new Map(rows.map((r) => [r.status, r.n]));
   }
 }

@@ -2,15 +2,26 @@ import { randomBytes } from "node:crypto";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Client } from "@connectrpc/connect";
-import { createTestDatabase } from "@gw/db";
+import { connect, createTestDatabase } from "@gw/db";
 import { startLedger } from "@gw/ledger/src/app.ts";
 import { configSchema as ledgerConfig } from "@gw/ledger/src/config.ts";
+import { createLogger, type Logger } from "@gw/log";
 import { LedgerService } from "@gw/proto/gateway/ledger/v1/ledger_pb";
 import { OperationsService } from "@gw/proto/gateway/operations/v1/operations_pb";
 import { createServiceClient } from "@gw/rpc";
 import { configSchema as sandboxConfig, startSandbox } from "@gw/sandbox-provider";
 import { startOperations } from "./app.ts";
-import { configSchema } from "./config.ts";
+import { configSchema, type OperationsConfig } from "./config.ts";
+import { connectorFor } from "./connectors/index.ts";
+import { Reconciler, type ReconcilerOptions, reconcilerOptions } from "./reconciler.ts";
+import { OperationStore } from "./store.ts";
+
+/**
+ * What the callback forwarder does with a provider callback: pass it to operations,
+ * refuse it with a 503 (the sandbox retries later), or hold it unanswered until
+ * `releaseCallbacks()`.
+ */
+export type CallbackMode = "forward" | "refuse" | "hold";
 
 export interface OperationsHarness {
   operations: Client<typeof OperationsService>;
@@ -24,6 +35,21 @@ export interface OperationsHarness {
     pricing?: { percent: string; fixed: string },
   ): Promise<{ shopId: string; merchantId: string }>;
   settle(operationId: string, body: Record<string, unknown>): Promise<Response>;
+  /** How the forwarder standing for the edge treats provider callbacks from now on. */
+  callbacks(mode: CallbackMode): void;
+  /** Callbacks held so far (mode `hold`). */
+  readonly held: number;
+  /** Forwards every held callback to operations; resolves when all were answered. */
+  releaseCallbacks(): Promise<void>;
+  /** The operations service's config, as started. */
+  config: OperationsConfig;
+  /** A store on a pool of its own, for reading and seeding rows. */
+  store: OperationStore;
+  /**
+   * Another reconciler over its own pool, as another replica would run it (not started:
+   * call `runOnce()`); closed by `stop()`.
+   */
+  reconciler(options?: Partial<ReconcilerOptions>, logger?: Logger): Reconciler;
   stop(): Promise<void>;
 }
 
@@ -33,7 +59,12 @@ export interface OperationsHarness {
  * HTTP forwarder standing where the edge stands in the full stack.
  */
 export async function startHarness(
-  options: { budgetMs?: number; attemptTimeoutMs?: number } = {},
+  options: {
+    budgetMs?: number;
+    attemptTimeoutMs?: number;
+    /** More operations settings (`RECONCILE_*`, for example). */
+    config?: Record<string, string>;
+  } = {},
 ): Promise<OperationsHarness> {
   const database = await createTestDatabase();
   const prefix = `t_${randomBytes(4).toString("hex")}`;
@@ -55,18 +86,25 @@ export async function startHarness(
       CALLBACK_RETRY_BASE_MS: "100",
     }),
   );
+  let mode: CallbackMode = "forward";
+  const held: (() => Promise<void>)[] = [];
   const forwarder: Server = createServer(async (req, res) => {
     const chunks: Buffer[] = [];
     for await (const c of req) chunks.push(c as Buffer);
     const name = decodeURIComponent(req.url?.split("/").pop() ?? "");
     const headers: Record<string, string> = {};
     for (const [k, v] of Object.entries(req.headers)) if (typeof v === "string") headers[k] = v;
-    try {
-      await operations.handleProviderCallback({ provider: name, body: Buffer.concat(chunks), headers });
-      res.writeHead(200).end('{"ok":true}');
-    } catch (err) {
-      res.writeHead(401).end(String(err));
-    }
+    const forward = async () => {
+      try {
+        await operations.handleProviderCallback({ provider: name, body: Buffer.concat(chunks), headers });
+        res.writeHead(200).end('{"ok":true}');
+      } catch (err) {
+        res.writeHead(401).end(String(err));
+      }
+    };
+    if (mode === "refuse") res.writeHead(503).end("refused by the test");
+    else if (mode === "hold") held.push(forward);
+    else await forward();
   });
   const callbackBase = await new Promise<string>((resolve) => {
     forwarder.listen(0, "127.0.0.1", () =>
@@ -74,26 +112,59 @@ export async function startHarness(
     );
   });
   const ledgerUrl = `http://127.0.0.1:${ledgerSvc.port}`;
-  const opsSvc = await startOperations(
-    configSchema.parse({
-      ...common,
-      LEDGER_URL: ledgerUrl,
-      PROVIDER_CALLBACK_BASE_URL: callbackBase,
-      CREATE_BUDGET_MS: String(options.budgetMs ?? 15_000),
-      PROVIDER_ATTEMPT_TIMEOUT_MS: String(options.attemptTimeoutMs ?? 5_000),
-    }),
-  );
+  const config = configSchema.parse({
+    ...common,
+    LEDGER_URL: ledgerUrl,
+    PROVIDER_CALLBACK_BASE_URL: callbackBase,
+    CREATE_BUDGET_MS: String(options.budgetMs ?? 15_000),
+    PROVIDER_ATTEMPT_TIMEOUT_MS: String(options.attemptTimeoutMs ?? 5_000),
+    ...options.config,
+  });
+  const opsSvc = await startOperations(config);
   const operations = createServiceClient(OperationsService, `http://127.0.0.1:${opsSvc.port}`, {
     defaultTimeoutMs: 20_000,
   });
   const ledger = createServiceClient(LedgerService, ledgerUrl);
   const sandboxUrl = `http://127.0.0.1:${sandbox.port}`;
   const credentials = (name: string) => `secret-${name}-${prefix}-0123456789`;
+  const pools: { end(): Promise<void> }[] = [];
+  const pool = () => {
+    const { sql } = connect(database.url, { max: 4, application: "operations-test" });
+    pools.push(sql);
+    return sql;
+  };
+  const store = new OperationStore(pool(), prefix);
 
   return {
     operations,
     ledger,
     sandboxUrl,
+    config,
+    store,
+    callbacks(next) {
+      mode = next;
+    },
+    get held() {
+      return held.length;
+    },
+    async releaseCallbacks() {
+      await Promise.all(held.splice(0).map((forward) => forward()));
+    },
+    reconciler(overrides = {}, logger = createLogger("operations-test", "silent")) {
+      const own = new OperationStore(pool(), prefix);
+      return new Reconciler(
+        {
+          store: own,
+          ledger,
+          connectorFor,
+          callbackBaseUrl: callbackBase,
+          budgetMs: config.CREATE_BUDGET_MS,
+          attemptTimeoutMs: config.PROVIDER_ATTEMPT_TIMEOUT_MS,
+          logger,
+        },
+        { ...reconcilerOptions(config), ...overrides },
+      );
+    },
     async provider(name, payin, payout = { mode: "accept" }) {
       const res = await fetch(`${sandboxUrl}/control/providers/${name}`, {
         method: "PUT",
@@ -133,7 +204,10 @@ export async function startHarness(
       });
     },
     async stop() {
+      mode = "refuse";
+      await Promise.all(held.splice(0).map((forward) => forward()));
       await opsSvc.stop();
+      await Promise.all(pools.map((p) => p.end()));
       await sandbox.stop();
       await ledgerSvc.stop();
       await new Promise((r) => forwarder.close(r));

@@ -5,6 +5,7 @@ import {
   boolean,
   check,
   index,
+  integer,
   numeric,
   pgSchema,
   primaryKey,
@@ -79,6 +80,14 @@ export const operationsTable = operations.table(
     cancelledByCommand: boolean("cancelled_by_command").notNull().default(false),
     cancelReason: text("cancel_reason"),
     routingDeadline: timestamp("routing_deadline", { withTimezone: true }),
+    /**
+     * Reconciler bookkeeping, never part of the operation's state (written without a
+     * version bump): when the reconciler looks at the row next (also its lease while it
+     * does), how many times it asked the provider, and when it raised the stuck alert.
+     */
+    nextCheckAt: timestamp("next_check_at", { withTimezone: true }),
+    reconcileChecks: integer("reconcile_checks").notNull().default(0),
+    stuckAlertedAt: timestamp("stuck_alerted_at", { withTimezone: true }),
     version: bigint("version", { mode: "number" }).notNull().default(0),
     createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
     updatedAt: timestamp("updated_at", { withTimezone: true }).notNull().defaultNow(),

@@ -1,0 +1,341 @@
+import { randomUUID } from "node:crypto";
+import { fromBinary } from "@bufbuild/protobuf";
+import { createLogger, type Logger } from "@gw/log";
+import { type OperationEvent, OperationEventSchema } from "@gw/proto/gateway/operations/v1/operations_pb";
+import { errorInfo } from "@gw/rpc";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { operationIdFor, parseCreate, requestHash } from "./create.ts";
+import { stuckOperations } from "./reconciler.ts";
+import type { ReconcileRow } from "./store.ts";
+import { type OperationsHarness, startHarness } from "./test-support.ts";
+
+let h: OperationsHarness;
+
+const DAY_MS = 24 * 3_600_000;
+
+beforeAll(async () => {
+  h = await startHarness({
+    budgetMs: 4_000,
+    attemptTimeoutMs: 1_000,
+    // The service's own loop runs fast here: it looks every 100 ms at operations older
+    // than 1.5 s and reports those older than three days as stuck.
+    config: {
+      RECONCILE_INTERVAL_MS: "100",
+      RECONCILE_AFTER_MS: "1500",
+      RECONCILE_BACKOFF_MS: "300",
+      RECONCILE_BACKOFF_MAX_MS: "2000",
+      RECONCILE_ALERT_AFTER_MS: String(3 * DAY_MS),
+    },
+  });
+  await h.provider("acme", { mode: "accept", expires_in_seconds: 900 });
+  await h.provider("brief", { mode: "accept", expires_in_seconds: 1 });
+  await h.provider("refuser", { mode: "decline" });
+}, 60_000);
+afterAll(() => h?.stop());
+
+type Shop = { shopId: string; merchantId: string };
+
+const paymentRequest = (shop: Shop, over: Record<string, unknown> = {}) => ({
+  scope: shop,
+  type: "payment",
+  merchantOperationId: `mop-${randomUUID()}`,
+  clientId: "client-1",
+  method: "WT_RUB_C2C",
+  amount: "1000.00",
+  currency: "RUB",
+  ...over,
+});
+
+/** Polls until `check` passes or the deadline runs out (then its last failure is thrown). */
+async function eventually<T>(fn: () => Promise<T>, check: (v: T) => void, timeoutMs = 15_000): Promise<T> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn();
+    try {
+      check(v);
+      return v;
+    } catch (err) {
+      if (Date.now() > end) throw err;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+}
+
+/** The events operations queued for one operation, in commit order. */
+async function eventsOf(operationId: string): Promise<OperationEvent[]> {
+  const rows = await h.store.sql<{ payload: Buffer }[]>`
+    select payload from operations.outbox order by seq`;
+  return rows
+    .map((r) => fromBinary(OperationEventSchema, new Uint8Array(r.payload)))
+    .filter((e) => e.operation?.operationId === operationId);
+}
+
+const read = (shop: Shop, id: string) =>
+  h.operations.getOperation({ scope: shop, id: { case: "operationId", value: id } });
+
+/** What the sandbox's providers hold under our operation id. */
+async function sandboxView(id: string) {
+  const res = await fetch(`${h.sandboxUrl}/control/operations/${id}`);
+  expect(res.status).toBe(200);
+  const body = (await res.json()) as {
+    received: {
+      status: string;
+      settled_at?: string;
+      requests: number;
+      callbacks: { delivered_at?: string; attempts: number }[];
+    }[];
+  };
+  return body.received;
+}
+
+async function createPending(shop: Shop): Promise<string> {
+  const { operation } = await h.operations.createOperation(paymentRequest(shop));
+  expect(operation?.status).toBe("pending");
+  return operation?.operationId ?? "";
+}
+
+/** A logger that records warnings and drops everything else. */
+function warningsLogger(): { logger: Logger; warnings: { obj: Record<string, unknown>; msg: string }[] } {
+  const warnings: { obj: Record<string, unknown>; msg: string }[] = [];
+  const logger = Object.create(createLogger("operations-test", "silent")) as Logger;
+  logger.warn = ((obj: Record<string, unknown>, msg: string) => {
+    warnings.push({ obj, msg });
+  }) as Logger["warn"];
+  return { logger, warnings };
+}
+
+describe("reconciler", () => {
+  it("completes a payment the provider settled whose callback never arrived, with its legs and one event", async () => {
+    const shop = await h.shop(["acme"]);
+    h.callbacks("refuse");
+    const id = await createPending(shop);
+    const settled = await h.settle(id, { legs: ["600.00", "400.00"] });
+    expect(((await settled.json()) as { delivery: { delivered: boolean } }).delivery.delivered).toBe(false);
+
+    const done = await eventually(
+      () => read(shop, id),
+      (r) => expect(r.operation?.status).toBe("completed"),
+    );
+    expect(done.operation?.actualAmount).toBe("1000.00");
+    expect(done.receipts.map((r) => r.amount).sort()).toEqual(["400.00", "600.00"]);
+    expect(done.receiptEvidenceStatus).toBe("complete");
+    const completed = (await eventsOf(id)).filter((e) => e.type === "payment.completed");
+    expect(completed).toHaveLength(1);
+    expect(completed[0]?.receipts).toHaveLength(2);
+
+    // The provider's retried callback arrives after all and changes nothing.
+    h.callbacks("forward");
+    await eventually(
+      () => sandboxView(id),
+      (v) => expect(v[0]?.callbacks[0]?.delivered_at).toBeDefined(),
+      20_000,
+    );
+    expect((await eventsOf(id)).filter((e) => e.type === "payment.completed")).toHaveLength(1);
+    expect((await read(shop, id)).receipts).toHaveLength(2);
+  }, 40_000);
+
+  it("expires a payment past its expires_at that the provider still reports pending, with one event", async () => {
+    const shop = await h.shop(["brief"]);
+    h.callbacks("forward");
+    const { operation } = await h.operations.createOperation(paymentRequest(shop));
+    const id = operation?.operationId ?? "";
+    expect(operation?.expiresAt).toBeDefined();
+
+    const done = await eventually(
+      () => read(shop, id),
+      (r) => expect(r.operation?.status).toBe("rejected"),
+    );
+    expect(done.operation?.actualAmount).toBe("0.00");
+    expect((await eventsOf(id)).map((e) => e.type)).toEqual(["payment.pending", "payment.rejected"]);
+    // Nothing was said to the provider: it still holds the operation open.
+    const [held] = await sandboxView(id);
+    expect(held?.status).toBe("pending");
+    expect(held?.settled_at).toBeUndefined();
+  });
+
+  it("leaves a payment the provider reports pending before its expiry and asks again only after a backoff", async () => {
+    const shop = await h.shop(["acme"]);
+    const id = await createPending(shop);
+    const replica = h.reconciler({ afterMs: 0, backoffMs: 60_000, backoffMaxMs: 600_000 });
+    await replica.runOnce();
+    const once = (await h.store.findAnyById(id)) as ReconcileRow;
+    expect(once.status).toBe("pending");
+    expect(once.reconcile_checks).toBe(1);
+    expect(once.next_check_at?.getTime()).toBeGreaterThan(once.created_at.getTime() + 30_000);
+
+    await replica.runOnce();
+    const twice = (await h.store.findAnyById(id)) as ReconcileRow;
+    expect(twice.reconcile_checks).toBe(1);
+    expect(twice.version).toBe(once.version);
+    expect(await eventsOf(id)).toHaveLength(1);
+  });
+
+  it("applies a callback and a reconciler racing on the same operation once (8 runs)", async () => {
+    const shop = await h.shop(["acme"]);
+    const replica = h.reconciler({ afterMs: 0 });
+    for (let run = 0; run < 8; run++) {
+      h.callbacks("hold");
+      const id = await createPending(shop);
+      const settling = h.settle(id, { legs: ["250.00", "250.00", "500.00"] });
+      await eventually(
+        async () => h.held,
+        (n) => expect(n).toBe(1),
+      );
+      // Vary who starts first so both orders are exercised.
+      const lag = () => new Promise((r) => setTimeout(r, Math.floor(Math.random() * 15)));
+      await Promise.all([
+        (run % 2 === 0 ? lag() : Promise.resolve()).then(() => h.releaseCallbacks()),
+        (run % 2 === 1 ? lag() : Promise.resolve()).then(() => replica.runOnce()),
+      ]);
+      expect(
+        ((await (await settling).json()) as { delivery: { delivered: boolean } }).delivery.delivered,
+      ).toBe(true);
+
+      const done = await read(shop, id);
+      expect(done.operation?.status).toBe("completed");
+      expect(done.operation?.actualAmount).toBe("1000.00");
+      expect(done.receipts).toHaveLength(3);
+      expect((await eventsOf(id)).map((e) => e.type)).toEqual(["payment.pending", "payment.completed"]);
+    }
+  }, 60_000);
+
+  it("never applies twice when two reconcilers run at once over the same operations", async () => {
+    const shop = await h.shop(["acme"]);
+    h.callbacks("refuse");
+    const ids: string[] = [];
+    for (let i = 0; i < 10; i++) {
+      const id = await createPending(shop);
+      await h.settle(id, { legs: ["300.00", "700.00"] });
+      ids.push(id);
+    }
+    const a = h.reconciler({ afterMs: 0, batchSize: 7 });
+    const b = h.reconciler({ afterMs: 0, batchSize: 7 });
+    const passes = await Promise.all([a.runOnce(), b.runOnce(), a.runOnce(), b.runOnce()]);
+    // Whatever each pass took, no operation was completed by more than one of them.
+    expect(passes.reduce((n, p) => n + p.completed, 0)).toBeLessThanOrEqual(ids.length);
+
+    for (const id of ids) {
+      const done = await eventually(
+        () => read(shop, id),
+        (r) => expect(r.operation?.status).toBe("completed"),
+      );
+      expect(done.operation?.actualAmount).toBe("1000.00");
+      expect(done.receipts).toHaveLength(2);
+      expect((await eventsOf(id)).map((e) => e.type)).toEqual(["payment.pending", "payment.completed"]);
+    }
+    const legs = await h.store.sql<{ n: number }[]>`
+      select count(*)::int as n from operations.legs where operation_id = any(${ids}::uuid[])`;
+    expect(legs[0]?.n).toBe(2 * ids.length);
+    h.callbacks("forward");
+  }, 60_000);
+
+  describe("a routing row left by a create whose process died", () => {
+    async function abandonedRouting(shop: Shop) {
+      const req = paymentRequest(shop);
+      const input = parseCreate(req as Parameters<typeof parseCreate>[0]);
+      const id = operationIdFor(shop.shopId, req.merchantOperationId);
+      await h.store.insert({
+        id,
+        shop_id: shop.shopId,
+        merchant_id: shop.merchantId,
+        merchant_operation_id: req.merchantOperationId,
+        request_hash: requestHash(input),
+        type: "payment",
+        status: "routing",
+        method: input.method,
+        currency: input.currency,
+        expected_amount: input.amount,
+        client_id: input.clientId,
+        settlement_currency: "RUB",
+        commission_percent: "0",
+        commission_fixed: "0",
+        routing_deadline: new Date(Date.now() - 60_000),
+      });
+      return { req, id };
+    }
+
+    it("is driven to pending with requisites and its event, and a retry of the create replays it", async () => {
+      const shop = await h.shop(["refuser", "acme"]);
+      const { req, id } = await abandonedRouting(shop);
+      const row = await eventually(
+        () => h.store.findAnyById(id),
+        (r) => expect(r?.status).toBe("pending"),
+      );
+      expect(row?.provider).toBe("acme");
+      expect(row?.number).toMatch(/^\d{16}$/);
+      expect((await eventsOf(id)).map((e) => e.type)).toEqual(["payment.pending"]);
+      expect((await sandboxView(id)).map((r) => r.status)).toEqual(["rejected", "pending"]);
+
+      const retry = await h.operations.createOperation(req);
+      expect(retry.replayed).toBe(true);
+      expect(retry.operation?.number).toBe(row?.number);
+    });
+
+    it("is recorded rejected without an event when no provider of the route accepts", async () => {
+      const shop = await h.shop(["refuser"]);
+      const { req, id } = await abandonedRouting(shop);
+      const row = await eventually(
+        () => h.store.findAnyById(id),
+        (r) => expect(r?.status).toBe("rejected"),
+      );
+      expect(row?.provider).toBeNull();
+      expect(await eventsOf(id)).toEqual([]);
+      const retry = await h.operations.createOperation(req).catch((err: unknown) => err);
+      expect(errorInfo(retry)?.code).toBe("no_provider_accepted");
+    });
+  });
+
+  describe("operations stuck past the alert age", () => {
+    async function oldPending(shop: Shop, ageMs: number) {
+      const mop = `mop-${randomUUID()}`;
+      const id = operationIdFor(shop.shopId, mop);
+      await h.store.insert({
+        id,
+        shop_id: shop.shopId,
+        merchant_id: shop.merchantId,
+        merchant_operation_id: mop,
+        request_hash: "0".repeat(64),
+        type: "payment",
+        status: "pending",
+        method: "WT_RUB_C2C",
+        currency: "RUB",
+        expected_amount: "100.00",
+        client_id: "client-1",
+        provider: "acme",
+        created_at: new Date(Date.now() - ageMs),
+        updated_at: new Date(Date.now() - ageMs),
+      });
+      return id;
+    }
+
+    it("logs one warning per stuck operation, however many passes see it", async () => {
+      const shop = await h.shop(["acme"]);
+      // Two days old: stuck for this replica (one day), not yet for the service's loop (three).
+      const id = await oldPending(shop, 2 * DAY_MS);
+      const { logger, warnings } = warningsLogger();
+      const replica = h.reconciler({ alertAfterMs: DAY_MS }, logger);
+      const other = h.reconciler({ alertAfterMs: DAY_MS }, logger);
+      await Promise.all([replica.runOnce(), other.runOnce()]);
+      await replica.runOnce();
+      const stuck = warnings.filter((w) => w.obj.operationId === id && w.msg.startsWith("operation stuck"));
+      expect(stuck).toHaveLength(1);
+      expect(stuck[0]?.obj).toMatchObject({ status: "pending", provider: "acme" });
+      const row = (await h.store.findAnyById(id)) as ReconcileRow;
+      expect(row.stuck_alerted_at).not.toBeNull();
+      expect(row.status).toBe("pending");
+    });
+
+    it("counts them in the operations_stuck gauge until they settle", async () => {
+      const shop = await h.shop(["acme"]);
+      const pendingStuck = async () =>
+        (await stuckOperations.get()).values.find((v) => v.labels.status === "pending")?.value;
+      const id = await oldPending(shop, 4 * DAY_MS);
+      await eventually(pendingStuck, (n) => expect(n).toBe(1));
+
+      const row = await h.store.findAnyById(id);
+      if (!row) throw new Error("row vanished");
+      expect(await h.store.transition(row, { status: "rejected" }, { emit: true })).toBeDefined();
+      await eventually(pendingStuck, (n) => expect(n).toBe(0));
+    });
+  });
+});

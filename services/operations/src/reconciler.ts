@@ -1,0 +1,288 @@
+import { setTimeout as sleep } from "node:timers/promises";
+import { errorInfo, metricsRegistry } from "@gw/rpc";
+import { Gauge } from "prom-client";
+import type { OperationsConfig } from "./config.ts";
+import { type CreateDeps, reroute } from "./create.ts";
+import { applyProviderResult } from "./handlers.ts";
+import { isTerminal } from "./model.ts";
+import { NON_TERMINAL, type ReconcileRow } from "./store.ts";
+
+/**
+ * Operations non-terminal for longer than `RECONCILE_ALERT_AFTER_MS`, per status. Every
+ * replica reports the same database-wide count, so dashboards take the max, not the sum.
+ */
+export const stuckOperations = new Gauge({
+  name: "operations_stuck",
+  help: "Operations still non-terminal after RECONCILE_ALERT_AFTER_MS, by status.",
+  labelNames: ["status"],
+  registers: [metricsRegistry],
+});
+
+export interface ReconcilerOptions {
+  /** How often to look for due operations when the last pass found less than a batch. */
+  intervalMs: number;
+  /** Age after which an operation without a result is asked about, before its expiry too. */
+  afterMs: number;
+  /** First wait before asking about an operation again; doubles per question. */
+  backoffMs: number;
+  backoffMaxMs: number;
+  /** Operations leased by one pass at most. */
+  batchSize: number;
+  /** Age after which a non-terminal operation is reported stuck. */
+  alertAfterMs: number;
+}
+
+/** The reconciler's settings from the service config. */
+export const reconcilerOptions = (config: OperationsConfig): ReconcilerOptions => ({
+  intervalMs: config.RECONCILE_INTERVAL_MS,
+  afterMs: config.RECONCILE_AFTER_MS,
+  backoffMs: config.RECONCILE_BACKOFF_MS,
+  backoffMaxMs: config.RECONCILE_BACKOFF_MAX_MS,
+  batchSize: config.RECONCILE_BATCH,
+  alertAfterMs: config.RECONCILE_ALERT_AFTER_MS,
+});
+
+/** What one pass did, by outcome; `claimed` is the number of operations it leased. */
+export interface PassSummary {
+  claimed: number;
+  completed: number;
+  rejected: number;
+  expired: number;
+  routed: number;
+  pending: number;
+  /** Settled by someone else (a callback, a cancel) between the lease and the answer. */
+  unchanged: number;
+  failed: number;
+  alerted: number;
+}
+
+type Outcome = Exclude<keyof PassSummary, "claimed" | "alerted">;
+
+/** Operations of one pass handled at once: bounds the provider calls in flight. */
+const PARALLEL = 8;
+/** A create's own deadline plus this much before its row counts as abandoned (clock skew, a slow final write). */
+const ROUTING_GRACE_MS = 5_000;
+/** Warnings raised by one pass at most; the rest follow in the next passes. */
+const ALERT_BATCH = 100;
+
+/**
+ * Settles or expires operations that were left without a result, so none stays
+ * non-terminal forever without an operator seeing it.
+ *
+ * Each pass leases a bounded batch of due rows (see `OperationStore.claimDue`): several
+ * replicas share the work without picking the same row, and every effect goes through
+ * the version-checked `transition()` or the row-locked `applyProviderResult`, so even a
+ * lease that ran out while its holder was slow cannot apply anything twice.
+ *
+ * - `pending`/`awaiting_confirmation` past `expires_at` or older than `afterMs`: the
+ *   routed provider is asked for the status. Completed or rejected is applied exactly
+ *   like its callback. Still pending and past `expires_at`: `rejected` with its event.
+ *   The provider is told nothing (the connector has no way to withdraw an operation);
+ *   should it complete later, its callback finds the operation terminal and logs an
+ *   error for an operator. Still pending before the expiry, or no answer at all: asked
+ *   again after a per-operation backoff (never later than the expiry). A provider that
+ *   does not answer never leads to an expiry: without an answer nothing is known.
+ * - `routing` past its deadline (the create's process died): driven like a retried create
+ *   drives it (`reroute`; providers are idempotent on our operation id). When nobody
+ *   accepts, the row becomes `rejected` without an event, like such a create.
+ * - Every pass also raises a warning, once per operation, for operations non-terminal
+ *   for longer than `alertAfterMs`, and sets the `operations_stuck` gauge.
+ */
+export class Reconciler {
+  readonly #deps: CreateDeps;
+  readonly #o: ReconcilerOptions;
+  readonly #stop = new AbortController();
+  #loop: Promise<void> | undefined;
+
+  constructor(deps: CreateDeps, options: ReconcilerOptions) {
+    this.#deps = deps;
+    this.#o = options;
+  }
+
+  /** Starts the loop in the background; `stop()` ends it. */
+  start(): void {
+    this.#loop ??= this.#run();
+  }
+
+  /** Stops after the pass in flight: leased rows not yet handled are released at once. */
+  async stop(): Promise<void> {
+    this.#stop.abort();
+    await this.#loop;
+  }
+
+  /** One pass: leases due operations, handles them, then raises the stuck alerts. */
+  async runOnce(): Promise<PassSummary> {
+    const { store, logger } = this.#deps;
+    const summary: PassSummary = {
+      claimed: 0,
+      completed: 0,
+      rejected: 0,
+      expired: 0,
+      routed: 0,
+      pending: 0,
+      unchanged: 0,
+      failed: 0,
+      alerted: 0,
+    };
+    const rows = await store.claimDue({
+      afterMs: this.#o.afterMs,
+      routingGraceMs: ROUTING_GRACE_MS,
+      leaseMs: this.#leaseMs(),
+      limit: this.#o.batchSize,
+    });
+    summary.claimed = rows.length;
+    const queue = [...rows];
+    const worker = async () => {
+      for (let row = queue.shift(); row; row = queue.shift()) {
+        if (this.#stop.signal.aborted) {
+          // Not handled: due again at once for whoever runs next.
+          await store.scheduleCheck(row.id, 0, false);
+          continue;
+        }
+        let outcome: Outcome;
+        try {
+          outcome = await this.#reconcile(row);
+        } catch (err) {
+          logger.warn({ operationId: row.id, err: String(err) }, "reconcile failed; will retry");
+          await store.scheduleCheck(row.id, this.#backoff(row), false).catch(() => {});
+          outcome = "failed";
+        }
+        summary[outcome]++;
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(PARALLEL, rows.length) }, worker));
+    summary.alerted = await this.#alert();
+    if (summary.claimed > 0) logger.info({ ...summary }, "reconcile pass");
+    return summary;
+  }
+
+  async #run(): Promise<void> {
+    const signal = this.#stop.signal;
+    while (!signal.aborted) {
+      let full = false;
+      try {
+        full = (await this.runOnce()).claimed >= this.#o.batchSize;
+      } catch (err) {
+        this.#deps.logger.error({ err: String(err) }, "reconcile pass failed");
+      }
+      // A full batch means more are due: go on at once; otherwise wait for the next round.
+      if (!full) await sleep(this.#o.intervalMs, undefined, { signal }).catch(() => {});
+    }
+  }
+
+  async #reconcile(row: ReconcileRow): Promise<Outcome> {
+    return row.status === "routing" ? this.#drive(row) : this.#ask(row);
+  }
+
+  /** Asks the provider about a pending operation and acts on the answer. */
+  async #ask(row: ReconcileRow): Promise<Outcome> {
+    const { store, logger } = this.#deps;
+    const provider = row.provider ? await store.provider(row.provider) : undefined;
+    const connector = provider && this.#deps.connectorFor(provider.kind);
+    if (!provider || !connector) {
+      logger.warn({ operationId: row.id, provider: row.provider }, "reconcile: provider not configured");
+      await store.scheduleCheck(row.id, this.#backoff(row), true);
+      return "failed";
+    }
+    let answer: Awaited<ReturnType<typeof connector.status>>;
+    try {
+      answer = await connector.status(
+        provider,
+        row.id,
+        AbortSignal.any([this.#stop.signal, AbortSignal.timeout(this.#deps.attemptTimeoutMs)]),
+      );
+    } catch (err) {
+      logger.warn(
+        { operationId: row.id, provider: provider.name, err: String(err) },
+        "reconcile: provider did not answer the status question",
+      );
+      await store.scheduleCheck(row.id, this.#backoff(row), true);
+      return "failed";
+    }
+    if (answer.status !== "pending") {
+      const outcome = await store.sql.begin((tx) =>
+        applyProviderResult(this.#deps, tx, provider.name, { ...answer, operationId: row.id }, "reconciler"),
+      );
+      if (outcome === "applied") {
+        logger.info({ operationId: row.id, status: answer.status }, "reconciled from the provider's status");
+        return answer.status;
+      }
+      return "unchanged";
+    }
+    if (row.expires_at && row.expires_at.getTime() <= Date.now()) {
+      const expired = await store.transition(row, { status: "rejected" }, { emit: true });
+      if (expired) {
+        logger.info(
+          { operationId: row.id, provider: provider.name },
+          "expired: the provider still reports pending",
+        );
+        return "expired";
+      }
+      // Changed meanwhile (a callback, a cancel): look again soon unless it is settled.
+      const now = await store.findAnyById(row.id);
+      if (now && !isTerminal(now.status)) await store.scheduleCheck(row.id, 0, false);
+      return "unchanged";
+    }
+    await store.scheduleCheck(row.id, this.#backoff(row), true);
+    return "pending";
+  }
+
+  /** Finishes the routing of a create whose process died. */
+  async #drive(row: ReconcileRow): Promise<Outcome> {
+    const { store, logger } = this.#deps;
+    // Not tied to stop(): a routing interrupted half-way would record a rejection while a
+    // provider may have accepted. It is bounded by the create budget instead.
+    const deadline = Date.now() + this.#deps.budgetMs;
+    try {
+      const next = await reroute(this.#deps, row, deadline, AbortSignal.timeout(this.#deps.budgetMs));
+      logger.info({ operationId: row.id, status: next.status }, "reconcile: abandoned routing finished");
+      await store.scheduleCheck(row.id, null, false);
+      return next.status === "rejected" ? "rejected" : "routed";
+    } catch (err) {
+      if (errorInfo(err)?.code === "no_provider_accepted") {
+        logger.info({ operationId: row.id }, "reconcile: abandoned routing found no provider; rejected");
+        return "rejected";
+      }
+      throw err;
+    }
+  }
+
+  /** Logs each newly stuck operation once and refreshes the gauge. */
+  async #alert(): Promise<number> {
+    const { store, logger } = this.#deps;
+    const stuck = await store.markStuck(this.#o.alertAfterMs, ALERT_BATCH);
+    for (const row of stuck) {
+      logger.warn(
+        {
+          operationId: row.id,
+          shopId: row.shop_id,
+          type: row.type,
+          status: row.status,
+          provider: row.provider,
+          createdAt: row.created_at.toISOString(),
+          checks: row.reconcile_checks,
+        },
+        "operation stuck: still not terminal, needs an operator",
+      );
+    }
+    const counts = await store.countStuck(this.#o.alertAfterMs);
+    for (const status of NON_TERMINAL) stuckOperations.set({ status }, counts.get(status) ?? 0);
+    return stuck.length;
+  }
+
+  /** Wait before the next question about `row`: doubles with each question asked. */
+  #backoff(row: ReconcileRow): number {
+    const exponent = Math.min(row.reconcile_checks, 30);
+    return Math.min(this.#o.backoffMaxMs, this.#o.backoffMs * 2 ** exponent);
+  }
+
+  /**
+   * How long a pass holds its rows: long enough for every row of a full batch to be
+   * handled at the slowest (a reroute takes up to the create budget), so no other
+   * replica picks a row still in hand. A crash only delays the rows by this much.
+   */
+  #leaseMs(): number {
+    const rounds = Math.ceil(this.#o.batchSize / PARALLEL);
+    return rounds * Math.max(this.#deps.budgetMs, this.#deps.attemptTimeoutMs) + 60_000;
+  }
+}
