@@ -64,6 +64,13 @@ const PARALLEL = 8;
 const ROUTING_GRACE_MS = 5_000;
 /** Warnings raised by one pass at most; the rest follow in the next passes. */
 const ALERT_BATCH = 100;
+/**
+ * The stuck alert and gauge read every non-terminal row (`manual_check` is outside the
+ * partial index of open rows), so they run every ten intervals, at most once a minute
+ * apart, rather than on every pass.
+ */
+const ALERT_EVERY_INTERVALS = 10;
+const ALERT_EVERY_MAX_MS = 60_000;
 
 /**
  * Settles or expires operations that were left without a result, so none stays
@@ -85,14 +92,15 @@ const ALERT_BATCH = 100;
  * - `routing` past its deadline (the create's process died): driven like a retried create
  *   drives it (`reroute`; providers are idempotent on our operation id). When nobody
  *   accepts, the row becomes `rejected` without an event, like such a create.
- * - Every pass also raises a warning, once per operation, for operations non-terminal
- *   for longer than `alertAfterMs`, and sets the `operations_stuck` gauge.
+ * - Every few passes it also raises a warning, once per operation, for operations
+ *   non-terminal for longer than `alertAfterMs`, and sets the `operations_stuck` gauge.
  */
 export class Reconciler {
   readonly #deps: CreateDeps;
   readonly #o: ReconcilerOptions;
   readonly #stop = new AbortController();
   #loop: Promise<void> | undefined;
+  #lastAlert = 0;
 
   constructor(deps: CreateDeps, options: ReconcilerOptions) {
     this.#deps = deps;
@@ -110,7 +118,7 @@ export class Reconciler {
     await this.#loop;
   }
 
-  /** One pass: leases due operations, handles them, then raises the stuck alerts. */
+  /** One pass: leases due operations, handles them, then raises the stuck alerts when their turn has come. */
   async runOnce(): Promise<PassSummary> {
     const { store, logger } = this.#deps;
     const summary: PassSummary = {
@@ -151,7 +159,11 @@ export class Reconciler {
       }
     };
     await Promise.all(Array.from({ length: Math.min(PARALLEL, rows.length) }, worker));
-    summary.alerted = await this.#alert();
+    const alertEveryMs = Math.min(this.#o.intervalMs * ALERT_EVERY_INTERVALS, ALERT_EVERY_MAX_MS);
+    if (Date.now() - this.#lastAlert >= alertEveryMs) {
+      this.#lastAlert = Date.now();
+      summary.alerted = await this.#alert();
+    }
     if (summary.claimed > 0) logger.info({ ...summary }, "reconcile pass");
     return summary;
   }
