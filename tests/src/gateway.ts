@@ -243,7 +243,7 @@ export class Operator {
 
   /** The shop's webhook delivery log, newest first. */
   async deliveries(shopId: string): Promise<Delivery[]> {
-    return (await this.#must("GET", `/shops/${shopId}/webhooks/deliveries?limit=500`)).deliveries;
+    return (await this.#must("GET", `/shops/${shopId}/webhooks/deliveries?limit=200`)).deliveries;
   }
 
   /** Schedules one more delivery of an event. */
