@@ -1,20 +1,40 @@
 import { fileURLToPath } from "node:url";
+import { OutboxRelay } from "@gw/events";
 import { MatchingService } from "@gw/proto/gateway/matching/v1/matching_pb";
-import { type GrpcServiceConfig, startGrpcService } from "@gw/runtime";
+import { startGrpcService } from "@gw/runtime";
+import type { MatchingConfig } from "./config.ts";
+import { PoolStore } from "./pool.ts";
+import { PoolReads, ReadLimiter } from "./reads.ts";
 import { MatchingHandlers } from "./service.ts";
+import { PoolSweeper } from "./sweeper.ts";
 
 export const migrationsFolder = fileURLToPath(new URL("../drizzle", import.meta.url));
 
 /** Builds and starts the matching service; `main.ts` and the tests both call this. */
-export function startMatching(config: GrpcServiceConfig) {
+export function startMatching(config: MatchingConfig) {
   return startGrpcService({
     name: "matching",
     schema: "matching",
     migrationsFolder,
     serviceNames: [MatchingService.typeName],
     config,
-    setup: ({ db }) => ({
-      routes: (router) => router.service(MatchingService, new MatchingHandlers(db)),
-    }),
+    setup: ({ sql, nats, logger }) => {
+      const store = new PoolStore(sql, config.EVENTS_PREFIX);
+      // One limiter per process: the spec's one active read per replica.
+      const reads = new PoolReads(store, new ReadLimiter(), config.READ_BUDGET_MS);
+      const relay = new OutboxRelay({ sql, schema: "matching", js: nats.js, logger });
+      const sweeper = new PoolSweeper(store, logger, config.POOL_SWEEP_INTERVAL_MS);
+      return {
+        routes: (router) => router.service(MatchingService, new MatchingHandlers(store, reads)),
+        start: async () => {
+          await relay.start();
+          sweeper.start();
+        },
+        stop: async () => {
+          await sweeper.stop();
+          await relay.stop();
+        },
+      };
+    },
   });
 }

@@ -53,19 +53,910 @@ export declare type GetPoolDepthResponse = Message<"gateway.matching.v1.GetPoolD
 export declare const GetPoolDepthResponseSchema: GenMessage<GetPoolDepthResponse>;
 
 /**
- * MatchingService owns the self-matching pool. The admission, availability and
- * recommendation RPCs arrive with the pool engine; this first surface reports the pool.
+ * Destination of a payout: where payers admitted into it send their money.
+ *
+ * @generated from message gateway.matching.v1.Destination
+ */
+export declare type Destination = Message<"gateway.matching.v1.Destination"> & {
+  /**
+   * Card number (card rails) or phone number (phone rails).
+   *
+   * @generated from field: string number = 1;
+   */
+  number: string;
+
+  /**
+   * @generated from field: string name = 2;
+   */
+  name: string;
+
+  /**
+   * Bank code, phone rails only.
+   *
+   * @generated from field: optional string bankname = 3;
+   */
+  bankname?: string | undefined;
+};
+
+/**
+ * Describes the message gateway.matching.v1.Destination.
+ * Use `create(DestinationSchema)` to create a new message.
+ */
+export declare const DestinationSchema: GenMessage<Destination>;
+
+/**
+ * One confirmed payin paid into a payout: a `receipts` item of the payout.
+ *
+ * @generated from message gateway.matching.v1.Contribution
+ */
+export declare type Contribution = Message<"gateway.matching.v1.Contribution"> & {
+  /**
+   * The receipt item id.
+   *
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * @generated from field: string payin_id = 2;
+   */
+  payinId: string;
+
+  /**
+   * @generated from field: string amount = 3;
+   */
+  amount: string;
+
+  /**
+   * @generated from field: string completed_at = 4;
+   */
+  completedAt: string;
+};
+
+/**
+ * Describes the message gateway.matching.v1.Contribution.
+ * Use `create(ContributionSchema)` to create a new message.
+ */
+export declare const ContributionSchema: GenMessage<Contribution>;
+
+/**
+ * A payout in the pool. amount = free + reserved + paid + handed_off at all times.
+ *
+ * @generated from message gateway.matching.v1.PoolPayout
+ */
+export declare type PoolPayout = Message<"gateway.matching.v1.PoolPayout"> & {
+  /**
+   * @generated from field: string operation_id = 1;
+   */
+  operationId: string;
+
+  /**
+   * @generated from field: string shop_id = 2;
+   */
+  shopId: string;
+
+  /**
+   * @generated from field: string method = 3;
+   */
+  method: string;
+
+  /**
+   * @generated from field: string currency = 4;
+   */
+  currency: string;
+
+  /**
+   * @generated from field: string amount = 5;
+   */
+  amount: string;
+
+  /**
+   * What payins can still be admitted into.
+   *
+   * @generated from field: string free_amount = 6;
+   */
+  freeAmount: string;
+
+  /**
+   * Sum of the slots in status `reserved`.
+   *
+   * @generated from field: string reserved_amount = 7;
+   */
+  reservedAmount: string;
+
+  /**
+   * Sum of the contributions.
+   *
+   * @generated from field: string paid_amount = 8;
+   */
+  paidAmount: string;
+
+  /**
+   * The remainder handed to the next provider of the payout route when the window ended.
+   *
+   * @generated from field: string handed_off_amount = 9;
+   */
+  handedOffAmount: string;
+
+  /**
+   * open | completed | handed_off
+   *
+   * @generated from field: string status = 10;
+   */
+  status: string;
+
+  /**
+   * @generated from field: string window_ends_at = 11;
+   */
+  windowEndsAt: string;
+
+  /**
+   * @generated from field: gateway.matching.v1.Destination destination = 12;
+   */
+  destination?: Destination | undefined;
+
+  /**
+   * Ordered by completed_at, then id. Filled on GetPoolPayout, on the completing
+   * ConfirmSlot and on a closed payout in SweepPool and its event.
+   *
+   * @generated from field: repeated gateway.matching.v1.Contribution contributions = 13;
+   */
+  contributions: Contribution[];
+
+  /**
+   * @generated from field: string created_at = 14;
+   */
+  createdAt: string;
+
+  /**
+   * When the payout completed or was handed off.
+   *
+   * @generated from field: optional string closed_at = 15;
+   */
+  closedAt?: string | undefined;
+};
+
+/**
+ * Describes the message gateway.matching.v1.PoolPayout.
+ * Use `create(PoolPayoutSchema)` to create a new message.
+ */
+export declare const PoolPayoutSchema: GenMessage<PoolPayout>;
+
+/**
+ * @generated from message gateway.matching.v1.AddPayoutRequest
+ */
+export declare type AddPayoutRequest = Message<"gateway.matching.v1.AddPayoutRequest"> & {
+  /**
+   * The payout's operation id, the idempotency key.
+   *
+   * @generated from field: string operation_id = 1;
+   */
+  operationId: string;
+
+  /**
+   * @generated from field: string shop_id = 2;
+   */
+  shopId: string;
+
+  /**
+   * @generated from field: string method = 3;
+   */
+  method: string;
+
+  /**
+   * @generated from field: string currency = 4;
+   */
+  currency: string;
+
+  /**
+   * Positive, at the currency's scale.
+   *
+   * @generated from field: string amount = 5;
+   */
+  amount: string;
+
+  /**
+   * @generated from field: gateway.matching.v1.Destination destination = 6;
+   */
+  destination?: Destination | undefined;
+
+  /**
+   * RFC 3339: end of the pool window; must lie in the future on first add.
+   *
+   * @generated from field: string window_ends_at = 7;
+   */
+  windowEndsAt: string;
+};
+
+/**
+ * Describes the message gateway.matching.v1.AddPayoutRequest.
+ * Use `create(AddPayoutRequestSchema)` to create a new message.
+ */
+export declare const AddPayoutRequestSchema: GenMessage<AddPayoutRequest>;
+
+/**
+ * @generated from message gateway.matching.v1.AddPayoutResponse
+ */
+export declare type AddPayoutResponse = Message<"gateway.matching.v1.AddPayoutResponse"> & {
+  /**
+   * @generated from field: gateway.matching.v1.PoolPayout payout = 1;
+   */
+  payout?: PoolPayout | undefined;
+
+  /**
+   * False when the payout was already in the pool (a retry).
+   *
+   * @generated from field: bool created = 2;
+   */
+  created: boolean;
+};
+
+/**
+ * Describes the message gateway.matching.v1.AddPayoutResponse.
+ * Use `create(AddPayoutResponseSchema)` to create a new message.
+ */
+export declare const AddPayoutResponseSchema: GenMessage<AddPayoutResponse>;
+
+/**
+ * A payin's reservation in one payout.
+ *
+ * @generated from message gateway.matching.v1.Slot
+ */
+export declare type Slot = Message<"gateway.matching.v1.Slot"> & {
+  /**
+   * @generated from field: string payin_id = 1;
+   */
+  payinId: string;
+
+  /**
+   * @generated from field: string payout_id = 2;
+   */
+  payoutId: string;
+
+  /**
+   * @generated from field: string amount = 3;
+   */
+  amount: string;
+
+  /**
+   * reserved | confirmed | released
+   *
+   * @generated from field: string status = 4;
+   */
+  status: string;
+
+  /**
+   * End of the slot's lifetime: the payin's `expires_at`.
+   *
+   * @generated from field: string expires_at = 5;
+   */
+  expiresAt: string;
+
+  /**
+   * The payout's destination: the payin's requisites.
+   *
+   * @generated from field: gateway.matching.v1.Destination destination = 6;
+   */
+  destination?: Destination | undefined;
+
+  /**
+   * expired | rejected | cancelled, on a released slot.
+   *
+   * @generated from field: optional string release_reason = 7;
+   */
+  releaseReason?: string | undefined;
+
+  /**
+   * @generated from field: string method = 8;
+   */
+  method: string;
+
+  /**
+   * @generated from field: string currency = 9;
+   */
+  currency: string;
+};
+
+/**
+ * Describes the message gateway.matching.v1.Slot.
+ * Use `create(SlotSchema)` to create a new message.
+ */
+export declare const SlotSchema: GenMessage<Slot>;
+
+/**
+ * @generated from message gateway.matching.v1.AdmitRequest
+ */
+export declare type AdmitRequest = Message<"gateway.matching.v1.AdmitRequest"> & {
+  /**
+   * @generated from field: string payin_id = 1;
+   */
+  payinId: string;
+
+  /**
+   * @generated from field: string shop_id = 2;
+   */
+  shopId: string;
+
+  /**
+   * @generated from field: string method = 3;
+   */
+  method: string;
+
+  /**
+   * @generated from field: string currency = 4;
+   */
+  currency: string;
+
+  /**
+   * @generated from field: string amount = 5;
+   */
+  amount: string;
+
+  /**
+   * How long the slot holds, 1 s to 24 h; the payin's payable window.
+   *
+   * @generated from field: int64 slot_lifetime_ms = 6;
+   */
+  slotLifetimeMs: bigint;
+};
+
+/**
+ * Describes the message gateway.matching.v1.AdmitRequest.
+ * Use `create(AdmitRequestSchema)` to create a new message.
+ */
+export declare const AdmitRequestSchema: GenMessage<AdmitRequest>;
+
+/**
+ * @generated from message gateway.matching.v1.AdmitResponse
+ */
+export declare type AdmitResponse = Message<"gateway.matching.v1.AdmitResponse"> & {
+  /**
+   * @generated from field: gateway.matching.v1.Slot slot = 1;
+   */
+  slot?: Slot | undefined;
+
+  /**
+   * False when the payin already had this slot (a retry).
+   *
+   * @generated from field: bool created = 2;
+   */
+  created: boolean;
+};
+
+/**
+ * Describes the message gateway.matching.v1.AdmitResponse.
+ * Use `create(AdmitResponseSchema)` to create a new message.
+ */
+export declare const AdmitResponseSchema: GenMessage<AdmitResponse>;
+
+/**
+ * @generated from message gateway.matching.v1.ReleaseSlotRequest
+ */
+export declare type ReleaseSlotRequest = Message<"gateway.matching.v1.ReleaseSlotRequest"> & {
+  /**
+   * @generated from field: string payin_id = 1;
+   */
+  payinId: string;
+
+  /**
+   * expired | rejected | cancelled
+   *
+   * @generated from field: string reason = 2;
+   */
+  reason: string;
+};
+
+/**
+ * Describes the message gateway.matching.v1.ReleaseSlotRequest.
+ * Use `create(ReleaseSlotRequestSchema)` to create a new message.
+ */
+export declare const ReleaseSlotRequestSchema: GenMessage<ReleaseSlotRequest>;
+
+/**
+ * @generated from message gateway.matching.v1.ReleaseSlotResponse
+ */
+export declare type ReleaseSlotResponse = Message<"gateway.matching.v1.ReleaseSlotResponse"> & {
+  /**
+   * @generated from field: gateway.matching.v1.Slot slot = 1;
+   */
+  slot?: Slot | undefined;
+};
+
+/**
+ * Describes the message gateway.matching.v1.ReleaseSlotResponse.
+ * Use `create(ReleaseSlotResponseSchema)` to create a new message.
+ */
+export declare const ReleaseSlotResponseSchema: GenMessage<ReleaseSlotResponse>;
+
+/**
+ * @generated from message gateway.matching.v1.ConfirmSlotRequest
+ */
+export declare type ConfirmSlotRequest = Message<"gateway.matching.v1.ConfirmSlotRequest"> & {
+  /**
+   * @generated from field: string payin_id = 1;
+   */
+  payinId: string;
+
+  /**
+   * The payin's actual amount, positive. Below the slot amount the difference goes back
+   * to the free remainder; above it, the excess is taken from the free remainder.
+   *
+   * @generated from field: string actual_amount = 2;
+   */
+  actualAmount: string;
+};
+
+/**
+ * Describes the message gateway.matching.v1.ConfirmSlotRequest.
+ * Use `create(ConfirmSlotRequestSchema)` to create a new message.
+ */
+export declare const ConfirmSlotRequestSchema: GenMessage<ConfirmSlotRequest>;
+
+/**
+ * @generated from message gateway.matching.v1.ConfirmSlotResponse
+ */
+export declare type ConfirmSlotResponse = Message<"gateway.matching.v1.ConfirmSlotResponse"> & {
+  /**
+   * @generated from field: gateway.matching.v1.Slot slot = 1;
+   */
+  slot?: Slot | undefined;
+
+  /**
+   * @generated from field: gateway.matching.v1.Contribution contribution = 2;
+   */
+  contribution?: Contribution | undefined;
+
+  /**
+   * The payout after the confirmation; contributions are filled when it completed.
+   *
+   * @generated from field: gateway.matching.v1.PoolPayout payout = 3;
+   */
+  payout?: PoolPayout | undefined;
+
+  /**
+   * True when this confirmation (or the one it repeats) completed the payout.
+   *
+   * @generated from field: bool payout_completed = 4;
+   */
+  payoutCompleted: boolean;
+};
+
+/**
+ * Describes the message gateway.matching.v1.ConfirmSlotResponse.
+ * Use `create(ConfirmSlotResponseSchema)` to create a new message.
+ */
+export declare const ConfirmSlotResponseSchema: GenMessage<ConfirmSlotResponse>;
+
+/**
+ * @generated from message gateway.matching.v1.GetPoolPayoutRequest
+ */
+export declare type GetPoolPayoutRequest = Message<"gateway.matching.v1.GetPoolPayoutRequest"> & {
+  /**
+   * @generated from field: string operation_id = 1;
+   */
+  operationId: string;
+};
+
+/**
+ * Describes the message gateway.matching.v1.GetPoolPayoutRequest.
+ * Use `create(GetPoolPayoutRequestSchema)` to create a new message.
+ */
+export declare const GetPoolPayoutRequestSchema: GenMessage<GetPoolPayoutRequest>;
+
+/**
+ * @generated from message gateway.matching.v1.GetPoolPayoutResponse
+ */
+export declare type GetPoolPayoutResponse = Message<"gateway.matching.v1.GetPoolPayoutResponse"> & {
+  /**
+   * @generated from field: gateway.matching.v1.PoolPayout payout = 1;
+   */
+  payout?: PoolPayout | undefined;
+};
+
+/**
+ * Describes the message gateway.matching.v1.GetPoolPayoutResponse.
+ * Use `create(GetPoolPayoutResponseSchema)` to create a new message.
+ */
+export declare const GetPoolPayoutResponseSchema: GenMessage<GetPoolPayoutResponse>;
+
+/**
+ * @generated from message gateway.matching.v1.SweepPoolRequest
+ */
+export declare type SweepPoolRequest = Message<"gateway.matching.v1.SweepPoolRequest"> & {
+  /**
+   * @generated from field: int32 limit = 1;
+   */
+  limit: number;
+};
+
+/**
+ * Describes the message gateway.matching.v1.SweepPoolRequest.
+ * Use `create(SweepPoolRequestSchema)` to create a new message.
+ */
+export declare const SweepPoolRequestSchema: GenMessage<SweepPoolRequest>;
+
+/**
+ * @generated from message gateway.matching.v1.SweepPoolResponse
+ */
+export declare type SweepPoolResponse = Message<"gateway.matching.v1.SweepPoolResponse"> & {
+  /**
+   * Slots released because their lifetime ended.
+   *
+   * @generated from field: repeated gateway.matching.v1.Slot expired_slots = 1;
+   */
+  expiredSlots: Slot[];
+
+  /**
+   * Payouts closed because their window ended (handed_off, or completed).
+   *
+   * @generated from field: repeated gateway.matching.v1.PoolPayout closed_payouts = 2;
+   */
+  closedPayouts: PoolPayout[];
+};
+
+/**
+ * Describes the message gateway.matching.v1.SweepPoolResponse.
+ * Use `create(SweepPoolResponseSchema)` to create a new message.
+ */
+export declare const SweepPoolResponseSchema: GenMessage<SweepPoolResponse>;
+
+/**
+ * @generated from message gateway.matching.v1.AvailabilityRequest
+ */
+export declare type AvailabilityRequest = Message<"gateway.matching.v1.AvailabilityRequest"> & {
+  /**
+   * @generated from field: string method = 1;
+   */
+  method: string;
+
+  /**
+   * @generated from field: string currency = 2;
+   */
+  currency: string;
+
+  /**
+   * @generated from field: string min_amount = 3;
+   */
+  minAmount: string;
+
+  /**
+   * @generated from field: string max_amount = 4;
+   */
+  maxAmount: string;
+
+  /**
+   * full | partial | none, decided by the caller from the shop's route; echoed. With
+   * `none` nothing is read and the lists are empty.
+   *
+   * @generated from field: string coverage = 5;
+   */
+  coverage: string;
+};
+
+/**
+ * Describes the message gateway.matching.v1.AvailabilityRequest.
+ * Use `create(AvailabilityRequestSchema)` to create a new message.
+ */
+export declare const AvailabilityRequestSchema: GenMessage<AvailabilityRequest>;
+
+/**
+ * @generated from message gateway.matching.v1.AmountInterval
+ */
+export declare type AmountInterval = Message<"gateway.matching.v1.AmountInterval"> & {
+  /**
+   * @generated from field: string min_amount = 1;
+   */
+  minAmount: string;
+
+  /**
+   * @generated from field: string max_amount = 2;
+   */
+  maxAmount: string;
+};
+
+/**
+ * Describes the message gateway.matching.v1.AmountInterval.
+ * Use `create(AmountIntervalSchema)` to create a new message.
+ */
+export declare const AmountIntervalSchema: GenMessage<AmountInterval>;
+
+/**
+ * @generated from message gateway.matching.v1.Recommendation
+ */
+export declare type Recommendation = Message<"gateway.matching.v1.Recommendation"> & {
+  /**
+   * @generated from field: string amount = 1;
+   */
+  amount: string;
+
+  /**
+   * amount minus the requested amount, signed.
+   *
+   * @generated from field: string delta = 2;
+   */
+  delta: string;
+};
+
+/**
+ * Describes the message gateway.matching.v1.Recommendation.
+ * Use `create(RecommendationSchema)` to create a new message.
+ */
+export declare const RecommendationSchema: GenMessage<Recommendation>;
+
+/**
+ * @generated from message gateway.matching.v1.RecommendationsRequest
+ */
+export declare type RecommendationsRequest = Message<"gateway.matching.v1.RecommendationsRequest"> & {
+  /**
+   * @generated from field: string method = 1;
+   */
+  method: string;
+
+  /**
+   * @generated from field: string currency = 2;
+   */
+  currency: string;
+
+  /**
+   * @generated from field: string amount = 3;
+   */
+  amount: string;
+
+  /**
+   * @generated from field: string min_amount = 4;
+   */
+  minAmount: string;
+
+  /**
+   * @generated from field: string max_amount = 5;
+   */
+  maxAmount: string;
+
+  /**
+   * 1 to 10; 0 means the default 3.
+   *
+   * @generated from field: int32 limit = 6;
+   */
+  limit: number;
+
+  /**
+   * @generated from field: string coverage = 7;
+   */
+  coverage: string;
+};
+
+/**
+ * Describes the message gateway.matching.v1.RecommendationsRequest.
+ * Use `create(RecommendationsRequestSchema)` to create a new message.
+ */
+export declare const RecommendationsRequestSchema: GenMessage<RecommendationsRequest>;
+
+/**
+ * The spec's availability and recommendation response.
+ *
+ * @generated from message gateway.matching.v1.AvailabilityResponse
+ */
+export declare type AvailabilityResponse = Message<"gateway.matching.v1.AvailabilityResponse"> & {
+  /**
+   * @generated from field: string method = 1;
+   */
+  method: string;
+
+  /**
+   * @generated from field: string currency = 2;
+   */
+  currency: string;
+
+  /**
+   * The database time of the snapshot the answer was computed from.
+   *
+   * @generated from field: string evaluated_at = 3;
+   */
+  evaluatedAt: string;
+
+  /**
+   * @generated from field: string coverage = 4;
+   */
+  coverage: string;
+
+  /**
+   * Always false: nothing is reserved.
+   *
+   * @generated from field: bool reserved = 5;
+   */
+  reserved: boolean;
+
+  /**
+   * @generated from field: bool truncated = 6;
+   */
+  truncated: boolean;
+
+  /**
+   * Sorted, disjoint, inclusive, merged; at most 200.
+   *
+   * @generated from field: repeated gateway.matching.v1.AmountInterval intervals = 7;
+   */
+  intervals: AmountInterval[];
+
+  /**
+   * Only on Recommendations.
+   *
+   * @generated from field: repeated gateway.matching.v1.Recommendation recommendations = 8;
+   */
+  recommendations: Recommendation[];
+};
+
+/**
+ * Describes the message gateway.matching.v1.AvailabilityResponse.
+ * Use `create(AvailabilityResponseSchema)` to create a new message.
+ */
+export declare const AvailabilityResponseSchema: GenMessage<AvailabilityResponse>;
+
+/**
+ * Published from the matching outbox on subject "<prefix>.matching.<type>", type
+ * `pool_payout.completed` or `pool_payout.handed_off`; event_id is the Nats-Msg-Id.
+ * Operations completes the payout, or sends handed_off_amount to the next provider of the
+ * payout route as a provider leg.
+ *
+ * @generated from message gateway.matching.v1.PoolPayoutEvent
+ */
+export declare type PoolPayoutEvent = Message<"gateway.matching.v1.PoolPayoutEvent"> & {
+  /**
+   * @generated from field: string event_id = 1;
+   */
+  eventId: string;
+
+  /**
+   * @generated from field: string type = 2;
+   */
+  type: string;
+
+  /**
+   * @generated from field: string occurred_at = 3;
+   */
+  occurredAt: string;
+
+  /**
+   * @generated from field: gateway.matching.v1.PoolPayout payout = 4;
+   */
+  payout?: PoolPayout | undefined;
+};
+
+/**
+ * Describes the message gateway.matching.v1.PoolPayoutEvent.
+ * Use `create(PoolPayoutEventSchema)` to create a new message.
+ */
+export declare const PoolPayoutEventSchema: GenMessage<PoolPayoutEvent>;
+
+/**
+ * MatchingService owns the self-matching pool: payouts routed to `self_matching` are the
+ * pool's liquidity, and payins routed to `self_matching` are admitted into a payout's free
+ * remainder and paid by the payer straight to that payout's destination.
+ *
+ * Amounts are decimal strings at the currency's scale, timestamps RFC 3339 UTC. The pool
+ * is shared by every shop of a method and currency. Errors carry the public code as a
+ * gateway.common.v1.ErrorInfo detail; the codes each RPC can answer are listed on it.
+ * See services/matching/README.md for the admission policy and the lifecycle.
  *
  * @generated from service gateway.matching.v1.MatchingService
  */
 export declare const MatchingService: GenService<{
   /**
+   * Payouts and free remainder of one method and currency (open payouts only).
+   *
    * @generated from rpc gateway.matching.v1.MatchingService.GetPoolDepth
    */
   getPoolDepth: {
     methodKind: "unary";
     input: typeof GetPoolDepthRequestSchema;
     output: typeof GetPoolDepthResponseSchema;
+  },
+  /**
+   * Puts a payout routed to `self_matching` into the pool with a free remainder equal to
+   * its amount. Idempotent on operation_id: a repeat answers the stored payout with
+   * created = false (whatever its state now); a repeat with another method, currency or
+   * amount is FAILED_PRECONDITION `idempotency_conflict`.
+   * Errors: INVALID_ARGUMENT `validation_failed`, FAILED_PRECONDITION `idempotency_conflict`.
+   *
+   * @generated from rpc gateway.matching.v1.MatchingService.AddPayout
+   */
+  addPayout: {
+    methodKind: "unary";
+    input: typeof AddPayoutRequestSchema;
+    output: typeof AddPayoutResponseSchema;
+  },
+  /**
+   * Reserves a slot for a payin in one payout, atomically, following the admission
+   * policy. Idempotent on payin_id: a repeat answers the slot the payin already has (in
+   * whatever status it is now). The answer carries the payout's destination, which the
+   * payin shows as its requisites, and the slot's expires_at.
+   * Errors: INVALID_ARGUMENT `validation_failed`; FAILED_PRECONDITION `amount_unavailable`
+   * when no open payout can take the amount now.
+   *
+   * @generated from rpc gateway.matching.v1.MatchingService.Admit
+   */
+  admit: {
+    methodKind: "unary";
+    input: typeof AdmitRequestSchema;
+    output: typeof AdmitResponseSchema;
+  },
+  /**
+   * Frees a reserved slot at once (the payin expired, was rejected or was cancelled):
+   * its amount goes back to the payout's free remainder. Idempotent: releasing a released
+   * slot answers it unchanged. A confirmed slot is FAILED_PRECONDITION `slot_settled`.
+   * Errors: INVALID_ARGUMENT `validation_failed`, NOT_FOUND `not_found`,
+   * FAILED_PRECONDITION `slot_settled`.
+   *
+   * @generated from rpc gateway.matching.v1.MatchingService.ReleaseSlot
+   */
+  releaseSlot: {
+    methodKind: "unary";
+    input: typeof ReleaseSlotRequestSchema;
+    output: typeof ReleaseSlotResponseSchema;
+  },
+  /**
+   * Completes a reserved slot with the payin's actual amount, which becomes a
+   * contribution of the payout. When the contributions reach the payout's amount the
+   * payout completes and the answer carries all of them (one `receipts` item each).
+   * Idempotent: a repeat with the same actual amount answers the same result.
+   * Errors: INVALID_ARGUMENT `validation_failed`, NOT_FOUND `not_found`,
+   * FAILED_PRECONDITION `slot_settled` (released, or confirmed with another amount),
+   * FAILED_PRECONDITION `amount_unavailable` (actual above the slot plus the free remainder).
+   *
+   * @generated from rpc gateway.matching.v1.MatchingService.ConfirmSlot
+   */
+  confirmSlot: {
+    methodKind: "unary";
+    input: typeof ConfirmSlotRequestSchema;
+    output: typeof ConfirmSlotResponseSchema;
+  },
+  /**
+   * One pool payout with its parts and contributions. Errors: NOT_FOUND `not_found`.
+   *
+   * @generated from rpc gateway.matching.v1.MatchingService.GetPoolPayout
+   */
+  getPoolPayout: {
+    methodKind: "unary";
+    input: typeof GetPoolPayoutRequestSchema;
+    output: typeof GetPoolPayoutResponseSchema;
+  },
+  /**
+   * Runs one round of the sweep now (the service also runs it on a timer): releases
+   * reserved slots past expires_at, and closes payouts whose window ended and that hold
+   * no reserved slot. Each closed payout is answered and also published as a
+   * PoolPayoutEvent. Bounded: at most `limit` of each (default and maximum 500).
+   *
+   * @generated from rpc gateway.matching.v1.MatchingService.SweepPool
+   */
+  sweepPool: {
+    methodKind: "unary";
+    input: typeof SweepPoolRequestSchema;
+    output: typeof SweepPoolResponseSchema;
+  },
+  /**
+   * Amounts a payin could be admitted with now, as intervals. Advisory: nothing is
+   * reserved. One read at a time per replica: a second one is UNAVAILABLE
+   * `read_capacity_exhausted` at once; a read over its 2 s budget (or the caller's
+   * deadline, if shorter) is UNAVAILABLE `dependency_unavailable`.
+   * Errors: INVALID_ARGUMENT `validation_failed`, UNAVAILABLE as above.
+   *
+   * @generated from rpc gateway.matching.v1.MatchingService.Availability
+   */
+  availability: {
+    methodKind: "unary";
+    input: typeof AvailabilityRequestSchema;
+    output: typeof AvailabilityResponseSchema;
+  },
+  /**
+   * Availability plus up to `limit` amounts near `amount`: exact free remainders first,
+   * then distance from `amount`, then the lower amount. Same limiter and budget.
+   *
+   * @generated from rpc gateway.matching.v1.MatchingService.Recommendations
+   */
+  recommendations: {
+    methodKind: "unary";
+    input: typeof RecommendationsRequestSchema;
+    output: typeof AvailabilityResponseSchema;
   },
 }>;
 

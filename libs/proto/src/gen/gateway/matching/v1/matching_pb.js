@@ -8,7 +8,7 @@ import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2
  * Describes the file gateway/matching/v1/matching.proto.
  */
 export const file_gateway_matching_v1_matching = /*@__PURE__*/
-  fileDesc("CiJnYXRld2F5L21hdGNoaW5nL3YxL21hdGNoaW5nLnByb3RvEhNnYXRld2F5Lm1hdGNoaW5nLnYxIjcKE0dldFBvb2xEZXB0aFJlcXVlc3QSDgoGbWV0aG9kGAEgASgJEhAKCGN1cnJlbmN5GAIgASgJIjwKFEdldFBvb2xEZXB0aFJlc3BvbnNlEg8KB3BheW91dHMYASABKAMSEwoLZnJlZV9hbW91bnQYAiABKAkydgoPTWF0Y2hpbmdTZXJ2aWNlEmMKDEdldFBvb2xEZXB0aBIoLmdhdGV3YXkubWF0Y2hpbmcudjEuR2V0UG9vbERlcHRoUmVxdWVzdBopLmdhdGV3YXkubWF0Y2hpbmcudjEuR2V0UG9vbERlcHRoUmVzcG9uc2ViBnByb3RvMw");
+  fileDesc("CiJnYXRld2F5L21hdGNoaW5nL3YxL21hdGNoaW5nLnByb3RvEhNnYXRld2F5Lm1hdGNoaW5nLnYxIjcKE0dldFBvb2xEZXB0aFJlcXVlc3QSDgoGbWV0aG9kGAEgASgJEhAKCGN1cnJlbmN5GAIgASgJIjwKFEdldFBvb2xEZXB0aFJlc3BvbnNlEg8KB3BheW91dHMYASABKAMSEwoLZnJlZV9hbW91bnQYAiABKAkiTwoLRGVzdGluYXRpb24SDgoGbnVtYmVyGAEgASgJEgwKBG5hbWUYAiABKAkSFQoIYmFua25hbWUYAyABKAlIAIgBAUILCglfYmFua25hbWUiUgoMQ29udHJpYnV0aW9uEgoKAmlkGAEgASgJEhAKCHBheWluX2lkGAIgASgJEg4KBmFtb3VudBgDIAEoCRIUCgxjb21wbGV0ZWRfYXQYBCABKAkilgMKClBvb2xQYXlvdXQSFAoMb3BlcmF0aW9uX2lkGAEgASgJEg8KB3Nob3BfaWQYAiABKAkSDgoGbWV0aG9kGAMgASgJEhAKCGN1cnJlbmN5GAQgASgJEg4KBmFtb3VudBgFIAEoCRITCgtmcmVlX2Ftb3VudBgGIAEoCRIXCg9yZXNlcnZlZF9hbW91bnQYByABKAkSEwoLcGFpZF9hbW91bnQYCCABKAkSGQoRaGFuZGVkX29mZl9hbW91bnQYCSABKAkSDgoGc3RhdHVzGAogASgJEhYKDndpbmRvd19lbmRzX2F0GAsgASgJEjUKC2Rlc3RpbmF0aW9uGAwgASgLMiAuZ2F0ZXdheS5tYXRjaGluZy52MS5EZXN0aW5hdGlvbhI4Cg1jb250cmlidXRpb25zGA0gAygLMiEuZ2F0ZXdheS5tYXRjaGluZy52MS5Db250cmlidXRpb24SEgoKY3JlYXRlZF9hdBgOIAEoCRIWCgljbG9zZWRfYXQYDyABKAlIAIgBAUIMCgpfY2xvc2VkX2F0IroBChBBZGRQYXlvdXRSZXF1ZXN0EhQKDG9wZXJhdGlvbl9pZBgBIAEoCRIPCgdzaG9wX2lkGAIgASgJEg4KBm1ldGhvZBgDIAEoCRIQCghjdXJyZW5jeRgEIAEoCRIOCgZhbW91bnQYBSABKAkSNQoLZGVzdGluYXRpb24YBiABKAsyIC5nYXRld2F5Lm1hdGNoaW5nLnYxLkRlc3RpbmF0aW9uEhYKDndpbmRvd19lbmRzX2F0GAcgASgJIlUKEUFkZFBheW91dFJlc3BvbnNlEi8KBnBheW91dBgBIAEoCzIfLmdhdGV3YXkubWF0Y2hpbmcudjEuUG9vbFBheW91dBIPCgdjcmVhdGVkGAIgASgIIugBCgRTbG90EhAKCHBheWluX2lkGAEgASgJEhEKCXBheW91dF9pZBgCIAEoCRIOCgZhbW91bnQYAyABKAkSDgoGc3RhdHVzGAQgASgJEhIKCmV4cGlyZXNfYXQYBSABKAkSNQoLZGVzdGluYXRpb24YBiABKAsyIC5nYXRld2F5Lm1hdGNoaW5nLnYxLkRlc3RpbmF0aW9uEhsKDnJlbGVhc2VfcmVhc29uGAcgASgJSACIAQESDgoGbWV0aG9kGAggASgJEhAKCGN1cnJlbmN5GAkgASgJQhEKD19yZWxlYXNlX3JlYXNvbiJ9CgxBZG1pdFJlcXVlc3QSEAoIcGF5aW5faWQYASABKAkSDwoHc2hvcF9pZBgCIAEoCRIOCgZtZXRob2QYAyABKAkSEAoIY3VycmVuY3kYBCABKAkSDgoGYW1vdW50GAUgASgJEhgKEHNsb3RfbGlmZXRpbWVfbXMYBiABKAMiSQoNQWRtaXRSZXNwb25zZRInCgRzbG90GAEgASgLMhkuZ2F0ZXdheS5tYXRjaGluZy52MS5TbG90Eg8KB2NyZWF0ZWQYAiABKAgiNgoSUmVsZWFzZVNsb3RSZXF1ZXN0EhAKCHBheWluX2lkGAEgASgJEg4KBnJlYXNvbhgCIAEoCSI+ChNSZWxlYXNlU2xvdFJlc3BvbnNlEicKBHNsb3QYASABKAsyGS5nYXRld2F5Lm1hdGNoaW5nLnYxLlNsb3QiPQoSQ29uZmlybVNsb3RSZXF1ZXN0EhAKCHBheWluX2lkGAEgASgJEhUKDWFjdHVhbF9hbW91bnQYAiABKAkiwgEKE0NvbmZpcm1TbG90UmVzcG9uc2USJwoEc2xvdBgBIAEoCzIZLmdhdGV3YXkubWF0Y2hpbmcudjEuU2xvdBI3Cgxjb250cmlidXRpb24YAiABKAsyIS5nYXRld2F5Lm1hdGNoaW5nLnYxLkNvbnRyaWJ1dGlvbhIvCgZwYXlvdXQYAyABKAsyHy5nYXRld2F5Lm1hdGNoaW5nLnYxLlBvb2xQYXlvdXQSGAoQcGF5b3V0X2NvbXBsZXRlZBgEIAEoCCIsChRHZXRQb29sUGF5b3V0UmVxdWVzdBIUCgxvcGVyYXRpb25faWQYASABKAkiSAoVR2V0UG9vbFBheW91dFJlc3BvbnNlEi8KBnBheW91dBgBIAEoCzIfLmdhdGV3YXkubWF0Y2hpbmcudjEuUG9vbFBheW91dCIhChBTd2VlcFBvb2xSZXF1ZXN0Eg0KBWxpbWl0GAEgASgFIn4KEVN3ZWVwUG9vbFJlc3BvbnNlEjAKDWV4cGlyZWRfc2xvdHMYASADKAsyGS5nYXRld2F5Lm1hdGNoaW5nLnYxLlNsb3QSNwoOY2xvc2VkX3BheW91dHMYAiADKAsyHy5nYXRld2F5Lm1hdGNoaW5nLnYxLlBvb2xQYXlvdXQicQoTQXZhaWxhYmlsaXR5UmVxdWVzdBIOCgZtZXRob2QYASABKAkSEAoIY3VycmVuY3kYAiABKAkSEgoKbWluX2Ftb3VudBgDIAEoCRISCgptYXhfYW1vdW50GAQgASgJEhAKCGNvdmVyYWdlGAUgASgJIjgKDkFtb3VudEludGVydmFsEhIKCm1pbl9hbW91bnQYASABKAkSEgoKbWF4X2Ftb3VudBgCIAEoCSIvCg5SZWNvbW1lbmRhdGlvbhIOCgZhbW91bnQYASABKAkSDQoFZGVsdGEYAiABKAkikwEKFlJlY29tbWVuZGF0aW9uc1JlcXVlc3QSDgoGbWV0aG9kGAEgASgJEhAKCGN1cnJlbmN5GAIgASgJEg4KBmFtb3VudBgDIAEoCRISCgptaW5fYW1vdW50GAQgASgJEhIKCm1heF9hbW91bnQYBSABKAkSDQoFbGltaXQYBiABKAUSEAoIY292ZXJhZ2UYByABKAki+wEKFEF2YWlsYWJpbGl0eVJlc3BvbnNlEg4KBm1ldGhvZBgBIAEoCRIQCghjdXJyZW5jeRgCIAEoCRIUCgxldmFsdWF0ZWRfYXQYAyABKAkSEAoIY292ZXJhZ2UYBCABKAkSEAoIcmVzZXJ2ZWQYBSABKAgSEQoJdHJ1bmNhdGVkGAYgASgIEjYKCWludGVydmFscxgHIAMoCzIjLmdhdGV3YXkubWF0Y2hpbmcudjEuQW1vdW50SW50ZXJ2YWwSPAoPcmVjb21tZW5kYXRpb25zGAggAygLMiMuZ2F0ZXdheS5tYXRjaGluZy52MS5SZWNvbW1lbmRhdGlvbiJ3Cg9Qb29sUGF5b3V0RXZlbnQSEAoIZXZlbnRfaWQYASABKAkSDAoEdHlwZRgCIAEoCRITCgtvY2N1cnJlZF9hdBgDIAEoCRIvCgZwYXlvdXQYBCABKAsyHy5nYXRld2F5Lm1hdGNoaW5nLnYxLlBvb2xQYXlvdXQy+gYKD01hdGNoaW5nU2VydmljZRJjCgxHZXRQb29sRGVwdGgSKC5nYXRld2F5Lm1hdGNoaW5nLnYxLkdldFBvb2xEZXB0aFJlcXVlc3QaKS5nYXRld2F5Lm1hdGNoaW5nLnYxLkdldFBvb2xEZXB0aFJlc3BvbnNlEloKCUFkZFBheW91dBIlLmdhdGV3YXkubWF0Y2hpbmcudjEuQWRkUGF5b3V0UmVxdWVzdBomLmdhdGV3YXkubWF0Y2hpbmcudjEuQWRkUGF5b3V0UmVzcG9uc2USTgoFQWRtaXQSIS5nYXRld2F5Lm1hdGNoaW5nLnYxLkFkbWl0UmVxdWVzdBoiLmdhdGV3YXkubWF0Y2hpbmcudjEuQWRtaXRSZXNwb25zZRJgCgtSZWxlYXNlU2xvdBInLmdhdGV3YXkubWF0Y2hpbmcudjEuUmVsZWFzZVNsb3RSZXF1ZXN0GiguZ2F0ZXdheS5tYXRjaGluZy52MS5SZWxlYXNlU2xvdFJlc3BvbnNlEmAKC0NvbmZpcm1TbG90EicuZ2F0ZXdheS5tYXRjaGluZy52MS5Db25maXJtU2xvdFJlcXVlc3QaKC5nYXRld2F5Lm1hdGNoaW5nLnYxLkNvbmZpcm1TbG90UmVzcG9uc2USZgoNR2V0UG9vbFBheW91dBIpLmdhdGV3YXkubWF0Y2hpbmcudjEuR2V0UG9vbFBheW91dFJlcXVlc3QaKi5nYXRld2F5Lm1hdGNoaW5nLnYxLkdldFBvb2xQYXlvdXRSZXNwb25zZRJaCglTd2VlcFBvb2wSJS5nYXRld2F5Lm1hdGNoaW5nLnYxLlN3ZWVwUG9vbFJlcXVlc3QaJi5nYXRld2F5Lm1hdGNoaW5nLnYxLlN3ZWVwUG9vbFJlc3BvbnNlEmMKDEF2YWlsYWJpbGl0eRIoLmdhdGV3YXkubWF0Y2hpbmcudjEuQXZhaWxhYmlsaXR5UmVxdWVzdBopLmdhdGV3YXkubWF0Y2hpbmcudjEuQXZhaWxhYmlsaXR5UmVzcG9uc2USaQoPUmVjb21tZW5kYXRpb25zEisuZ2F0ZXdheS5tYXRjaGluZy52MS5SZWNvbW1lbmRhdGlvbnNSZXF1ZXN0GikuZ2F0ZXdheS5tYXRjaGluZy52MS5BdmFpbGFiaWxpdHlSZXNwb25zZWIGcHJvdG8z");
 
 /**
  * Describes the message gateway.matching.v1.GetPoolDepthRequest.
@@ -25,8 +25,168 @@ export const GetPoolDepthResponseSchema = /*@__PURE__*/
   messageDesc(file_gateway_matching_v1_matching, 1);
 
 /**
- * MatchingService owns the self-matching pool. The admission, availability and
- * recommendation RPCs arrive with the pool engine; this first surface reports the pool.
+ * Describes the message gateway.matching.v1.Destination.
+ * Use `create(DestinationSchema)` to create a new message.
+ */
+export const DestinationSchema = /*@__PURE__*/
+  messageDesc(file_gateway_matching_v1_matching, 2);
+
+/**
+ * Describes the message gateway.matching.v1.Contribution.
+ * Use `create(ContributionSchema)` to create a new message.
+ */
+export const ContributionSchema = /*@__PURE__*/
+  messageDesc(file_gateway_matching_v1_matching, 3);
+
+/**
+ * Describes the message gateway.matching.v1.PoolPayout.
+ * Use `create(PoolPayoutSchema)` to create a new message.
+ */
+export const PoolPayoutSchema = /*@__PURE__*/
+  messageDesc(file_gateway_matching_v1_matching, 4);
+
+/**
+ * Describes the message gateway.matching.v1.AddPayoutRequest.
+ * Use `create(AddPayoutRequestSchema)` to create a new message.
+ */
+export const AddPayoutRequestSchema = /*@__PURE__*/
+  messageDesc(file_gateway_matching_v1_matching, 5);
+
+/**
+ * Describes the message gateway.matching.v1.AddPayoutResponse.
+ * Use `create(AddPayoutResponseSchema)` to create a new message.
+ */
+export const AddPayoutResponseSchema = /*@__PURE__*/
+  messageDesc(file_gateway_matching_v1_matching, 6);
+
+/**
+ * Describes the message gateway.matching.v1.Slot.
+ * Use `create(SlotSchema)` to create a new message.
+ */
+export const SlotSchema = /*@__PURE__*/
+  messageDesc(file_gateway_matching_v1_matching, 7);
+
+/**
+ * Describes the message gateway.matching.v1.AdmitRequest.
+ * Use `create(AdmitRequestSchema)` to create a new message.
+ */
+export const AdmitRequestSchema = /*@__PURE__*/
+  messageDesc(file_gateway_matching_v1_matching, 8);
+
+/**
+ * Describes the message gateway.matching.v1.AdmitResponse.
+ * Use `create(AdmitResponseSchema)` to create a new message.
+ */
+export const AdmitResponseSchema = /*@__PURE__*/
+  messageDesc(file_gateway_matching_v1_matching, 9);
+
+/**
+ * Describes the message gateway.matching.v1.ReleaseSlotRequest.
+ * Use `create(ReleaseSlotRequestSchema)` to create a new message.
+ */
+export const ReleaseSlotRequestSchema = /*@__PURE__*/
+  messageDesc(file_gateway_matching_v1_matching, 10);
+
+/**
+ * Describes the message gateway.matching.v1.ReleaseSlotResponse.
+ * Use `create(ReleaseSlotResponseSchema)` to create a new message.
+ */
+export const ReleaseSlotResponseSchema = /*@__PURE__*/
+  messageDesc(file_gateway_matching_v1_matching, 11);
+
+/**
+ * Describes the message gateway.matching.v1.ConfirmSlotRequest.
+ * Use `create(ConfirmSlotRequestSchema)` to create a new message.
+ */
+export const ConfirmSlotRequestSchema = /*@__PURE__*/
+  messageDesc(file_gateway_matching_v1_matching, 12);
+
+/**
+ * Describes the message gateway.matching.v1.ConfirmSlotResponse.
+ * Use `create(ConfirmSlotResponseSchema)` to create a new message.
+ */
+export const ConfirmSlotResponseSchema = /*@__PURE__*/
+  messageDesc(file_gateway_matching_v1_matching, 13);
+
+/**
+ * Describes the message gateway.matching.v1.GetPoolPayoutRequest.
+ * Use `create(GetPoolPayoutRequestSchema)` to create a new message.
+ */
+export const GetPoolPayoutRequestSchema = /*@__PURE__*/
+  messageDesc(file_gateway_matching_v1_matching, 14);
+
+/**
+ * Describes the message gateway.matching.v1.GetPoolPayoutResponse.
+ * Use `create(GetPoolPayoutResponseSchema)` to create a new message.
+ */
+export const GetPoolPayoutResponseSchema = /*@__PURE__*/
+  messageDesc(file_gateway_matching_v1_matching, 15);
+
+/**
+ * Describes the message gateway.matching.v1.SweepPoolRequest.
+ * Use `create(SweepPoolRequestSchema)` to create a new message.
+ */
+export const SweepPoolRequestSchema = /*@__PURE__*/
+  messageDesc(file_gateway_matching_v1_matching, 16);
+
+/**
+ * Describes the message gateway.matching.v1.SweepPoolResponse.
+ * Use `create(SweepPoolResponseSchema)` to create a new message.
+ */
+export const SweepPoolResponseSchema = /*@__PURE__*/
+  messageDesc(file_gateway_matching_v1_matching, 17);
+
+/**
+ * Describes the message gateway.matching.v1.AvailabilityRequest.
+ * Use `create(AvailabilityRequestSchema)` to create a new message.
+ */
+export const AvailabilityRequestSchema = /*@__PURE__*/
+  messageDesc(file_gateway_matching_v1_matching, 18);
+
+/**
+ * Describes the message gateway.matching.v1.AmountInterval.
+ * Use `create(AmountIntervalSchema)` to create a new message.
+ */
+export const AmountIntervalSchema = /*@__PURE__*/
+  messageDesc(file_gateway_matching_v1_matching, 19);
+
+/**
+ * Describes the message gateway.matching.v1.Recommendation.
+ * Use `create(RecommendationSchema)` to create a new message.
+ */
+export const RecommendationSchema = /*@__PURE__*/
+  messageDesc(file_gateway_matching_v1_matching, 20);
+
+/**
+ * Describes the message gateway.matching.v1.RecommendationsRequest.
+ * Use `create(RecommendationsRequestSchema)` to create a new message.
+ */
+export const RecommendationsRequestSchema = /*@__PURE__*/
+  messageDesc(file_gateway_matching_v1_matching, 21);
+
+/**
+ * Describes the message gateway.matching.v1.AvailabilityResponse.
+ * Use `create(AvailabilityResponseSchema)` to create a new message.
+ */
+export const AvailabilityResponseSchema = /*@__PURE__*/
+  messageDesc(file_gateway_matching_v1_matching, 22);
+
+/**
+ * Describes the message gateway.matching.v1.PoolPayoutEvent.
+ * Use `create(PoolPayoutEventSchema)` to create a new message.
+ */
+export const PoolPayoutEventSchema = /*@__PURE__*/
+  messageDesc(file_gateway_matching_v1_matching, 23);
+
+/**
+ * MatchingService owns the self-matching pool: payouts routed to `self_matching` are the
+ * pool's liquidity, and payins routed to `self_matching` are admitted into a payout's free
+ * remainder and paid by the payer straight to that payout's destination.
+ *
+ * Amounts are decimal strings at the currency's scale, timestamps RFC 3339 UTC. The pool
+ * is shared by every shop of a method and currency. Errors carry the public code as a
+ * gateway.common.v1.ErrorInfo detail; the codes each RPC can answer are listed on it.
+ * See services/matching/README.md for the admission policy and the lifecycle.
  *
  * @generated from service gateway.matching.v1.MatchingService
  */

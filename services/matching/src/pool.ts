@@ -1,0 +1,571 @@
+/**
+ * The pool engine: every read and write of the `matching` schema, as plain SQL on
+ * postgres.js. Over-allocation is settled by Postgres alone: each change of a payout is
+ * one guarded update (`free_amount = free_amount - x where free_amount >= x`), the row
+ * lock orders concurrent changes of one payout, and the check constraints refuse any
+ * state whose parts do not add up to the amount.
+ *
+ * Lock order: an admission locks one payout row and inserts a new slot; release, confirm
+ * and the sweep lock the slot first and the payout second. No statement locks a slot
+ * after a payout, so the two paths cannot deadlock on each other.
+ */
+import { randomUUID } from "node:crypto";
+import { create, toBinary } from "@bufbuild/protobuf";
+import type { Sql } from "@gw/db";
+import { isSerializationFailure, isUniqueViolation } from "@gw/db";
+import { PoolPayoutEventSchema } from "@gw/proto/gateway/matching/v1/matching_pb";
+import type postgres from "postgres";
+import { type Interval, toCents } from "./policy.ts";
+
+/** The pool or a transaction of it. */
+type Q = Sql | postgres.TransactionSql;
+
+/** RFC 3339 UTC with milliseconds, made by Postgres so no driver conversion is involved. */
+const rfc3339 = (sql: Q, column: string) =>
+  sql.unsafe(`to_char(${column} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`);
+
+export interface DestinationRow {
+  number: string;
+  name: string;
+  bankname: string | null;
+}
+
+export interface PayoutRow extends DestinationRow {
+  operation_id: string;
+  shop_id: string;
+  method: string;
+  currency: string;
+  amount: string;
+  free_amount: string;
+  reserved_amount: string;
+  paid_amount: string;
+  handed_off_amount: string;
+  status: "open" | "completed" | "handed_off";
+  window_ends_at: string;
+  created_at: string;
+  closed_at: string | null;
+}
+
+export interface SlotRow extends DestinationRow {
+  payin_id: string;
+  payout_id: string;
+  amount: string;
+  status: "reserved" | "confirmed" | "released";
+  release_reason: string | null;
+  expires_at: string;
+  method: string;
+  currency: string;
+}
+
+export interface ContributionRow {
+  id: string;
+  payin_id: string;
+  amount: string;
+  completed_at: string;
+}
+
+export type ReleaseReason = "expired" | "rejected" | "cancelled";
+
+/** A payout with its contributions, ordered by completion time then id. */
+export interface PayoutWithContributions {
+  payout: PayoutRow;
+  contributions: ContributionRow[];
+}
+
+export interface AddPayoutInput extends DestinationRow {
+  operationId: string;
+  shopId: string;
+  method: string;
+  currency: string;
+  amount: string;
+  windowEndsAt: string;
+}
+
+export interface AdmitInput {
+  payinId: string;
+  shopId: string;
+  method: string;
+  currency: string;
+  amount: string;
+  /** The method's minimum amount, as decimal text. */
+  minimum: string;
+  slotLifetimeMs: number;
+}
+
+/** Why a write did not happen; the service maps these to public error codes. */
+export type PoolRefusal =
+  | { refused: "idempotency_conflict"; payout: PayoutRow }
+  | { refused: "amount_unavailable" }
+  | { refused: "not_found" }
+  | { refused: "slot_settled"; slot: SlotRow };
+
+export interface ConfirmResult {
+  slot: SlotRow;
+  contribution: ContributionRow;
+  payout: PayoutRow;
+  contributions: ContributionRow[];
+  payoutCompleted: boolean;
+}
+
+/** One row of a read scan: a payout's free remainder and whether it still admits. */
+export interface ScanRow {
+  free: bigint;
+  live: boolean;
+}
+
+export interface ScanResult {
+  rows: ScanRow[];
+  /** Whether a scan side found more rows than its limit. */
+  truncated: boolean;
+  evaluatedAt: string;
+}
+
+/** Attempts at a statement that Postgres aborted for a deadlock; each is one statement. */
+const DEADLOCK_ATTEMPTS = 5;
+
+async function retryDeadlocks<T>(fn: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await fn();
+    } catch (err) {
+      if (attempt >= DEADLOCK_ATTEMPTS || !isSerializationFailure(err)) throw err;
+    }
+  }
+}
+
+export class PoolStore {
+  readonly #sql: Sql;
+  readonly #eventsPrefix: string;
+
+  constructor(sql: Sql, eventsPrefix: string) {
+    this.#sql = sql;
+    this.#eventsPrefix = eventsPrefix;
+  }
+
+  #payoutColumns(sql: Q, alias = "") {
+    const p = alias === "" ? "" : `${alias}.`;
+    return sql.unsafe(
+      `${p}operation_id, ${p}shop_id, ${p}method, ${p}currency, ${p}amount::text as amount,
+       ${p}free_amount::text as free_amount, ${p}reserved_amount::text as reserved_amount,
+       ${p}paid_amount::text as paid_amount, ${p}handed_off_amount::text as handed_off_amount,
+       ${p}status, ${p}number, ${p}name, ${p}bankname,
+       to_char(${p}window_ends_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as window_ends_at,
+       to_char(${p}created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as created_at,
+       to_char(${p}closed_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as closed_at`,
+    );
+  }
+
+  #slotColumns(sql: Q) {
+    return sql.unsafe(
+      `s.payin_id, s.payout_id, s.amount::text as amount, s.status, s.release_reason,
+       to_char(s.expires_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as expires_at,
+       p.number, p.name, p.bankname, p.method, p.currency`,
+    );
+  }
+
+  /** Open payouts of a method and currency and their summed free remainder. */
+  async depth(method: string, currency: string): Promise<{ payouts: number; free: string }> {
+    const [row] = await this.#sql<{ payouts: number; free: string }[]>`
+      select count(*)::int as payouts, coalesce(sum(free_amount), 0)::text as free
+      from matching.pool_payouts
+      where method = ${method} and currency = ${currency} and status = 'open'`;
+    return row ?? { payouts: 0, free: "0" };
+  }
+
+  /**
+   * Puts a payout into the pool, or answers the one already there. A stored payout with
+   * another method, currency, amount or shop is an idempotency conflict.
+   */
+  async addPayout(input: AddPayoutInput): Promise<{ payout: PayoutRow; created: boolean } | PoolRefusal> {
+    const sql = this.#sql;
+    const [inserted] = await sql<PayoutRow[]>`
+      insert into matching.pool_payouts
+        (operation_id, shop_id, method, currency, amount, free_amount, number, name, bankname, window_ends_at)
+      values (${input.operationId}, ${input.shopId}, ${input.method}, ${input.currency},
+        ${input.amount}::numeric, ${input.amount}::numeric, ${input.number}, ${input.name},
+        ${input.bankname}, ${input.windowEndsAt}::timestamptz)
+      on conflict (operation_id) do nothing
+      returning ${this.#payoutColumns(sql)}`;
+    if (inserted) return { payout: inserted, created: true };
+    const existing = await this.payout(input.operationId);
+    if (existing === undefined) throw new Error("pool payout vanished after a conflicting insert");
+    const same =
+      existing.shop_id === input.shopId &&
+      existing.method === input.method &&
+      existing.currency === input.currency &&
+      toCents(existing.amount) === toCents(input.amount);
+    return same
+      ? { payout: existing, created: false }
+      : { refused: "idempotency_conflict", payout: existing };
+  }
+
+  async payout(operationId: string): Promise<PayoutRow | undefined> {
+    const sql = this.#sql;
+    const [row] = await sql<PayoutRow[]>`
+      select ${this.#payoutColumns(sql)} from matching.pool_payouts where operation_id = ${operationId}`;
+    return row;
+  }
+
+  async contributions(payoutId: string, sql: Q = this.#sql): Promise<ContributionRow[]> {
+    return sql<ContributionRow[]>`
+      select id, payin_id, amount::text as amount, ${rfc3339(sql, "completed_at")} as completed_at
+      from matching.contributions where payout_id = ${payoutId}
+      order by completed_at, id`;
+  }
+
+  async slot(payinId: string, sql: Q = this.#sql): Promise<SlotRow | undefined> {
+    const [row] = await sql<SlotRow[]>`
+      select ${this.#slotColumns(sql)}
+      from matching.slots s join matching.pool_payouts p on p.operation_id = s.payout_id
+      where s.payin_id = ${payinId}`;
+    return row;
+  }
+
+  /**
+   * Admits a payin into one payout, in one statement: pick the payout by the admission
+   * policy, take the amount off its free remainder under the guards, insert the slot.
+   *
+   * The policy is one ordering, `free_amount, created_at, operation_id`, over the payouts
+   * that can take the amount: their free remainder equals it (the slot closes the payout
+   * exactly) or is at least the amount plus the minimum (the remainder stays admissible).
+   * An exact close has the smallest such remainder, so it always wins; otherwise the
+   * payout left with the smallest remainder wins (best fit), the oldest on ties.
+   *
+   * The first try skips payouts another admission holds locked, so concurrent payins
+   * spread over the fitting payouts instead of queueing on one. When it finds nothing
+   * (every fitting payout locked, or none), the second try waits for the locks: Postgres
+   * re-checks the guards on the newest row version after the wait, so a payout that a
+   * concurrent slot made unfit is passed over, and one that still fits is taken. Only
+   * when that finds nothing is the amount unavailable.
+   */
+  async admit(input: AdmitInput): Promise<{ slot: SlotRow; created: boolean } | PoolRefusal> {
+    for (const skipLocked of [true, false]) {
+      let admitted: SlotRow | undefined;
+      try {
+        admitted = await retryDeadlocks(() => this.#admitOnce(input, skipLocked));
+      } catch (err) {
+        // A concurrent admission of the same payin inserted its slot first; the whole
+        // statement (and its update of the payout) rolled back. Answer that slot.
+        if (!isUniqueViolation(err)) throw err;
+        admitted = undefined;
+      }
+      if (admitted) return { slot: admitted, created: true };
+      const existing = await this.slot(input.payinId);
+      if (existing) return { slot: existing, created: false };
+    }
+    return { refused: "amount_unavailable" };
+  }
+
+  async #admitOnce(input: AdmitInput, skipLocked: boolean): Promise<SlotRow | undefined> {
+    const sql = this.#sql;
+    const lock = sql.unsafe(skipLocked ? "for update skip locked" : "for update");
+    const [row] = await sql<SlotRow[]>`
+      with pick as (
+        select operation_id from matching.pool_payouts
+        where method = ${input.method} and currency = ${input.currency} and status = 'open'
+          and free_amount >= ${input.amount}::numeric
+          and (free_amount = ${input.amount}::numeric
+            or (${input.amount}::numeric >= ${input.minimum}::numeric
+              and free_amount >= ${input.amount}::numeric + ${input.minimum}::numeric))
+          and window_ends_at > now()
+          and not exists (select 1 from matching.slots where payin_id = ${input.payinId})
+        order by free_amount, created_at, operation_id
+        limit 1
+        ${lock}
+      ), taken as (
+        update matching.pool_payouts p
+        set free_amount = p.free_amount - ${input.amount}::numeric,
+            reserved_amount = p.reserved_amount + ${input.amount}::numeric,
+            version = p.version + 1
+        from pick
+        where p.operation_id = pick.operation_id
+          and p.free_amount >= ${input.amount}::numeric
+          and (p.free_amount = ${input.amount}::numeric
+            or p.free_amount >= ${input.amount}::numeric + ${input.minimum}::numeric)
+        returning p.operation_id, p.number, p.name, p.bankname, p.method, p.currency
+      ), s as (
+        insert into matching.slots (payin_id, payout_id, shop_id, amount, status, expires_at)
+        select ${input.payinId}, operation_id, ${input.shopId}, ${input.amount}::numeric, 'reserved',
+          now() + ${input.slotLifetimeMs}::int * interval '1 millisecond'
+        from taken
+        returning payin_id, payout_id, amount, status, release_reason, expires_at
+      )
+      select ${this.#slotColumns(sql)} from s join taken p on p.operation_id = s.payout_id`;
+    return row;
+  }
+
+  /**
+   * Frees a reserved slot: its amount returns to the payout's free remainder in the same
+   * statement. Releasing a released slot answers it unchanged; a confirmed one is settled.
+   */
+  async release(payinId: string, reason: ReleaseReason): Promise<{ slot: SlotRow } | PoolRefusal> {
+    const sql = this.#sql;
+    const [row] = await retryDeadlocks(
+      () => sql<{ payin_id: string }[]>`
+        with s as (
+          update matching.slots set status = 'released', release_reason = ${reason}, settled_at = now()
+          where payin_id = ${payinId} and status = 'reserved'
+          returning payin_id, payout_id, amount
+        ), p as (
+          update matching.pool_payouts p
+          set free_amount = p.free_amount + s.amount, reserved_amount = p.reserved_amount - s.amount,
+              version = p.version + 1
+          from s where p.operation_id = s.payout_id
+          returning p.operation_id
+        )
+        select s.payin_id from s join p on p.operation_id = s.payout_id`,
+    );
+    const slot = await this.slot(payinId);
+    if (slot === undefined) return { refused: "not_found" };
+    if (row === undefined && slot.status === "confirmed") return { refused: "slot_settled", slot };
+    return { slot };
+  }
+
+  /**
+   * Completes a reserved slot with the payin's actual amount: the slot's reservation
+   * becomes a contribution of that amount, and a difference to the slot amount goes back
+   * to (or is taken from) the free remainder under the non-negative guard. The payout
+   * completes when its contributions reach its amount; its completion event is queued in
+   * the same transaction. A repeat with the same actual amount answers the same result.
+   */
+  async confirm(payinId: string, actualAmount: string): Promise<ConfirmResult | PoolRefusal> {
+    return retryDeadlocks(() =>
+      this.#sql.begin(async (tx) => {
+        const [locked] = await tx<{ status: string; payout_id: string; amount: string }[]>`
+          select status, payout_id, amount::text as amount from matching.slots
+          where payin_id = ${payinId} for update`;
+        if (locked === undefined) return { refused: "not_found" } as const;
+        if (locked.status === "confirmed") return this.#confirmedResult(tx, payinId, actualAmount);
+        if (locked.status === "released") {
+          const slot = await this.slot(payinId, tx);
+          if (slot === undefined) throw new Error("slot vanished under its lock");
+          return { refused: "slot_settled", slot } as const;
+        }
+        const [payout] = await tx<PayoutRow[]>`
+          update matching.pool_payouts p
+          set reserved_amount = p.reserved_amount - ${locked.amount}::numeric,
+              paid_amount = p.paid_amount + ${actualAmount}::numeric,
+              free_amount = p.free_amount + ${locked.amount}::numeric - ${actualAmount}::numeric,
+              status = case when p.paid_amount + ${actualAmount}::numeric = p.amount then 'completed' else p.status end,
+              closed_at = case when p.paid_amount + ${actualAmount}::numeric = p.amount then now() else p.closed_at end,
+              version = p.version + 1
+          where p.operation_id = ${locked.payout_id}
+            and p.free_amount + ${locked.amount}::numeric - ${actualAmount}::numeric >= 0
+          returning ${this.#payoutColumns(tx, "p")}`;
+        if (payout === undefined) return { refused: "amount_unavailable" } as const;
+        await tx`
+          update matching.slots set status = 'confirmed', settled_at = now() where payin_id = ${payinId}`;
+        await tx`
+          insert into matching.contributions (payout_id, payin_id, amount)
+          values (${locked.payout_id}, ${payinId}, ${actualAmount}::numeric)`;
+        const result = await this.#confirmedResult(tx, payinId, actualAmount);
+        if (!("refused" in result) && result.payoutCompleted) {
+          await this.#enqueuePayoutEvent(tx, "pool_payout.completed", {
+            payout: result.payout,
+            contributions: result.contributions,
+          });
+        }
+        return result;
+      }),
+    );
+  }
+
+  async #confirmedResult(tx: Q, payinId: string, actualAmount: string): Promise<ConfirmResult | PoolRefusal> {
+    const slot = await this.slot(payinId, tx);
+    if (slot === undefined) throw new Error("confirmed slot without a row");
+    const [contribution] = await tx<ContributionRow[]>`
+      select id, payin_id, amount::text as amount, ${rfc3339(tx, "completed_at")} as completed_at
+      from matching.contributions where payin_id = ${payinId}`;
+    if (contribution === undefined) throw new Error("confirmed slot without a contribution");
+    if (toCents(contribution.amount) !== toCents(actualAmount)) return { refused: "slot_settled", slot };
+    const [payout] = await tx<PayoutRow[]>`
+      select ${this.#payoutColumns(tx)} from matching.pool_payouts where operation_id = ${slot.payout_id}`;
+    if (payout === undefined) throw new Error("slot without its payout");
+    const payoutCompleted = payout.status === "completed";
+    const contributions = payoutCompleted ? await this.contributions(payout.operation_id, tx) : [];
+    return { slot, contribution, payout, contributions, payoutCompleted };
+  }
+
+  /**
+   * Releases reserved slots whose lifetime ended, at most `limit`, oldest expiry first.
+   * Rows another sweeper holds are skipped, so replicas share the work.
+   */
+  async expireSlots(limit: number): Promise<SlotRow[]> {
+    const sql = this.#sql;
+    const released = await retryDeadlocks(
+      () => sql<{ payin_id: string }[]>`
+        with due as (
+          select payin_id from matching.slots
+          where status = 'reserved' and expires_at <= now()
+          order by expires_at
+          limit ${limit}
+          for update skip locked
+        ), s as (
+          update matching.slots s set status = 'released', release_reason = 'expired', settled_at = now()
+          from due where s.payin_id = due.payin_id and s.status = 'reserved'
+          returning s.payin_id, s.payout_id, s.amount
+        ), per_payout as (
+          select payout_id, sum(amount) as amount from s group by payout_id
+        ), p as (
+          update matching.pool_payouts p
+          set free_amount = p.free_amount + per_payout.amount,
+              reserved_amount = p.reserved_amount - per_payout.amount,
+              version = p.version + 1
+          from per_payout where p.operation_id = per_payout.payout_id
+          returning p.operation_id
+        )
+        select s.payin_id from s join p on p.operation_id = s.payout_id`,
+    );
+    if (released.length === 0) return [];
+    return sql<SlotRow[]>`
+      select ${this.#slotColumns(sql)}
+      from matching.slots s join matching.pool_payouts p on p.operation_id = s.payout_id
+      where s.payin_id in ${sql(released.map((r) => r.payin_id))}`;
+  }
+
+  /**
+   * Closes payouts whose window ended and that hold no reserved slot (a reserved slot
+   * may still be paid, so its payout waits until the slot is confirmed, released or
+   * expired). The free remainder moves to `handed_off_amount`, the payout becomes
+   * `handed_off`, and a `pool_payout.handed_off` event with its contributions is queued
+   * in the same transaction: operations sends the remainder to the next provider of the
+   * payout route.
+   */
+  async closeEndedWindows(limit: number): Promise<PayoutWithContributions[]> {
+    return retryDeadlocks(() =>
+      this.#sql.begin(async (tx) => {
+        const closed = await tx<PayoutRow[]>`
+          with due as (
+            select operation_id from matching.pool_payouts
+            where status = 'open' and window_ends_at <= now() and reserved_amount = 0
+            order by window_ends_at
+            limit ${limit}
+            for update skip locked
+          )
+          update matching.pool_payouts p
+          set handed_off_amount = p.free_amount, free_amount = 0, status = 'handed_off',
+              closed_at = now(), version = p.version + 1
+          from due where p.operation_id = due.operation_id and p.reserved_amount = 0
+          returning ${this.#payoutColumns(tx, "p")}`;
+        const out: PayoutWithContributions[] = [];
+        for (const payout of closed) {
+          const item = { payout, contributions: await this.contributions(payout.operation_id, tx) };
+          await this.#enqueuePayoutEvent(tx, "pool_payout.handed_off", item);
+          out.push(item);
+        }
+        return out;
+      }),
+    );
+  }
+
+  async #enqueuePayoutEvent(tx: Q, type: string, item: PayoutWithContributions): Promise<void> {
+    const id = randomUUID();
+    const payload = toBinary(
+      PoolPayoutEventSchema,
+      create(PoolPayoutEventSchema, {
+        eventId: id,
+        type,
+        occurredAt: new Date().toISOString(),
+        payout: toPoolPayoutMessage(item.payout, item.contributions),
+      }),
+    );
+    await tx`
+      insert into matching.outbox (id, subject, payload)
+      values (${id}, ${`${this.#eventsPrefix}.matching.${type}`}, ${Buffer.from(payload)})`;
+    await tx`select pg_notify('outbox_matching', '')`;
+  }
+
+  /**
+   * The rows an availability read examines: open payouts of the method and currency in
+   * matching order from `from` on, at most `limit` plus one to detect truncation. The
+   * limit applies before any filtering, as the spec says.
+   */
+  scanUp(method: string, currency: string, from: string, limit: number) {
+    const sql = this.#sql;
+    return sql<{ side: string; free: string; live: boolean; at: string }[]>`
+      select 'up' as side, free_amount::text as free, window_ends_at > now() as live,
+        ${rfc3339(sql, "now()")} as at
+      from matching.pool_payouts
+      where method = ${method} and currency = ${currency} and status = 'open'
+        and free_amount >= ${from}::numeric
+      order by free_amount, created_at, operation_id
+      limit ${limit + 1}`;
+  }
+
+  /**
+   * The rows a recommendations read examines, in one statement (one snapshot): up to
+   * `limit` plus one payouts on each side of `at` by free remainder, the nearest first.
+   */
+  scanBothSides(method: string, currency: string, at: string, limit: number) {
+    const sql = this.#sql;
+    return sql<{ side: string; free: string; live: boolean; at: string }[]>`
+      select side, free::text as free, live, ${rfc3339(sql, "now()")} as at from (
+        (select 'down' as side, free_amount as free, window_ends_at > now() as live
+         from matching.pool_payouts
+         where method = ${method} and currency = ${currency} and status = 'open'
+           and free_amount < ${at}::numeric
+         order by free_amount desc, created_at desc, operation_id desc
+         limit ${limit + 1})
+        union all
+        (select 'up' as side, free_amount as free, window_ends_at > now() as live
+         from matching.pool_payouts
+         where method = ${method} and currency = ${currency} and status = 'open'
+           and free_amount >= ${at}::numeric
+         order by free_amount, created_at, operation_id
+         limit ${limit + 1})
+      ) sides`;
+  }
+}
+
+/** Drops the extra row of each side and tells whether any side had one. */
+export function trimScan(
+  rows: readonly { side: string; free: string; live: boolean; at: string }[],
+  limit: number,
+  fallbackAt: string,
+): ScanResult {
+  const counts = new Map<string, number>();
+  const kept: ScanRow[] = [];
+  let truncated = false;
+  for (const row of rows) {
+    const seen = (counts.get(row.side) ?? 0) + 1;
+    counts.set(row.side, seen);
+    if (seen > limit) {
+      truncated = true;
+      continue;
+    }
+    kept.push({ free: toCents(row.free), live: row.live });
+  }
+  return { rows: kept, truncated, evaluatedAt: rows[0]?.at ?? fallbackAt };
+}
+
+export type { Interval };
+
+/** The protobuf PoolPayout of a row. */
+export function toPoolPayoutMessage(row: PayoutRow, contributions: ContributionRow[] = []) {
+  return {
+    operationId: row.operation_id,
+    shopId: row.shop_id,
+    method: row.method,
+    currency: row.currency,
+    amount: row.amount,
+    freeAmount: row.free_amount,
+    reservedAmount: row.reserved_amount,
+    paidAmount: row.paid_amount,
+    handedOffAmount: row.handed_off_amount,
+    status: row.status,
+    windowEndsAt: row.window_ends_at,
+    destination: {
+      number: row.number,
+      name: row.name,
+      ...(row.bankname === null ? {} : { bankname: row.bankname }),
+    },
+    contributions: contributions.map((c) => ({
+      id: c.id,
+      payinId: c.payin_id,
+      amount: c.amount,
+      completedAt: c.completed_at,
+    })),
+    createdAt: row.created_at,
+    ...(row.closed_at === null ? {} : { closedAt: row.closed_at }),
+  };
+}
