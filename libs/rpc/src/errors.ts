@@ -21,6 +21,9 @@ export type PublicErrorCode =
   | "receipt_evidence_unavailable"
   | "dependency_unavailable"
   | "not_found"
+  | "amount_unavailable"
+  | "slot_settled"
+  | "read_capacity_exhausted"
   | "internal";
 
 /** A domain failure: a Connect error carrying the public code (and field) as a detail. */
