@@ -47,7 +47,7 @@ const watch = (id: string) => {
 };
 
 /** A matching service whose `currency` picks what the call does. */
-const matching: ServiceImpl<typeof MatchingService> = {
+const matching: Partial<ServiceImpl<typeof MatchingService>> = {
   async getPoolDepth(req, ctx: HandlerContext) {
     switch (req.currency) {
       case "echo":

@@ -304,7 +304,6 @@ function callUnary<I extends DescMessage, O extends DescMessage>(
         ":path": path,
         "content-type": "application/grpc+proto",
         te: "trailers",
-        "user-agent": "gw-rpc",
       };
       if (header !== undefined) for (const [k, v] of new Headers(header)) headers[k] = v;
       if (deadline !== undefined) headers["grpc-timeout"] = `${Math.max(1, deadline - Date.now())}m`;

@@ -17,7 +17,7 @@ import { type GrpcServer, startGrpcServer } from "./server.ts";
 // languages' stubs amount to) must understand our server.
 
 /** A matching service whose only call fails the way a domain error does. */
-const conflicting: ServiceImpl<typeof MatchingService> = {
+const conflicting: Partial<ServiceImpl<typeof MatchingService>> = {
   async getPoolDepth() {
     throw failure(
       Code.FailedPrecondition,
