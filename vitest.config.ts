@@ -18,7 +18,12 @@ export default defineConfig({
         extends: true,
         test: {
           name: "libs+services",
-          include: ["libs/*/src/**/*.test.ts", "services/*/src/**/*.test.ts", "tooling/*/src/**/*.test.ts"],
+          include: [
+            "libs/*/src/**/*.test.ts",
+            "services/*/src/**/*.test.ts",
+            "tooling/*/src/**/*.test.ts",
+            "deploy/src/**/*.test.ts",
+          ],
         },
       },
       {
