@@ -256,10 +256,13 @@ describe("auto-conversion and webhooks over HTTP", () => {
       expect(errorOf(res)).toMatchObject({ status: 404 });
     });
 
-    it("lists the delivery log with any limit the admin API documents (1 to 500)", async () => {
-      const res = await operator.admin("GET", `/shops/${hooks.shopId}/webhooks/deliveries?limit=500`);
+    it("lists the delivery log with the largest limit the admin API documents (200) and refuses 201", async () => {
+      const res = await operator.admin("GET", `/shops/${hooks.shopId}/webhooks/deliveries?limit=200`);
       expect(res.status, res.text).toBe(200);
       expect(res.json.deliveries.length).toBeGreaterThanOrEqual(3);
+      const over = await operator.admin("GET", `/shops/${hooks.shopId}/webhooks/deliveries?limit=201`);
+      expect(over.status).toBe(400);
+      expect(over.json.error).toMatchObject({ code: "validation_failed", field: "limit" });
     });
   });
 });

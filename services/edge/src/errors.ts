@@ -140,7 +140,8 @@ export function toApiError(err: unknown): { error: ApiError; expected: boolean }
   if (err instanceof ApiError) return { error: err, expected: true };
   if (err instanceof ConnectError) {
     const error = fromConnectError(err);
-    return { error, expected: error.status < 500 };
+    // Nobody accepting a create is an answer of the business, not a fault of the gateway.
+    return { error, expected: error.status < 500 || error.code === "no_provider_accepted" };
   }
   if (err instanceof HTTPException) {
     const status = err.status as ContentfulStatusCode;

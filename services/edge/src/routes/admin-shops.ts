@@ -208,10 +208,10 @@ const routes = {
       params: ShopParams,
       query: z.object({
         limit: z.coerce
-          .number({ error: "limit must be an integer from 1 to 500" })
-          .int({ error: "limit must be an integer from 1 to 500" })
-          .min(1, { error: "limit must be an integer from 1 to 500" })
-          .max(500, { error: "limit must be an integer from 1 to 500" })
+          .number({ error: "limit must be an integer from 1 to 200" })
+          .int({ error: "limit must be an integer from 1 to 200" })
+          .min(1, { error: "limit must be an integer from 1 to 200" })
+          .max(200, { error: "limit must be an integer from 1 to 200" })
           .default(50),
       }),
     },
