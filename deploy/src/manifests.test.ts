@@ -266,6 +266,19 @@ for (const [overlay, { objects, services: expected }] of Object.entries(overlays
       });
     }
 
+    it("labels Postgres and NATS objects so that they can be applied first", () => {
+      const infra = objects.filter(
+        (o) => o.apiVersion.includes("cnpg.io") || o.metadata.name.startsWith("gateway-nats"),
+      );
+      expect(infra.length).toBeGreaterThanOrEqual(6);
+      for (const obj of infra) {
+        const labels = (obj.metadata.labels ?? {}) as Record<string, string>;
+        expect(["database", "messaging"], `${obj.kind}/${obj.metadata.name}`).toContain(
+          labels["app.kubernetes.io/component"],
+        );
+      }
+    });
+
     it("keeps secrets out of the shared ConfigMap", () => {
       for (const map of named(objects, "ConfigMap")) {
         for (const key of Object.keys(map.data ?? {}))
