@@ -1,5 +1,18 @@
 import { inboxTable, outboxTable } from "@gw/db";
-import { bigint, customType, index, pgSchema, text, timestamp, uuid } from "drizzle-orm/pg-core";
+import { sql } from "drizzle-orm";
+import {
+  bigint,
+  customType,
+  index,
+  jsonb,
+  numeric,
+  pgSchema,
+  text,
+  timestamp,
+  uniqueIndex,
+  uuid,
+} from "drizzle-orm/pg-core";
+import type { Finding } from "../review/findings.ts";
 
 /** The receipts service owns this schema; no other service reads or writes it. */
 export const receipts = pgSchema("receipts");
@@ -11,23 +24,85 @@ const bytea = customType<{ data: Uint8Array; driverData: Buffer }>({
 });
 
 /**
- * Receipt files as uploaded (PDF receipts of payers and of providers), kept whole so a
- * check can be repeated and a signed download can serve the exact bytes. `sha256` lets
- * the same file uploaded twice be recognised.
+ * The Postgres implementation of `ReceiptStore`: file contents addressed by their
+ * sha256, so the same bytes uploaded twice are stored once. Rows are never deleted by
+ * the service: a receipt is evidence.
  */
-export const receiptFiles = receipts.table(
-  "receipt_files",
+export const receiptBlobs = receipts.table("receipt_blobs", {
+  sha256: text("sha256").primaryKey(),
+  sizeBytes: bigint("size_bytes", { mode: "bigint" }).notNull(),
+  bytes: bytea("bytes").notNull(),
+  createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
+});
+
+/** What the operation expected when the receipt was submitted, kept as evidence. */
+export interface ExpectedSnapshot {
+  method: string;
+  number: string;
+  name?: string | undefined;
+  bankname?: string | undefined;
+  banknameDetails?: string | undefined;
+  amount: string;
+  currency: string;
+  createdAt: string;
+  expiresAt?: string | undefined;
+}
+
+/**
+ * One submitted file and its review. `status` is `reviewing` while the checks run (until
+ * `review_deadline`; a row still `reviewing` after it belongs to a process that died and
+ * is marked `abandoned` by the next submission), then the verdict: `completed`,
+ * `rejected` or `manual_check` (with `manual_check_reason`). An operator's resolution
+ * moves a `manual_check` row to `completed` or `rejected`.
+ */
+export const receiptReviews = receipts.table(
+  "receipt_reviews",
   {
     id: uuid("id").primaryKey(),
     operationId: uuid("operation_id").notNull(),
     shopId: uuid("shop_id").notNull(),
-    contentType: text("content_type").notNull(),
-    sizeBytes: bigint("size_bytes", { mode: "bigint" }).notNull(),
     sha256: text("sha256").notNull(),
-    bytes: bytea("bytes").notNull(),
+    sizeBytes: bigint("size_bytes", { mode: "bigint" }).notNull(),
+    contentType: text("content_type").notNull(),
+    fileName: text("file_name"),
+    status: text("status").notNull(),
+    manualCheckReason: text("manual_check_reason"),
+    actualAmount: numeric("actual_amount"),
+    currency: text("currency").notNull(),
+    layout: text("layout"),
+    transactionId: text("transaction_id"),
+    findings: jsonb("findings").$type<Finding[]>().notNull().default([]),
+    extraction: jsonb("extraction").$type<Record<string, unknown>>(),
+    expected: jsonb("expected").$type<ExpectedSnapshot>().notNull(),
+    reviewDeadline: timestamp("review_deadline", { withTimezone: true }).notNull(),
+    createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
+    reviewedAt: timestamp("reviewed_at", { withTimezone: true }),
+  },
+  (t) => [
+    index("receipt_reviews_operation").on(t.operationId, t.createdAt),
+    index("receipt_reviews_sha256").on(t.sha256),
+    index("receipt_reviews_transaction").on(t.transactionId).where(sql`transaction_id is not null`),
+  ],
+);
+
+/** The audit record of an operator's decision on a review in manual_check: one per review. */
+export const receiptResolutions = receipts.table(
+  "receipt_resolutions",
+  {
+    id: uuid("id").primaryKey(),
+    reviewId: uuid("review_id")
+      .notNull()
+      .references(() => receiptReviews.id),
+    operationId: uuid("operation_id").notNull(),
+    decision: text("decision").notNull(),
+    amount: numeric("amount"),
+    operator: text("operator").notNull(),
+    reason: text("reason").notNull(),
+    previousStatus: text("previous_status").notNull(),
+    previousReason: text("previous_reason"),
     createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
   },
-  (t) => [index("receipt_files_operation").on(t.operationId), index("receipt_files_sha256").on(t.sha256)],
+  (t) => [uniqueIndex("receipt_resolutions_review").on(t.reviewId)],
 );
 
 export const outbox = outboxTable(receipts);

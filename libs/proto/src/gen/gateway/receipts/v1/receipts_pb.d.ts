@@ -44,19 +44,701 @@ export declare type GetStorageStatsResponse = Message<"gateway.receipts.v1.GetSt
 export declare const GetStorageStatsResponseSchema: GenMessage<GetStorageStatsResponse>;
 
 /**
- * ReceiptsService owns receipt files, checks and contributions. This first surface
- * stores and reads receipt files; the checks arrive with the receipts work.
+ * The requisites the payer was shown, as the operation holds them.
+ *
+ * @generated from message gateway.receipts.v1.ExpectedRequisites
+ */
+export declare type ExpectedRequisites = Message<"gateway.receipts.v1.ExpectedRequisites"> & {
+  /**
+   * Card number (WT_RUB_C2C) or phone number "+7..." (WT_RUB_PHONE).
+   *
+   * @generated from field: string number = 1;
+   */
+  number: string;
+
+  /**
+   * Holder or recipient name as shown to the payer.
+   *
+   * @generated from field: optional string name = 2;
+   */
+  name?: string | undefined;
+
+  /**
+   * Bank code of the RUB dictionary (phone methods), e.g. "sberbank".
+   *
+   * @generated from field: optional string bankname = 3;
+   */
+  bankname?: string | undefined;
+
+  /**
+   * Human-readable bank name, used when the code is not one the checks know.
+   *
+   * @generated from field: optional string bankname_details = 4;
+   */
+  banknameDetails?: string | undefined;
+};
+
+/**
+ * Describes the message gateway.receipts.v1.ExpectedRequisites.
+ * Use `create(ExpectedRequisitesSchema)` to create a new message.
+ */
+export declare const ExpectedRequisitesSchema: GenMessage<ExpectedRequisites>;
+
+/**
+ * @generated from message gateway.receipts.v1.SubmitReceiptRequest
+ */
+export declare type SubmitReceiptRequest = Message<"gateway.receipts.v1.SubmitReceiptRequest"> & {
+  /**
+   * @generated from field: string operation_id = 1;
+   */
+  operationId: string;
+
+  /**
+   * @generated from field: string shop_id = 2;
+   */
+  shopId: string;
+
+  /**
+   * The uploaded file as received; any content type, it is checked, not trusted.
+   *
+   * @generated from field: bytes file = 3;
+   */
+  file: Uint8Array;
+
+  /**
+   * Declared by the uploader (multipart part header); informational only.
+   *
+   * @generated from field: string content_type = 4;
+   */
+  contentType: string;
+
+  /**
+   * @generated from field: optional string file_name = 5;
+   */
+  fileName?: string | undefined;
+
+  /**
+   * WT_RUB_C2C or WT_RUB_PHONE.
+   *
+   * @generated from field: string method = 6;
+   */
+  method: string;
+
+  /**
+   * @generated from field: gateway.receipts.v1.ExpectedRequisites requisites = 7;
+   */
+  requisites?: ExpectedRequisites | undefined;
+
+  /**
+   * Decimal string at the currency's scale.
+   *
+   * @generated from field: string expected_amount = 8;
+   */
+  expectedAmount: string;
+
+  /**
+   * @generated from field: string currency = 9;
+   */
+  currency: string;
+
+  /**
+   * The payment window, RFC 3339. expires_at is absent when the provider reports none.
+   *
+   * @generated from field: string created_at = 10;
+   */
+  createdAt: string;
+
+  /**
+   * @generated from field: optional string expires_at = 11;
+   */
+  expiresAt?: string | undefined;
+};
+
+/**
+ * Describes the message gateway.receipts.v1.SubmitReceiptRequest.
+ * Use `create(SubmitReceiptRequestSchema)` to create a new message.
+ */
+export declare const SubmitReceiptRequestSchema: GenMessage<SubmitReceiptRequest>;
+
+/**
+ * One review (one submitted file) and its verdict.
+ *
+ * @generated from message gateway.receipts.v1.Review
+ */
+export declare type Review = Message<"gateway.receipts.v1.Review"> & {
+  /**
+   * Id of the review; for a completed review also the id of its downloadable receipt.
+   *
+   * @generated from field: string receipt_id = 1;
+   */
+  receiptId: string;
+
+  /**
+   * @generated from field: string operation_id = 2;
+   */
+  operationId: string;
+
+  /**
+   * @generated from field: string shop_id = 3;
+   */
+  shopId: string;
+
+  /**
+   * completed | rejected | manual_check
+   *
+   * @generated from field: string verdict = 4;
+   */
+  verdict: string;
+
+  /**
+   * potential_fake | not_terminal, only with manual_check.
+   *
+   * @generated from field: optional string manual_check_reason = 5;
+   */
+  manualCheckReason?: string | undefined;
+
+  /**
+   * The amount the receipt shows (completed: the actual amount), decimal string.
+   *
+   * @generated from field: optional string actual_amount = 6;
+   */
+  actualAmount?: string | undefined;
+
+  /**
+   * Checks that fired, in the order they ran.
+   *
+   * @generated from field: repeated gateway.receipts.v1.Finding findings = 7;
+   */
+  findings: Finding[];
+
+  /**
+   * The layout module that read the receipt (sberbank, tbank, vtb, alfabank, fallback).
+   *
+   * @generated from field: optional string layout = 8;
+   */
+  layout?: string | undefined;
+
+  /**
+   * Bank transaction id (SBP id or the bank's document number) when one was read.
+   *
+   * @generated from field: optional string transaction_id = 9;
+   */
+  transactionId?: string | undefined;
+
+  /**
+   * @generated from field: string sha256 = 10;
+   */
+  sha256: string;
+
+  /**
+   * @generated from field: string submitted_at = 11;
+   */
+  submittedAt: string;
+
+  /**
+   * @generated from field: string reviewed_at = 12;
+   */
+  reviewedAt: string;
+
+  /**
+   * Set when an operator resolved the manual check.
+   *
+   * @generated from field: optional gateway.receipts.v1.Resolution resolution = 13;
+   */
+  resolution?: Resolution | undefined;
+};
+
+/**
+ * Describes the message gateway.receipts.v1.Review.
+ * Use `create(ReviewSchema)` to create a new message.
+ */
+export declare const ReviewSchema: GenMessage<Review>;
+
+/**
+ * @generated from message gateway.receipts.v1.Finding
+ */
+export declare type Finding = Message<"gateway.receipts.v1.Finding"> & {
+  /**
+   * Stable check code, e.g. incremental_update, amount_mismatch, transfer_in_progress.
+   *
+   * @generated from field: string check = 1;
+   */
+  check: string;
+
+  /**
+   * What it leads to: potential_fake | not_terminal | rejected.
+   *
+   * @generated from field: string outcome = 2;
+   */
+  outcome: string;
+
+  /**
+   * Human-readable detail for operators (never shown to merchants verbatim).
+   *
+   * @generated from field: string detail = 3;
+   */
+  detail: string;
+};
+
+/**
+ * Describes the message gateway.receipts.v1.Finding.
+ * Use `create(FindingSchema)` to create a new message.
+ */
+export declare const FindingSchema: GenMessage<Finding>;
+
+/**
+ * @generated from message gateway.receipts.v1.Resolution
+ */
+export declare type Resolution = Message<"gateway.receipts.v1.Resolution"> & {
+  /**
+   * approve | reject
+   *
+   * @generated from field: string decision = 1;
+   */
+  decision: string;
+
+  /**
+   * @generated from field: optional string amount = 2;
+   */
+  amount?: string | undefined;
+
+  /**
+   * @generated from field: string operator = 3;
+   */
+  operator: string;
+
+  /**
+   * @generated from field: string reason = 4;
+   */
+  reason: string;
+
+  /**
+   * @generated from field: string resolved_at = 5;
+   */
+  resolvedAt: string;
+};
+
+/**
+ * Describes the message gateway.receipts.v1.Resolution.
+ * Use `create(ResolutionSchema)` to create a new message.
+ */
+export declare const ResolutionSchema: GenMessage<Resolution>;
+
+/**
+ * @generated from message gateway.receipts.v1.SubmitReceiptResponse
+ */
+export declare type SubmitReceiptResponse = Message<"gateway.receipts.v1.SubmitReceiptResponse"> & {
+  /**
+   * @generated from field: gateway.receipts.v1.Review review = 1;
+   */
+  review?: Review | undefined;
+
+  /**
+   * True when the same bytes were already reviewed for this operation.
+   *
+   * @generated from field: bool replayed = 2;
+   */
+  replayed: boolean;
+};
+
+/**
+ * Describes the message gateway.receipts.v1.SubmitReceiptResponse.
+ * Use `create(SubmitReceiptResponseSchema)` to create a new message.
+ */
+export declare const SubmitReceiptResponseSchema: GenMessage<SubmitReceiptResponse>;
+
+/**
+ * @generated from message gateway.receipts.v1.GetReviewRequest
+ */
+export declare type GetReviewRequest = Message<"gateway.receipts.v1.GetReviewRequest"> & {
+  /**
+   * @generated from field: string shop_id = 1;
+   */
+  shopId: string;
+
+  /**
+   * @generated from oneof gateway.receipts.v1.GetReviewRequest.id
+   */
+  id: {
+    /**
+     * @generated from field: string operation_id = 2;
+     */
+    value: string;
+    case: "operationId";
+  } | {
+    /**
+     * @generated from field: string receipt_id = 3;
+     */
+    value: string;
+    case: "receiptId";
+  } | { case: undefined; value?: undefined };
+};
+
+/**
+ * Describes the message gateway.receipts.v1.GetReviewRequest.
+ * Use `create(GetReviewRequestSchema)` to create a new message.
+ */
+export declare const GetReviewRequestSchema: GenMessage<GetReviewRequest>;
+
+/**
+ * @generated from message gateway.receipts.v1.GetReviewResponse
+ */
+export declare type GetReviewResponse = Message<"gateway.receipts.v1.GetReviewResponse"> & {
+  /**
+   * @generated from field: gateway.receipts.v1.Review review = 1;
+   */
+  review?: Review | undefined;
+};
+
+/**
+ * Describes the message gateway.receipts.v1.GetReviewResponse.
+ * Use `create(GetReviewResponseSchema)` to create a new message.
+ */
+export declare const GetReviewResponseSchema: GenMessage<GetReviewResponse>;
+
+/**
+ * @generated from message gateway.receipts.v1.ResolveManualCheckRequest
+ */
+export declare type ResolveManualCheckRequest = Message<"gateway.receipts.v1.ResolveManualCheckRequest"> & {
+  /**
+   * @generated from field: string shop_id = 1;
+   */
+  shopId: string;
+
+  /**
+   * @generated from field: string operation_id = 2;
+   */
+  operationId: string;
+
+  /**
+   * approve | reject
+   *
+   * @generated from field: string decision = 3;
+   */
+  decision: string;
+
+  /**
+   * Required with approve: the amount that arrived, decimal string.
+   *
+   * @generated from field: optional string amount = 4;
+   */
+  amount?: string | undefined;
+
+  /**
+   * @generated from field: string operator = 5;
+   */
+  operator: string;
+
+  /**
+   * @generated from field: string reason = 6;
+   */
+  reason: string;
+};
+
+/**
+ * Describes the message gateway.receipts.v1.ResolveManualCheckRequest.
+ * Use `create(ResolveManualCheckRequestSchema)` to create a new message.
+ */
+export declare const ResolveManualCheckRequestSchema: GenMessage<ResolveManualCheckRequest>;
+
+/**
+ * @generated from message gateway.receipts.v1.ResolveManualCheckResponse
+ */
+export declare type ResolveManualCheckResponse = Message<"gateway.receipts.v1.ResolveManualCheckResponse"> & {
+  /**
+   * @generated from field: gateway.receipts.v1.Review review = 1;
+   */
+  review?: Review | undefined;
+
+  /**
+   * @generated from field: bool replayed = 2;
+   */
+  replayed: boolean;
+};
+
+/**
+ * Describes the message gateway.receipts.v1.ResolveManualCheckResponse.
+ * Use `create(ResolveManualCheckResponseSchema)` to create a new message.
+ */
+export declare const ResolveManualCheckResponseSchema: GenMessage<ResolveManualCheckResponse>;
+
+/**
+ * @generated from message gateway.receipts.v1.SignReceiptUrlsRequest
+ */
+export declare type SignReceiptUrlsRequest = Message<"gateway.receipts.v1.SignReceiptUrlsRequest"> & {
+  /**
+   * @generated from field: string shop_id = 1;
+   */
+  shopId: string;
+
+  /**
+   * @generated from field: repeated string receipt_ids = 2;
+   */
+  receiptIds: string[];
+};
+
+/**
+ * Describes the message gateway.receipts.v1.SignReceiptUrlsRequest.
+ * Use `create(SignReceiptUrlsRequestSchema)` to create a new message.
+ */
+export declare const SignReceiptUrlsRequestSchema: GenMessage<SignReceiptUrlsRequest>;
+
+/**
+ * @generated from message gateway.receipts.v1.SignedReceiptUrl
+ */
+export declare type SignedReceiptUrl = Message<"gateway.receipts.v1.SignedReceiptUrl"> & {
+  /**
+   * @generated from field: string receipt_id = 1;
+   */
+  receiptId: string;
+
+  /**
+   * @generated from field: string url = 2;
+   */
+  url: string;
+
+  /**
+   * @generated from field: string expires_at = 3;
+   */
+  expiresAt: string;
+};
+
+/**
+ * Describes the message gateway.receipts.v1.SignedReceiptUrl.
+ * Use `create(SignedReceiptUrlSchema)` to create a new message.
+ */
+export declare const SignedReceiptUrlSchema: GenMessage<SignedReceiptUrl>;
+
+/**
+ * @generated from message gateway.receipts.v1.SignReceiptUrlsResponse
+ */
+export declare type SignReceiptUrlsResponse = Message<"gateway.receipts.v1.SignReceiptUrlsResponse"> & {
+  /**
+   * In the order of the request.
+   *
+   * @generated from field: repeated gateway.receipts.v1.SignedReceiptUrl urls = 1;
+   */
+  urls: SignedReceiptUrl[];
+};
+
+/**
+ * Describes the message gateway.receipts.v1.SignReceiptUrlsResponse.
+ * Use `create(SignReceiptUrlsResponseSchema)` to create a new message.
+ */
+export declare const SignReceiptUrlsResponseSchema: GenMessage<SignReceiptUrlsResponse>;
+
+/**
+ * The fields of a signed link: the path's receipt id and the query's exp and sig.
+ *
+ * @generated from message gateway.receipts.v1.VerifyReceiptUrlRequest
+ */
+export declare type VerifyReceiptUrlRequest = Message<"gateway.receipts.v1.VerifyReceiptUrlRequest"> & {
+  /**
+   * @generated from field: string receipt_id = 1;
+   */
+  receiptId: string;
+
+  /**
+   * Unix seconds, the link's `exp` query parameter.
+   *
+   * @generated from field: int64 expires = 2;
+   */
+  expires: bigint;
+
+  /**
+   * The link's `sig` query parameter (base64url).
+   *
+   * @generated from field: string signature = 3;
+   */
+  signature: string;
+
+  /**
+   * The shop of the caller's API key when the download route is authenticated; a link
+   * of another shop is then refused.
+   *
+   * @generated from field: optional string shop_id = 4;
+   */
+  shopId?: string | undefined;
+};
+
+/**
+ * Describes the message gateway.receipts.v1.VerifyReceiptUrlRequest.
+ * Use `create(VerifyReceiptUrlRequestSchema)` to create a new message.
+ */
+export declare const VerifyReceiptUrlRequestSchema: GenMessage<VerifyReceiptUrlRequest>;
+
+/**
+ * @generated from message gateway.receipts.v1.VerifyReceiptUrlResponse
+ */
+export declare type VerifyReceiptUrlResponse = Message<"gateway.receipts.v1.VerifyReceiptUrlResponse"> & {
+  /**
+   * @generated from field: string receipt_id = 1;
+   */
+  receiptId: string;
+
+  /**
+   * @generated from field: string shop_id = 2;
+   */
+  shopId: string;
+
+  /**
+   * @generated from field: string operation_id = 3;
+   */
+  operationId: string;
+};
+
+/**
+ * Describes the message gateway.receipts.v1.VerifyReceiptUrlResponse.
+ * Use `create(VerifyReceiptUrlResponseSchema)` to create a new message.
+ */
+export declare const VerifyReceiptUrlResponseSchema: GenMessage<VerifyReceiptUrlResponse>;
+
+/**
+ * @generated from message gateway.receipts.v1.GetReceiptFileRequest
+ */
+export declare type GetReceiptFileRequest = Message<"gateway.receipts.v1.GetReceiptFileRequest"> & {
+  /**
+   * @generated from field: gateway.receipts.v1.VerifyReceiptUrlRequest link = 1;
+   */
+  link?: VerifyReceiptUrlRequest | undefined;
+};
+
+/**
+ * Describes the message gateway.receipts.v1.GetReceiptFileRequest.
+ * Use `create(GetReceiptFileRequestSchema)` to create a new message.
+ */
+export declare const GetReceiptFileRequestSchema: GenMessage<GetReceiptFileRequest>;
+
+/**
+ * @generated from message gateway.receipts.v1.GetReceiptFileResponse
+ */
+export declare type GetReceiptFileResponse = Message<"gateway.receipts.v1.GetReceiptFileResponse"> & {
+  /**
+   * @generated from field: bytes file = 1;
+   */
+  file: Uint8Array;
+
+  /**
+   * @generated from field: string content_type = 2;
+   */
+  contentType: string;
+
+  /**
+   * @generated from field: string file_name = 3;
+   */
+  fileName: string;
+
+  /**
+   * @generated from field: string sha256 = 4;
+   */
+  sha256: string;
+};
+
+/**
+ * Describes the message gateway.receipts.v1.GetReceiptFileResponse.
+ * Use `create(GetReceiptFileResponseSchema)` to create a new message.
+ */
+export declare const GetReceiptFileResponseSchema: GenMessage<GetReceiptFileResponse>;
+
+/**
+ * ReceiptsService owns receipt files and their reviews. A payer's bank receipt (a PDF)
+ * is stored durably first, then checked in a bounded worker, and the verdict is
+ * recorded with the evidence of every check that fired. A completed review is the
+ * downloadable proof of its contribution, served through short-lived signed links.
+ *
+ * Callers: operations (SubmitReceipt, ResolveManualCheck, GetReview) and the edge
+ * (SignReceiptUrls, GetReceiptFile, VerifyReceiptUrl). Domain errors carry the
+ * gateway.common.v1.ErrorInfo detail with the public code named per method.
  *
  * @generated from service gateway.receipts.v1.ReceiptsService
  */
 export declare const ReceiptsService: GenService<{
   /**
+   * How many receipt files are stored and how many bytes they take.
+   *
    * @generated from rpc gateway.receipts.v1.ReceiptsService.GetStorageStats
    */
   getStorageStats: {
     methodKind: "unary";
     input: typeof GetStorageStatsRequestSchema;
     output: typeof GetStorageStatsResponseSchema;
+  },
+  /**
+   * Stores the file (durably, before anything else), reviews it and records the verdict.
+   * The same bytes submitted again for the same operation answer the recorded review
+   * (replayed = true). Another file is reviewed anew while the operation's latest
+   * verdict is manual_check/not_terminal (or there is none); otherwise refused.
+   * Errors: INVALID_ARGUMENT (validation_failed; receipt_too_large when the file exceeds
+   * the storage limit, nothing stored), FAILED_PRECONDITION (receipt_already_reviewed:
+   * the latest verdict is completed, rejected or manual_check/potential_fake;
+   * receipt_review_in_progress: another submission of the operation is being checked).
+   *
+   * @generated from rpc gateway.receipts.v1.ReceiptsService.SubmitReceipt
+   */
+  submitReceipt: {
+    methodKind: "unary";
+    input: typeof SubmitReceiptRequestSchema;
+    output: typeof SubmitReceiptResponseSchema;
+  },
+  /**
+   * The latest review of an operation, or one review by id.
+   * Errors: NOT_FOUND (not_found), also for another shop's operation.
+   *
+   * @generated from rpc gateway.receipts.v1.ReceiptsService.GetReview
+   */
+  getReview: {
+    methodKind: "unary";
+    input: typeof GetReviewRequestSchema;
+    output: typeof GetReviewResponseSchema;
+  },
+  /**
+   * An operator's decision on a review in manual_check: approve with the amount that
+   * actually arrived, or reject. Recorded with an audit row. Repeating the same decision
+   * answers the recorded one. Errors: NOT_FOUND (not_found), INVALID_ARGUMENT
+   * (validation_failed), FAILED_PRECONDITION (receipt_already_reviewed: not in
+   * manual_check, or resolved differently before).
+   *
+   * @generated from rpc gateway.receipts.v1.ReceiptsService.ResolveManualCheck
+   */
+  resolveManualCheck: {
+    methodKind: "unary";
+    input: typeof ResolveManualCheckRequestSchema;
+    output: typeof ResolveManualCheckResponseSchema;
+  },
+  /**
+   * Short-lived signed download links for completed receipts of one shop, in one call
+   * for all the items of an operation. Errors: NOT_FOUND (not_found: an id unknown, of
+   * another shop, or not completed), UNAVAILABLE (receipt_evidence_unavailable: no
+   * signing secret configured).
+   *
+   * @generated from rpc gateway.receipts.v1.ReceiptsService.SignReceiptUrls
+   */
+  signReceiptUrls: {
+    methodKind: "unary";
+    input: typeof SignReceiptUrlsRequestSchema;
+    output: typeof SignReceiptUrlsResponseSchema;
+  },
+  /**
+   * Checks a signed link's fields (HMAC over receipt id, owning shop, expiry).
+   * Errors: NOT_FOUND (not_found: altered, unknown, another shop's), PERMISSION_DENIED
+   * (receipt_url_expired), UNAVAILABLE (receipt_evidence_unavailable).
+   *
+   * @generated from rpc gateway.receipts.v1.ReceiptsService.VerifyReceiptUrl
+   */
+  verifyReceiptUrl: {
+    methodKind: "unary";
+    input: typeof VerifyReceiptUrlRequestSchema;
+    output: typeof VerifyReceiptUrlResponseSchema;
+  },
+  /**
+   * The file behind a signed link, after the same verification as VerifyReceiptUrl.
+   *
+   * @generated from rpc gateway.receipts.v1.ReceiptsService.GetReceiptFile
+   */
+  getReceiptFile: {
+    methodKind: "unary";
+    input: typeof GetReceiptFileRequestSchema;
+    output: typeof GetReceiptFileResponseSchema;
   },
 }>;
 

@@ -8,7 +8,7 @@ import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2
  * Describes the file gateway/receipts/v1/receipts.proto.
  */
 export const file_gateway_receipts_v1_receipts = /*@__PURE__*/
-  fileDesc("CiJnYXRld2F5L3JlY2VpcHRzL3YxL3JlY2VpcHRzLnByb3RvEhNnYXRld2F5LnJlY2VpcHRzLnYxIhgKFkdldFN0b3JhZ2VTdGF0c1JlcXVlc3QiNwoXR2V0U3RvcmFnZVN0YXRzUmVzcG9uc2USDQoFZmlsZXMYASABKAMSDQoFYnl0ZXMYAiABKAMyfwoPUmVjZWlwdHNTZXJ2aWNlEmwKD0dldFN0b3JhZ2VTdGF0cxIrLmdhdGV3YXkucmVjZWlwdHMudjEuR2V0U3RvcmFnZVN0YXRzUmVxdWVzdBosLmdhdGV3YXkucmVjZWlwdHMudjEuR2V0U3RvcmFnZVN0YXRzUmVzcG9uc2ViBnByb3RvMw");
+  fileDesc("CiJnYXRld2F5L3JlY2VpcHRzL3YxL3JlY2VpcHRzLnByb3RvEhNnYXRld2F5LnJlY2VpcHRzLnYxIhgKFkdldFN0b3JhZ2VTdGF0c1JlcXVlc3QiNwoXR2V0U3RvcmFnZVN0YXRzUmVzcG9uc2USDQoFZmlsZXMYASABKAMSDQoFYnl0ZXMYAiABKAMimAEKEkV4cGVjdGVkUmVxdWlzaXRlcxIOCgZudW1iZXIYASABKAkSEQoEbmFtZRgCIAEoCUgAiAEBEhUKCGJhbmtuYW1lGAMgASgJSAGIAQESHQoQYmFua25hbWVfZGV0YWlscxgEIAEoCUgCiAEBQgcKBV9uYW1lQgsKCV9iYW5rbmFtZUITChFfYmFua25hbWVfZGV0YWlscyK7AgoUU3VibWl0UmVjZWlwdFJlcXVlc3QSFAoMb3BlcmF0aW9uX2lkGAEgASgJEg8KB3Nob3BfaWQYAiABKAkSDAoEZmlsZRgDIAEoDBIUCgxjb250ZW50X3R5cGUYBCABKAkSFgoJZmlsZV9uYW1lGAUgASgJSACIAQESDgoGbWV0aG9kGAYgASgJEjsKCnJlcXVpc2l0ZXMYByABKAsyJy5nYXRld2F5LnJlY2VpcHRzLnYxLkV4cGVjdGVkUmVxdWlzaXRlcxIXCg9leHBlY3RlZF9hbW91bnQYCCABKAkSEAoIY3VycmVuY3kYCSABKAkSEgoKY3JlYXRlZF9hdBgKIAEoCRIXCgpleHBpcmVzX2F0GAsgASgJSAGIAQFCDAoKX2ZpbGVfbmFtZUINCgtfZXhwaXJlc19hdCLAAwoGUmV2aWV3EhIKCnJlY2VpcHRfaWQYASABKAkSFAoMb3BlcmF0aW9uX2lkGAIgASgJEg8KB3Nob3BfaWQYAyABKAkSDwoHdmVyZGljdBgEIAEoCRIgChNtYW51YWxfY2hlY2tfcmVhc29uGAUgASgJSACIAQESGgoNYWN0dWFsX2Ftb3VudBgGIAEoCUgBiAEBEi4KCGZpbmRpbmdzGAcgAygLMhwuZ2F0ZXdheS5yZWNlaXB0cy52MS5GaW5kaW5nEhMKBmxheW91dBgIIAEoCUgCiAEBEhsKDnRyYW5zYWN0aW9uX2lkGAkgASgJSAOIAQESDgoGc2hhMjU2GAogASgJEhQKDHN1Ym1pdHRlZF9hdBgLIAEoCRITCgtyZXZpZXdlZF9hdBgMIAEoCRI4CgpyZXNvbHV0aW9uGA0gASgLMh8uZ2F0ZXdheS5yZWNlaXB0cy52MS5SZXNvbHV0aW9uSASIAQFCFgoUX21hbnVhbF9jaGVja19yZWFzb25CEAoOX2FjdHVhbF9hbW91bnRCCQoHX2xheW91dEIRCg9fdHJhbnNhY3Rpb25faWRCDQoLX3Jlc29sdXRpb24iOQoHRmluZGluZxINCgVjaGVjaxgBIAEoCRIPCgdvdXRjb21lGAIgASgJEg4KBmRldGFpbBgDIAEoCSJ1CgpSZXNvbHV0aW9uEhAKCGRlY2lzaW9uGAEgASgJEhMKBmFtb3VudBgCIAEoCUgAiAEBEhAKCG9wZXJhdG9yGAMgASgJEg4KBnJlYXNvbhgEIAEoCRITCgtyZXNvbHZlZF9hdBgFIAEoCUIJCgdfYW1vdW50IlYKFVN1Ym1pdFJlY2VpcHRSZXNwb25zZRIrCgZyZXZpZXcYASABKAsyGy5nYXRld2F5LnJlY2VpcHRzLnYxLlJldmlldxIQCghyZXBsYXllZBgCIAEoCCJXChBHZXRSZXZpZXdSZXF1ZXN0Eg8KB3Nob3BfaWQYASABKAkSFgoMb3BlcmF0aW9uX2lkGAIgASgJSAASFAoKcmVjZWlwdF9pZBgDIAEoCUgAQgQKAmlkIkAKEUdldFJldmlld1Jlc3BvbnNlEisKBnJldmlldxgBIAEoCzIbLmdhdGV3YXkucmVjZWlwdHMudjEuUmV2aWV3IpYBChlSZXNvbHZlTWFudWFsQ2hlY2tSZXF1ZXN0Eg8KB3Nob3BfaWQYASABKAkSFAoMb3BlcmF0aW9uX2lkGAIgASgJEhAKCGRlY2lzaW9uGAMgASgJEhMKBmFtb3VudBgEIAEoCUgAiAEBEhAKCG9wZXJhdG9yGAUgASgJEg4KBnJlYXNvbhgGIAEoCUIJCgdfYW1vdW50IlsKGlJlc29sdmVNYW51YWxDaGVja1Jlc3BvbnNlEisKBnJldmlldxgBIAEoCzIbLmdhdGV3YXkucmVjZWlwdHMudjEuUmV2aWV3EhAKCHJlcGxheWVkGAIgASgIIj4KFlNpZ25SZWNlaXB0VXJsc1JlcXVlc3QSDwoHc2hvcF9pZBgBIAEoCRITCgtyZWNlaXB0X2lkcxgCIAMoCSJHChBTaWduZWRSZWNlaXB0VXJsEhIKCnJlY2VpcHRfaWQYASABKAkSCwoDdXJsGAIgASgJEhIKCmV4cGlyZXNfYXQYAyABKAkiTgoXU2lnblJlY2VpcHRVcmxzUmVzcG9uc2USMwoEdXJscxgBIAMoCzIlLmdhdGV3YXkucmVjZWlwdHMudjEuU2lnbmVkUmVjZWlwdFVybCJzChdWZXJpZnlSZWNlaXB0VXJsUmVxdWVzdBISCgpyZWNlaXB0X2lkGAEgASgJEg8KB2V4cGlyZXMYAiABKAMSEQoJc2lnbmF0dXJlGAMgASgJEhQKB3Nob3BfaWQYBCABKAlIAIgBAUIKCghfc2hvcF9pZCJVChhWZXJpZnlSZWNlaXB0VXJsUmVzcG9uc2USEgoKcmVjZWlwdF9pZBgBIAEoCRIPCgdzaG9wX2lkGAIgASgJEhQKDG9wZXJhdGlvbl9pZBgDIAEoCSJTChVHZXRSZWNlaXB0RmlsZVJlcXVlc3QSOgoEbGluaxgBIAEoCzIsLmdhdGV3YXkucmVjZWlwdHMudjEuVmVyaWZ5UmVjZWlwdFVybFJlcXVlc3QiXwoWR2V0UmVjZWlwdEZpbGVSZXNwb25zZRIMCgRmaWxlGAEgASgMEhQKDGNvbnRlbnRfdHlwZRgCIAEoCRIRCglmaWxlX25hbWUYAyABKAkSDgoGc2hhMjU2GAQgASgJMoQGCg9SZWNlaXB0c1NlcnZpY2USbAoPR2V0U3RvcmFnZVN0YXRzEisuZ2F0ZXdheS5yZWNlaXB0cy52MS5HZXRTdG9yYWdlU3RhdHNSZXF1ZXN0GiwuZ2F0ZXdheS5yZWNlaXB0cy52MS5HZXRTdG9yYWdlU3RhdHNSZXNwb25zZRJmCg1TdWJtaXRSZWNlaXB0EikuZ2F0ZXdheS5yZWNlaXB0cy52MS5TdWJtaXRSZWNlaXB0UmVxdWVzdBoqLmdhdGV3YXkucmVjZWlwdHMudjEuU3VibWl0UmVjZWlwdFJlc3BvbnNlEloKCUdldFJldmlldxIlLmdhdGV3YXkucmVjZWlwdHMudjEuR2V0UmV2aWV3UmVxdWVzdBomLmdhdGV3YXkucmVjZWlwdHMudjEuR2V0UmV2aWV3UmVzcG9uc2USdQoSUmVzb2x2ZU1hbnVhbENoZWNrEi4uZ2F0ZXdheS5yZWNlaXB0cy52MS5SZXNvbHZlTWFudWFsQ2hlY2tSZXF1ZXN0Gi8uZ2F0ZXdheS5yZWNlaXB0cy52MS5SZXNvbHZlTWFudWFsQ2hlY2tSZXNwb25zZRJsCg9TaWduUmVjZWlwdFVybHMSKy5nYXRld2F5LnJlY2VpcHRzLnYxLlNpZ25SZWNlaXB0VXJsc1JlcXVlc3QaLC5nYXRld2F5LnJlY2VpcHRzLnYxLlNpZ25SZWNlaXB0VXJsc1Jlc3BvbnNlEm8KEFZlcmlmeVJlY2VpcHRVcmwSLC5nYXRld2F5LnJlY2VpcHRzLnYxLlZlcmlmeVJlY2VpcHRVcmxSZXF1ZXN0Gi0uZ2F0ZXdheS5yZWNlaXB0cy52MS5WZXJpZnlSZWNlaXB0VXJsUmVzcG9uc2USaQoOR2V0UmVjZWlwdEZpbGUSKi5nYXRld2F5LnJlY2VpcHRzLnYxLkdldFJlY2VpcHRGaWxlUmVxdWVzdBorLmdhdGV3YXkucmVjZWlwdHMudjEuR2V0UmVjZWlwdEZpbGVSZXNwb25zZWIGcHJvdG8z");
 
 /**
  * Describes the message gateway.receipts.v1.GetStorageStatsRequest.
@@ -25,8 +25,133 @@ export const GetStorageStatsResponseSchema = /*@__PURE__*/
   messageDesc(file_gateway_receipts_v1_receipts, 1);
 
 /**
- * ReceiptsService owns receipt files, checks and contributions. This first surface
- * stores and reads receipt files; the checks arrive with the receipts work.
+ * Describes the message gateway.receipts.v1.ExpectedRequisites.
+ * Use `create(ExpectedRequisitesSchema)` to create a new message.
+ */
+export const ExpectedRequisitesSchema = /*@__PURE__*/
+  messageDesc(file_gateway_receipts_v1_receipts, 2);
+
+/**
+ * Describes the message gateway.receipts.v1.SubmitReceiptRequest.
+ * Use `create(SubmitReceiptRequestSchema)` to create a new message.
+ */
+export const SubmitReceiptRequestSchema = /*@__PURE__*/
+  messageDesc(file_gateway_receipts_v1_receipts, 3);
+
+/**
+ * Describes the message gateway.receipts.v1.Review.
+ * Use `create(ReviewSchema)` to create a new message.
+ */
+export const ReviewSchema = /*@__PURE__*/
+  messageDesc(file_gateway_receipts_v1_receipts, 4);
+
+/**
+ * Describes the message gateway.receipts.v1.Finding.
+ * Use `create(FindingSchema)` to create a new message.
+ */
+export const FindingSchema = /*@__PURE__*/
+  messageDesc(file_gateway_receipts_v1_receipts, 5);
+
+/**
+ * Describes the message gateway.receipts.v1.Resolution.
+ * Use `create(ResolutionSchema)` to create a new message.
+ */
+export const ResolutionSchema = /*@__PURE__*/
+  messageDesc(file_gateway_receipts_v1_receipts, 6);
+
+/**
+ * Describes the message gateway.receipts.v1.SubmitReceiptResponse.
+ * Use `create(SubmitReceiptResponseSchema)` to create a new message.
+ */
+export const SubmitReceiptResponseSchema = /*@__PURE__*/
+  messageDesc(file_gateway_receipts_v1_receipts, 7);
+
+/**
+ * Describes the message gateway.receipts.v1.GetReviewRequest.
+ * Use `create(GetReviewRequestSchema)` to create a new message.
+ */
+export const GetReviewRequestSchema = /*@__PURE__*/
+  messageDesc(file_gateway_receipts_v1_receipts, 8);
+
+/**
+ * Describes the message gateway.receipts.v1.GetReviewResponse.
+ * Use `create(GetReviewResponseSchema)` to create a new message.
+ */
+export const GetReviewResponseSchema = /*@__PURE__*/
+  messageDesc(file_gateway_receipts_v1_receipts, 9);
+
+/**
+ * Describes the message gateway.receipts.v1.ResolveManualCheckRequest.
+ * Use `create(ResolveManualCheckRequestSchema)` to create a new message.
+ */
+export const ResolveManualCheckRequestSchema = /*@__PURE__*/
+  messageDesc(file_gateway_receipts_v1_receipts, 10);
+
+/**
+ * Describes the message gateway.receipts.v1.ResolveManualCheckResponse.
+ * Use `create(ResolveManualCheckResponseSchema)` to create a new message.
+ */
+export const ResolveManualCheckResponseSchema = /*@__PURE__*/
+  messageDesc(file_gateway_receipts_v1_receipts, 11);
+
+/**
+ * Describes the message gateway.receipts.v1.SignReceiptUrlsRequest.
+ * Use `create(SignReceiptUrlsRequestSchema)` to create a new message.
+ */
+export const SignReceiptUrlsRequestSchema = /*@__PURE__*/
+  messageDesc(file_gateway_receipts_v1_receipts, 12);
+
+/**
+ * Describes the message gateway.receipts.v1.SignedReceiptUrl.
+ * Use `create(SignedReceiptUrlSchema)` to create a new message.
+ */
+export const SignedReceiptUrlSchema = /*@__PURE__*/
+  messageDesc(file_gateway_receipts_v1_receipts, 13);
+
+/**
+ * Describes the message gateway.receipts.v1.SignReceiptUrlsResponse.
+ * Use `create(SignReceiptUrlsResponseSchema)` to create a new message.
+ */
+export const SignReceiptUrlsResponseSchema = /*@__PURE__*/
+  messageDesc(file_gateway_receipts_v1_receipts, 14);
+
+/**
+ * Describes the message gateway.receipts.v1.VerifyReceiptUrlRequest.
+ * Use `create(VerifyReceiptUrlRequestSchema)` to create a new message.
+ */
+export const VerifyReceiptUrlRequestSchema = /*@__PURE__*/
+  messageDesc(file_gateway_receipts_v1_receipts, 15);
+
+/**
+ * Describes the message gateway.receipts.v1.VerifyReceiptUrlResponse.
+ * Use `create(VerifyReceiptUrlResponseSchema)` to create a new message.
+ */
+export const VerifyReceiptUrlResponseSchema = /*@__PURE__*/
+  messageDesc(file_gateway_receipts_v1_receipts, 16);
+
+/**
+ * Describes the message gateway.receipts.v1.GetReceiptFileRequest.
+ * Use `create(GetReceiptFileRequestSchema)` to create a new message.
+ */
+export const GetReceiptFileRequestSchema = /*@__PURE__*/
+  messageDesc(file_gateway_receipts_v1_receipts, 17);
+
+/**
+ * Describes the message gateway.receipts.v1.GetReceiptFileResponse.
+ * Use `create(GetReceiptFileResponseSchema)` to create a new message.
+ */
+export const GetReceiptFileResponseSchema = /*@__PURE__*/
+  messageDesc(file_gateway_receipts_v1_receipts, 18);
+
+/**
+ * ReceiptsService owns receipt files and their reviews. A payer's bank receipt (a PDF)
+ * is stored durably first, then checked in a bounded worker, and the verdict is
+ * recorded with the evidence of every check that fired. A completed review is the
+ * downloadable proof of its contribution, served through short-lived signed links.
+ *
+ * Callers: operations (SubmitReceipt, ResolveManualCheck, GetReview) and the edge
+ * (SignReceiptUrls, GetReceiptFile, VerifyReceiptUrl). Domain errors carry the
+ * gateway.common.v1.ErrorInfo detail with the public code named per method.
  *
  * @generated from service gateway.receipts.v1.ReceiptsService
  */

@@ -1,0 +1,1 @@
+DROP TABLE "receipts"."receipt_files" CASCADE;

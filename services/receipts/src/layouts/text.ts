@@ -1,0 +1,194 @@
+import { Decimal } from "@gw/money";
+import type { TextItem } from "../pdf/parse.ts";
+
+/** A receipt's text as lines of cells, rebuilt from the positions of the text items. */
+export class ReceiptText {
+  /** Lines top to bottom, each a list of cells left to right. */
+  readonly lines: string[][];
+
+  constructor(lines: string[][]) {
+    this.lines = lines
+      .map((cells) => cells.map(normalise).filter((c) => c !== ""))
+      .filter((l) => l.length > 0);
+  }
+
+  /**
+   * Rebuilds lines from pdf.js items: items whose baselines lie within 2 points are one
+   * line, ordered by x; pages follow each other.
+   */
+  static fromPages(pages: readonly (readonly TextItem[])[]): ReceiptText {
+    const lines: string[][] = [];
+    for (const items of pages) {
+      const sorted = [...items].sort((a, b) => b.y - a.y || a.x - b.x);
+      let current: TextItem[] = [];
+      for (const item of sorted) {
+        const first = current[0];
+        if (first && Math.abs(first.y - item.y) > 2) {
+          lines.push(current.sort((a, b) => a.x - b.x).map((i) => i.str));
+          current = [];
+        }
+        current.push(item);
+      }
+      if (current.length > 0) lines.push(current.sort((a, b) => a.x - b.x).map((i) => i.str));
+    }
+    return new ReceiptText(lines);
+  }
+
+  /** All the text, one line per row, cells joined by a space. */
+  get full(): string {
+    return this.lines.map((l) => l.join(" ")).join("\n");
+  }
+
+  /** Characters of visible text: an image-only file has (almost) none. */
+  get size(): number {
+    return this.lines.reduce((n, l) => n + l.join("").length, 0);
+  }
+
+  /** True when one of the first `n` lines matches. */
+  headerHas(re: RegExp, n = 4): boolean {
+    return this.lines.slice(0, n).some((l) => re.test(l.join(" ")));
+  }
+
+  has(re: RegExp): boolean {
+    return this.lines.some((l) => re.test(l.join(" ")));
+  }
+
+  /**
+   * Every value of a labelled field. A label is a line's first cell matching `label`
+   * whole (its value the remaining cells), or "label: value" in one cell; a label alone
+   * on its line takes the next line as its value.
+   */
+  values(label: RegExp): string[] {
+    const whole = new RegExp(`^(?:${label.source})\\s*:?$`, "i");
+    const prefixed = new RegExp(`^(?:${label.source})\\s*:\\s*(?<value>.+)$`, "i");
+    const out: string[] = [];
+    this.lines.forEach((cells, i) => {
+      const [first, ...rest] = cells;
+      if (first === undefined) return;
+      if (whole.test(first)) {
+        if (rest.length > 0) out.push(rest.join(" "));
+        else {
+          const next = this.lines[i + 1];
+          if (next) out.push(next.join(" "));
+        }
+        return;
+      }
+      const value = prefixed.exec(cells.join(" "))?.groups?.value;
+      if (value) out.push(value);
+    });
+    return out;
+  }
+
+  value(label: RegExp): string | undefined {
+    return this.values(label)[0];
+  }
+}
+
+/** NBSP, narrow NBSP and runs of spaces become one space; ё becomes е for comparisons. */
+export function normalise(s: string): string {
+  return s.replace(/[\u00a0\u202f\u2007\s]+/g, " ").trim();
+}
+
+const AMOUNT =
+  /(?<!\d)(\d{1,3}(?:[ \u00a0\u202f]\d{3})+|\d+)(?:[.,](\d{1,2}))?(?!\d)\s*(₽|руб\.?|RUB|RUR|р\.)?/gi;
+
+/**
+ * Every amount in roubles a value shows ("1 500,00 ₽", "1500.00 RUB", "1 500 ₽"); one
+ * value normally shows one, an amount typed over another shows two. "Без комиссии" is
+ * zero.
+ */
+export function parseAmounts(text: string | undefined): Decimal[] {
+  if (text === undefined) return [];
+  if (/без комиссии|бесплатно/i.test(text)) return [new Decimal(0)];
+  return [...text.matchAll(AMOUNT)].flatMap((m) => {
+    if (!m[1]) return [];
+    const whole = m[1].replace(/[ \u00a0\u202f]/g, "");
+    return [new Decimal(`${whole}.${(m[2] ?? "").padEnd(2, "0")}`)];
+  });
+}
+
+/** The first amount a value shows. */
+export const parseAmount = (text: string | undefined): Decimal | undefined => parseAmounts(text)[0];
+
+const MONTHS = [
+  "январ",
+  "феврал",
+  "март",
+  "апрел",
+  "ма[йя]",
+  "июн",
+  "июл",
+  "август",
+  "сентябр",
+  "октябр",
+  "ноябр",
+  "декабр",
+];
+
+/**
+ * Reads a date and time as banks print them ("12.03.2025 14:32:10", "12 марта 2025
+ * 14:32 (МСК)"). Russian banks print Moscow time (UTC+3) unless they name UTC.
+ */
+export function parseDateTime(text: string | undefined): Date | undefined {
+  if (!text) return undefined;
+  let y: number;
+  let mo: number;
+  let d: number;
+  let rest: string;
+  const numeric = /(\d{2})\.(\d{2})\.(\d{4})(.*)$/.exec(text);
+  if (numeric) {
+    d = Number(numeric[1]);
+    mo = Number(numeric[2]);
+    y = Number(numeric[3]);
+    rest = numeric[4] ?? "";
+  } else {
+    const named = /(\d{1,2})\s+([а-яё]+)\s+(\d{4})(.*)$/i.exec(text);
+    if (!named) return undefined;
+    const index = MONTHS.findIndex((m) => new RegExp(`^${m}`, "i").test(named[2] ?? ""));
+    if (index < 0) return undefined;
+    d = Number(named[1]);
+    mo = index + 1;
+    y = Number(named[3]);
+    rest = named[4] ?? "";
+  }
+  const t = /(\d{1,2}):(\d{2})(?::(\d{2}))?/.exec(rest);
+  if (!t) return undefined;
+  const offsetHours = /\bUTC\b|GMT/i.test(rest) ? 0 : 3;
+  const ms = Date.UTC(y, mo - 1, d, Number(t[1]) - offsetHours, Number(t[2]), Number(t[3] ?? 0));
+  const date = new Date(ms);
+  return Number.isNaN(date.getTime()) || mo < 1 || mo > 12 || d < 1 || d > 31 ? undefined : date;
+}
+
+/** The transfer status a text names. Failure words are looked for first: "не выполнен" contains "выполнен". */
+export function classifyStatus(text: string | undefined): "success" | "in_progress" | "failed" | undefined {
+  if (!text) return undefined;
+  if (/отклон|отказ|отмен|ошибк|не выполнен|не исполнен|неуспеш/i.test(text)) return "failed";
+  if (/в обработке|обрабатыва|в процессе|исполняется|ожида|принят|в пути|выполняется/i.test(text))
+    return "in_progress";
+  if (/успешн|выполнен|исполнен|зачислен|отправлен|проведен|доставлен/i.test(text)) return "success";
+  return undefined;
+}
+
+/**
+ * A card number as the receipt shows it, reduced to digits and unknowns: "•••• 1234" →
+ * "?1234" style tail, "220220******1234" → head and tail. Returns the visible head and
+ * tail digits.
+ */
+export function parseMaskedCard(text: string | undefined): { head: string; tail: string } | undefined {
+  if (!text) return undefined;
+  const compact = text.replace(/[\s-]/g, "");
+  const m = /^(\d{0,8})[*•·xXХ.]{2,}(\d{4})$/.exec(compact) ?? /^(\d{0,8})\*?(\d{4})$/.exec(compact);
+  if (m) return { head: m[1] ?? "", tail: m[2] ?? "" };
+  const full = /^(\d{16,19})$/.exec(compact);
+  if (full?.[1]) return { head: full[1].slice(0, 6), tail: full[1].slice(-4) };
+  return undefined;
+}
+
+/** A phone number as 11 characters "7XXXXXXXXXX", masked digits as "?". */
+export function parsePhone(text: string | undefined): string | undefined {
+  if (!text) return undefined;
+  const chars = text.replace(/[^\d*•]/g, "").replace(/[*•]/g, "?");
+  if (chars.length === 11 && /^[78]/.test(chars)) return `7${chars.slice(1)}`;
+  if (chars.length === 10) return `7${chars}`;
+  return undefined;
+}

@@ -1,0 +1,104 @@
+import type { Decimal } from "@gw/money";
+import {
+  classifyStatus,
+  parseAmount,
+  parseAmounts,
+  parseDateTime,
+  parseMaskedCard,
+  parsePhone,
+  type ReceiptText,
+} from "./text.ts";
+
+/** What a layout module reads from a receipt. Absent fields were not found. */
+export interface Extraction {
+  layout: string;
+  /** The transfer's amount (without fee). */
+  amount?: Decimal | undefined;
+  /** Every amount reading of the transfer the receipt prints (e.g. "Итого" and "Сумма"); they must agree. */
+  amountReadings: string[];
+  recipientName?: string | undefined;
+  recipientCard?: { head: string; tail: string } | undefined;
+  /** "7XXXXXXXXXX" with "?" for masked digits. */
+  recipientPhone?: string | undefined;
+  recipientBank?: string | undefined;
+  dateTime?: Date | undefined;
+  status?: "success" | "in_progress" | "failed" | undefined;
+  statusTexts: string[];
+  /** The SBP operation id when shown (unique across banks), else the bank's document number. */
+  transactionId?: string | undefined;
+}
+
+/** One receipt layout: how to recognise it and where its fields are. */
+export interface Layout {
+  id: string;
+  recognise(text: ReceiptText): boolean;
+  extract(text: ReceiptText): Extraction;
+}
+
+/** Label patterns of one layout; each is matched against a whole label cell. */
+export interface LayoutLabels {
+  amount: RegExp;
+  /** Further labels printing the same transfer amount (a total): must agree with `amount`. */
+  sameAmount?: RegExp;
+  date: RegExp;
+  status: RegExp;
+  name: RegExp;
+  card: RegExp;
+  phone: RegExp;
+  bank: RegExp;
+  sbpId: RegExp;
+  documentNumber: RegExp;
+  /** Where the date is printed without a label (e.g. right under the header). */
+  unlabelledDate?: boolean;
+  /** Where the status is printed as a line of its own ("Операция выполнена"). */
+  statusLine?: RegExp;
+}
+
+/** Builds a layout module from its recognition rule and labels. */
+export function labelledLayout(
+  id: string,
+  recognise: (t: ReceiptText) => boolean,
+  labels: LayoutLabels,
+): Layout {
+  return {
+    id,
+    recognise,
+    extract(text) {
+      const amounts = text.values(labels.amount);
+      const same = labels.sameAmount ? text.values(labels.sameAmount) : [];
+      const statusTexts = text.values(labels.status);
+      if (labels.statusLine)
+        for (const line of text.lines) {
+          const joined = line.join(" ");
+          if (labels.statusLine.test(joined)) statusTexts.push(joined);
+        }
+      const statuses = new Set(statusTexts.map(classifyStatus).filter((s) => s !== undefined));
+      const sbpId = text.value(labels.sbpId)?.replace(/\s/g, "");
+      const documentNumber = text.value(labels.documentNumber)?.replace(/\s/g, "");
+      let dateTime = parseDateTime(text.value(labels.date));
+      if (!dateTime && labels.unlabelledDate)
+        for (const line of text.lines.slice(0, 6)) {
+          dateTime = parseDateTime(line.join(" "));
+          if (dateTime) break;
+        }
+      const readings = [...amounts, ...same].flatMap((v) => {
+        const found = parseAmounts(v);
+        return found.length > 0 ? found.map((a) => a.toFixed(2)) : [`unreadable "${v}"`];
+      });
+      return {
+        layout: id,
+        amount: parseAmount(amounts[0]),
+        amountReadings: readings,
+        recipientName: text.value(labels.name),
+        recipientCard: parseMaskedCard(text.value(labels.card)),
+        recipientPhone: parsePhone(text.value(labels.phone)),
+        recipientBank: text.value(labels.bank),
+        dateTime,
+        // Several different statuses on one receipt make no single status.
+        status: statuses.size === 1 ? [...statuses][0] : undefined,
+        statusTexts,
+        transactionId: sbpId ? `sbp:${sbpId}` : documentNumber ? `${id}:${documentNumber}` : undefined,
+      };
+    },
+  };
+}
