@@ -33,6 +33,12 @@ export interface ConsumerOptions<T> {
    * (default 30 s). A consumer killed mid-batch gets its messages back after this long.
    */
   ackWaitMs?: number;
+  /**
+   * Messages handed out and not yet acked, across every replica of the consumer. 1 makes
+   * the consumer apply events strictly in stream order even with several replicas, at
+   * the price of one transaction at a time.
+   */
+  maxAckPending?: number;
 }
 
 export interface RunningConsumer {
@@ -73,7 +79,7 @@ export async function runConsumer<T>(options: ConsumerOptions<T>): Promise<Runni
     ack_policy: AckPolicy.Explicit,
     deliver_policy: DeliverPolicy.All,
     ack_wait: nanos(options.ackWaitMs ?? 30_000),
-    max_ack_pending: 1000,
+    max_ack_pending: options.maxAckPending ?? 1000,
     max_deliver: -1,
     // One subject goes in `filter_subject`, which every server accepts; several need
     // `filter_subjects`, which needs nats-server 2.10 (the client refuses it before).

@@ -51,6 +51,10 @@ export function startWebhooks(config: WebhooksConfig) {
         async start() {
           await worker.start();
           consumer = await runConsumer({
+            // One event at a time across all replicas: deliveries are recorded in stream
+            // order, which is each operation's version order, so the worker's "earlier
+            // version still pending" rule can hold webhooks in order per operation.
+            maxAckPending: 1,
             nats,
             prefix: config.EVENTS_PREFIX,
             durable: CONSUMER,
