@@ -72,6 +72,21 @@ describe("receipts service", () => {
     expect(await failureOf(h.client.submitReceipt(other))).toBe("receipt_already_reviewed");
   });
 
+  it("reviews only one of two files submitted at once for the same operation", async () => {
+    const operationId = randomUUID();
+    const files = [
+      await receiptPdf(receiptSpec("vtb", "card")),
+      await receiptPdf(receiptSpec("sberbank", "card")),
+    ];
+    const results = await Promise.allSettled(
+      files.map((file) => h.client.submitReceipt(submission("card", file, { operationId }))),
+    );
+    const refused = results.flatMap((r) => (r.status === "rejected" ? [errorInfo(r.reason)?.code] : []));
+    expect(results.filter((r) => r.status === "fulfilled")).toHaveLength(1);
+    expect(refused).toHaveLength(1);
+    expect(["receipt_review_in_progress", "receipt_already_reviewed"]).toContain(refused[0]);
+  });
+
   it("refuses a file over the storage limit without storing it", async () => {
     const small = await startHarness({ RECEIPT_STORE_MAX_BYTES: "4096" });
     try {
