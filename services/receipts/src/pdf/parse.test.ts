@@ -17,7 +17,7 @@ describe("PdfReader limits", () => {
 
   it("ends a decompression bomb at the memory or time limit instead of hanging", async () => {
     const reader = new PdfReader({ ...DEFAULT_PARSE_LIMITS, timeoutMs: 3000, memoryMb: 64 });
-    const outcome = await reader.read(deflateBombPdf(256));
+    const outcome = await reader.read(deflateBombPdf(128));
     expect(["parse_timeout", "parse_memory"]).toContain(failedCheck(outcome));
   });
 

@@ -1,4 +1,4 @@
-import { Decimal } from "@gw/money";
+import type { Decimal } from "@gw/money";
 import { type Extraction, extract } from "../layouts/index.ts";
 import { ReceiptText } from "../layouts/text.ts";
 import type { ParseOutcome, PdfInfo } from "../pdf/parse.ts";
@@ -120,4 +120,3 @@ export function parsePdfDate(value: string | undefined): Date | undefined {
   return Number.isNaN(ms) ? undefined : new Date(ms);
 }
 
-export { Decimal };
