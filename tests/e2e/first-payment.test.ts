@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import { readFileSync } from "node:fs";
 import { Decimal } from "@gw/money";
 import { type ProvisionedShop, provisionShop } from "@gw/stack/provision";
 import { SandboxClient } from "@gw/stack/sandbox-client";
@@ -117,5 +118,27 @@ describe("the first payment through the whole stack", () => {
     expect(() =>
       new Webhook(Buffer.from("not the shop's secret").toString("base64")).verify(hook!.raw, hook!.headers),
     ).toThrow();
+  });
+
+  it("never writes the API key, the admin token or the webhook secret into any service's log", async () => {
+    // A failed request must be logged too: an unknown key and a wrong admin token.
+    await fetch(`${stack.urls.edge}/v1/balances`, { headers: { "x-api-key": `${shop.apiKey}x` } });
+    await fetch(`${stack.urls.edge}/admin/v1/merchants`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${stack.adminToken}x`, "content-type": "application/json" },
+      body: "{}",
+    });
+    const logs = readFileSync(stack.logFile, "utf8");
+    // The logs are not empty: requests were logged, so the absence below means something.
+    expect(logs).toContain('"request_id"');
+    expect(logs).toContain(operationId);
+    const secret = shop.webhookSecret.replace(/^whsec_/, "");
+    for (const [what, value] of [
+      ["api key", shop.apiKey],
+      ["admin token", stack.adminToken],
+      ["webhook secret", secret],
+    ] as const) {
+      expect(logs.includes(value), `${what} found in ${stack.logFile}`).toBe(false);
+    }
   });
 });
