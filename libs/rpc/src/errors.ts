@@ -31,7 +31,12 @@ export type PublicErrorCode =
   | "internal";
 
 /** A domain failure: a Connect error carrying the public code (and field) as a detail. */
-export function failure(code: Code, publicCode: PublicErrorCode, message: string, field?: string): ConnectError {
+export function failure(
+  code: Code,
+  publicCode: PublicErrorCode,
+  message: string,
+  field?: string,
+): ConnectError {
   return new ConnectError(message, code, undefined, [
     { desc: ErrorInfoSchema, value: { code: publicCode, field: field ?? "" } },
   ]);

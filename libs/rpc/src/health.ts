@@ -1,5 +1,5 @@
 import type { ServiceImpl } from "@connectrpc/connect";
-import { Health, HealthCheckResponse_ServingStatus as Status } from "@gw/proto/grpc/health/v1/health_pb";
+import { type Health, HealthCheckResponse_ServingStatus as Status } from "@gw/proto/grpc/health/v1/health_pb";
 
 /** Answers whether the process can serve now (its Postgres and NATS are reachable). */
 export type HealthChecker = () => Promise<boolean>;
