@@ -262,6 +262,239 @@ export declare type OperationEvent = Message<"gateway.operations.v1.OperationEve
 export declare const OperationEventSchema: GenMessage<OperationEvent>;
 
 /**
+ * @generated from message gateway.operations.v1.ConfirmPaymentRequest
+ */
+export declare type ConfirmPaymentRequest = Message<"gateway.operations.v1.ConfirmPaymentRequest"> & {
+  /**
+   * @generated from field: gateway.common.v1.Scope scope = 1;
+   */
+  scope?: Scope | undefined;
+
+  /**
+   * @generated from field: string operation_id = 2;
+   */
+  operationId: string;
+
+  /**
+   * "receipt" is the one confirmation type.
+   *
+   * @generated from field: string confirmation_type = 3;
+   */
+  confirmationType: string;
+
+  /**
+   * The uploaded file as received.
+   *
+   * @generated from field: bytes file = 4;
+   */
+  file: Uint8Array;
+
+  /**
+   * Declared by the uploader; informational only.
+   *
+   * @generated from field: string content_type = 5;
+   */
+  contentType: string;
+
+  /**
+   * @generated from field: optional string file_name = 6;
+   */
+  fileName?: string | undefined;
+};
+
+/**
+ * Describes the message gateway.operations.v1.ConfirmPaymentRequest.
+ * Use `create(ConfirmPaymentRequestSchema)` to create a new message.
+ */
+export declare const ConfirmPaymentRequestSchema: GenMessage<ConfirmPaymentRequest>;
+
+/**
+ * @generated from message gateway.operations.v1.ConfirmPaymentResponse
+ */
+export declare type ConfirmPaymentResponse = Message<"gateway.operations.v1.ConfirmPaymentResponse"> & {
+  /**
+   * @generated from field: gateway.operations.v1.Operation operation = 1;
+   */
+  operation?: Operation | undefined;
+
+  /**
+   * True when the same file had been reviewed for this operation before.
+   *
+   * @generated from field: bool replayed = 2;
+   */
+  replayed: boolean;
+};
+
+/**
+ * Describes the message gateway.operations.v1.ConfirmPaymentResponse.
+ * Use `create(ConfirmPaymentResponseSchema)` to create a new message.
+ */
+export declare const ConfirmPaymentResponseSchema: GenMessage<ConfirmPaymentResponse>;
+
+/**
+ * @generated from message gateway.operations.v1.ResolveReviewRequest
+ */
+export declare type ResolveReviewRequest = Message<"gateway.operations.v1.ResolveReviewRequest"> & {
+  /**
+   * @generated from field: string operation_id = 1;
+   */
+  operationId: string;
+
+  /**
+   * approve | reject
+   *
+   * @generated from field: string decision = 2;
+   */
+  decision: string;
+
+  /**
+   * Required with approve: the amount that arrived, decimal string.
+   *
+   * @generated from field: optional string amount = 3;
+   */
+  amount?: string | undefined;
+
+  /**
+   * Who decided (an operator's name or id), for the audit record.
+   *
+   * @generated from field: string operator = 4;
+   */
+  operator: string;
+
+  /**
+   * @generated from field: string reason = 5;
+   */
+  reason: string;
+};
+
+/**
+ * Describes the message gateway.operations.v1.ResolveReviewRequest.
+ * Use `create(ResolveReviewRequestSchema)` to create a new message.
+ */
+export declare const ResolveReviewRequestSchema: GenMessage<ResolveReviewRequest>;
+
+/**
+ * @generated from message gateway.operations.v1.ResolveReviewResponse
+ */
+export declare type ResolveReviewResponse = Message<"gateway.operations.v1.ResolveReviewResponse"> & {
+  /**
+   * @generated from field: gateway.operations.v1.Operation operation = 1;
+   */
+  operation?: Operation | undefined;
+
+  /**
+   * True when the same decision had been recorded before.
+   *
+   * @generated from field: bool replayed = 2;
+   */
+  replayed: boolean;
+};
+
+/**
+ * Describes the message gateway.operations.v1.ResolveReviewResponse.
+ * Use `create(ResolveReviewResponseSchema)` to create a new message.
+ */
+export declare const ResolveReviewResponseSchema: GenMessage<ResolveReviewResponse>;
+
+/**
+ * @generated from message gateway.operations.v1.ListManualChecksRequest
+ */
+export declare type ListManualChecksRequest = Message<"gateway.operations.v1.ListManualChecksRequest"> & {
+  /**
+   * 1..200, default 50.
+   *
+   * @generated from field: int32 limit = 1;
+   */
+  limit: number;
+
+  /**
+   * @generated from field: optional string shop_id = 2;
+   */
+  shopId?: string | undefined;
+};
+
+/**
+ * Describes the message gateway.operations.v1.ListManualChecksRequest.
+ * Use `create(ListManualChecksRequestSchema)` to create a new message.
+ */
+export declare const ListManualChecksRequestSchema: GenMessage<ListManualChecksRequest>;
+
+/**
+ * @generated from message gateway.operations.v1.ManualCheckFinding
+ */
+export declare type ManualCheckFinding = Message<"gateway.operations.v1.ManualCheckFinding"> & {
+  /**
+   * @generated from field: string check = 1;
+   */
+  check: string;
+
+  /**
+   * @generated from field: string outcome = 2;
+   */
+  outcome: string;
+
+  /**
+   * @generated from field: string detail = 3;
+   */
+  detail: string;
+};
+
+/**
+ * Describes the message gateway.operations.v1.ManualCheckFinding.
+ * Use `create(ManualCheckFindingSchema)` to create a new message.
+ */
+export declare const ManualCheckFindingSchema: GenMessage<ManualCheckFinding>;
+
+/**
+ * @generated from message gateway.operations.v1.ManualCheck
+ */
+export declare type ManualCheck = Message<"gateway.operations.v1.ManualCheck"> & {
+  /**
+   * @generated from field: string shop_id = 1;
+   */
+  shopId: string;
+
+  /**
+   * @generated from field: gateway.operations.v1.Operation operation = 2;
+   */
+  operation?: Operation | undefined;
+
+  /**
+   * The review waiting for the decision, when the receipts service could be asked.
+   *
+   * @generated from field: optional string receipt_id = 3;
+   */
+  receiptId?: string | undefined;
+
+  /**
+   * @generated from field: repeated gateway.operations.v1.ManualCheckFinding findings = 4;
+   */
+  findings: ManualCheckFinding[];
+};
+
+/**
+ * Describes the message gateway.operations.v1.ManualCheck.
+ * Use `create(ManualCheckSchema)` to create a new message.
+ */
+export declare const ManualCheckSchema: GenMessage<ManualCheck>;
+
+/**
+ * @generated from message gateway.operations.v1.ListManualChecksResponse
+ */
+export declare type ListManualChecksResponse = Message<"gateway.operations.v1.ListManualChecksResponse"> & {
+  /**
+   * @generated from field: repeated gateway.operations.v1.ManualCheck items = 1;
+   */
+  items: ManualCheck[];
+};
+
+/**
+ * Describes the message gateway.operations.v1.ListManualChecksResponse.
+ * Use `create(ListManualChecksResponseSchema)` to create a new message.
+ */
+export declare const ListManualChecksResponseSchema: GenMessage<ListManualChecksResponse>;
+
+/**
  * @generated from message gateway.operations.v1.CreateOperationRequest
  */
 export declare type CreateOperationRequest = Message<"gateway.operations.v1.CreateOperationRequest"> & {
@@ -677,6 +910,43 @@ export declare const OperationsService: GenService<{
     methodKind: "unary";
     input: typeof PutRouteRequestSchema;
     output: typeof PutRouteResponseSchema;
+  },
+  /**
+   * A payer's receipt for a payment awaiting confirmation: reviewed by the receipts
+   * service, whose verdict moves the payment (completed, rejected or manual_check).
+   * Errors: NOT_FOUND (operation_not_found, also another shop's), FAILED_PRECONDITION
+   * (not_awaiting_confirmation, receipt_already_reviewed, receipt_review_in_progress),
+   * INVALID_ARGUMENT (validation_failed, receipt_too_large), UNAVAILABLE.
+   *
+   * @generated from rpc gateway.operations.v1.OperationsService.ConfirmPayment
+   */
+  confirmPayment: {
+    methodKind: "unary";
+    input: typeof ConfirmPaymentRequestSchema;
+    output: typeof ConfirmPaymentResponseSchema;
+  },
+  /**
+   * Admin: an operator's decision on a payment in manual_check (approve with the amount
+   * that arrived, or reject), recorded with an audit row by the receipts service.
+   * Errors: NOT_FOUND, INVALID_ARGUMENT, FAILED_PRECONDITION (not_in_manual_check,
+   * receipt_already_reviewed: decided differently before).
+   *
+   * @generated from rpc gateway.operations.v1.OperationsService.ResolveReview
+   */
+  resolveReview: {
+    methodKind: "unary";
+    input: typeof ResolveReviewRequestSchema;
+    output: typeof ResolveReviewResponseSchema;
+  },
+  /**
+   * Admin: the payments waiting for an operator (status manual_check), oldest first.
+   *
+   * @generated from rpc gateway.operations.v1.OperationsService.ListManualChecks
+   */
+  listManualChecks: {
+    methodKind: "unary";
+    input: typeof ListManualChecksRequestSchema;
+    output: typeof ListManualChecksResponseSchema;
   },
 }>;
 
