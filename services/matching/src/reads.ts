@@ -17,7 +17,7 @@ import {
   recommend,
   SIDE_SCAN_ROWS,
 } from "./policy.ts";
-import { type PoolStore, type ScanResult, trimScan } from "./pool.ts";
+import { type PoolStore, type ScanLists, type ScanResult, trimScan } from "./pool.ts";
 
 /**
  * The one-active-read rule of the spec: a read takes the flag or is refused at once.
@@ -61,8 +61,7 @@ export interface ReadResult {
   recommendations: { amount: bigint; delta: bigint }[];
 }
 
-type ScanRows = { side: string; free: string; live: boolean; at: string }[];
-type PendingScan = PromiseLike<ScanRows> & { cancel(): void };
+type PendingScan = PromiseLike<ScanLists[]> & { cancel(): void };
 
 export class PoolReads {
   readonly #store: PoolStore;
@@ -110,8 +109,7 @@ export class PoolReads {
       deadlineMs,
     );
     const merged = intervalsOf(scan, input);
-    const frees = scan.rows.filter((r) => r.live).map((r) => r.free);
-    const picked: Candidate[] = recommend(frees, merged, input.amount, input.lo, input.hi, input.limit);
+    const picked: Candidate[] = recommend(scan.frees, merged, input.amount, input.lo, input.hi, input.limit);
     return {
       evaluatedAt: scan.evaluatedAt,
       truncated: scan.truncated || merged.length > MAX_INTERVALS,
@@ -162,9 +160,7 @@ function emptyResult(): ReadResult {
 /** Merged admissible intervals of the rows that still admit (their window is open). */
 function intervalsOf(scan: ScanResult, input: ReadInput): Interval[] {
   const all: Interval[] = [];
-  for (const row of scan.rows) {
-    if (row.live) all.push(...admissibleIntervals(row.free, input.minimum, input.lo, input.hi));
-  }
+  for (const free of scan.frees) all.push(...admissibleIntervals(free, input.minimum, input.lo, input.hi));
   return mergeIntervals(all);
 }
 

@@ -54,9 +54,10 @@ export const poolPayouts = matching.table(
     ),
     check("pool_payouts_status", sql`${t.status} in ('open', 'completed', 'handed_off')`),
     // Admission and both read scans walk this index in matching order (free remainder,
-    // then age), starting at a bound; closed payouts are not in it.
-    index("pool_payouts_matching_order")
-      .on(t.method, t.currency, t.freeAmount, t.createdAt, t.operationId)
+    // then age), starting at a bound; closed payouts are not in it. It carries the window
+    // end last, so the scans run index-only and never visit the table's pages.
+    index("pool_payouts_matching_order_window")
+      .on(t.method, t.currency, t.freeAmount, t.createdAt, t.operationId, t.windowEndsAt)
       .where(sql`status = 'open'`),
     index("pool_payouts_window").on(t.windowEndsAt).where(sql`status = 'open'`),
   ],

@@ -1,0 +1,2 @@
+DROP INDEX "matching"."pool_payouts_matching_order";--> statement-breakpoint
+CREATE INDEX "pool_payouts_matching_order_window" ON "matching"."pool_payouts" USING btree ("method","currency","free_amount","created_at","operation_id","window_ends_at") WHERE status = 'open';
