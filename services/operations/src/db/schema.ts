@@ -101,7 +101,7 @@ export const operationsTable = operations.table(
   ],
 );
 
-/** Completed physical parts of an operation as reported by its provider. */
+/** Completed physical parts of an operation as reported by its provider, or proven by a receipt. */
 export const legs = operations.table(
   "legs",
   {
@@ -113,6 +113,8 @@ export const legs = operations.table(
     providerLegId: text("provider_leg_id").notNull(),
     amount: numeric("amount", { precision: 20, scale: 2 }).notNull(),
     completedAt: timestamp("completed_at", { withTimezone: true }).notNull(),
+    /** The receipts service's id of the reviewed receipt proving this leg (receipt-confirmed payments). */
+    receiptId: uuid("receipt_id"),
   },
   (t) => [
     unique("legs_provider_leg").on(t.operationId, t.providerLegId),

@@ -1,0 +1,1 @@
+ALTER TABLE "operations"."legs" ADD COLUMN "receipt_id" uuid;
