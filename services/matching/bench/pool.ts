@@ -89,13 +89,13 @@ try {
       }
     };
   };
-  const report = (name: string, m: Measurement, extra = "") => {
-    const line = `| ${name} | ${m.concurrency} | ${m.callsPerSec.toFixed(0)} | ${m.p50Ms.toFixed(2)} | ${m.p99Ms.toFixed(2)} | ${m.errors} |${extra}`;
+  const report = (name: string, m: Measurement) => {
+    const line = `| ${name} | ${m.concurrency} | ${m.callsPerSec.toFixed(0)} | ${m.p50Ms.toFixed(2)} | ${m.p99Ms.toFixed(2)} | ${m.errors} |`;
     rows.push(line);
     print(line);
   };
-  print("| what | in flight | calls/s | p50 ms | p99 ms | errors | extra");
-  print("|---|---|---|---|---|---|---|");
+  print("| what | in flight | calls/s | p50 ms | p99 ms | errors |");
+  print("|---|---|---|---|---|---|");
 
   for (const concurrency of LEVELS) {
     // One limiter per worker: N in flight stand for N replicas (see the header).
