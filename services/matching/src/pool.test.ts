@@ -17,7 +17,7 @@ afterAll(async () => {
   await h?.stop();
 });
 
-/** Each test works in its own method+currency? No: one currency, so isolate by clearing the pool. */
+/** The pool is shared by every shop of a method and currency, so each test starts from an empty one. */
 async function clearPool() {
   await h.sql`truncate matching.contributions, matching.slots, matching.pool_payouts, matching.outbox`;
 }
