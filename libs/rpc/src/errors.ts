@@ -23,6 +23,8 @@ export type PublicErrorCode =
   | "receipt_already_reviewed"
   | "receipt_review_in_progress"
   | "receipt_url_expired"
+  | "not_awaiting_confirmation"
+  | "not_in_manual_check"
   | "dependency_unavailable"
   | "not_found"
   | "amount_unavailable"

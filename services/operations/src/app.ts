@@ -2,6 +2,7 @@ import { fileURLToPath } from "node:url";
 import { OutboxRelay } from "@gw/events";
 import { LedgerService } from "@gw/proto/gateway/ledger/v1/ledger_pb";
 import { OperationsService } from "@gw/proto/gateway/operations/v1/operations_pb";
+import { ReceiptsService } from "@gw/proto/gateway/receipts/v1/receipts_pb";
 import { createServiceClient } from "@gw/rpc";
 import { startGrpcService } from "@gw/runtime";
 import type { OperationsConfig } from "./config.ts";
@@ -33,7 +34,8 @@ export function startOperations(config: OperationsConfig) {
         attemptTimeoutMs: config.PROVIDER_ATTEMPT_TIMEOUT_MS,
         logger,
       };
-      const handlers = new OperationsHandlers({ ...deps, prefix: config.EVENTS_PREFIX });
+      const receipts = createServiceClient(ReceiptsService, config.RECEIPTS_URL);
+      const handlers = new OperationsHandlers({ ...deps, receipts, prefix: config.EVENTS_PREFIX });
       const reconciler = new Reconciler(
         { ...deps, logger: logger.child({ component: "reconciler" }) },
         reconcilerOptions(config),

@@ -4,6 +4,8 @@ import { z } from "zod";
 
 export const configSchema = grpcServiceConfig(50051, 9101).extend({
   LEDGER_URL: serviceUrls.LEDGER_URL,
+  /** The receipts service: receipt reviews, operators' decisions, signed receipt links. */
+  RECEIPTS_URL: serviceUrls.RECEIPTS_URL,
   /** Public base URL providers post their results to (the edge). */
   PROVIDER_CALLBACK_BASE_URL: z.string().url().default("http://127.0.0.1:8080"),
   /** The create wait of the spec: one budget for routing, all providers included. */

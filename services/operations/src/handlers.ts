@@ -5,16 +5,26 @@ import type { Logger } from "@gw/log";
 import { Decimal, isCurrency, isMethod } from "@gw/money";
 import {
   type CancelOperationRequest,
+  type ConfirmPaymentRequest,
   type GetOperationRequest,
   type HandleProviderCallbackRequest,
+  type ListManualChecksRequest,
   type OperationsService,
   type PutProviderRequest,
   type PutRouteRequest,
   type ReceiptItem,
   ReceiptItemSchema,
+  type ResolveReviewRequest,
 } from "@gw/proto/gateway/operations/v1/operations_pb";
 import { Code, failure } from "@gw/rpc";
 import type postgres from "postgres";
+import {
+  confirmPayment,
+  listManualChecks,
+  type ReceiptDeps,
+  receiptEvidence,
+  resolveReview,
+} from "./confirm.ts";
 import { CallbackRejectedError, type Connector, type ProviderResult } from "./connectors/connector.ts";
 import { type CreateDeps, createOperation, operationIdFor, parseCreate } from "./create.ts";
 import { isTerminal, type OperationRow, toOperation } from "./model.ts";
@@ -132,6 +142,8 @@ export async function applyProviderResult(
 export interface HandlerDeps extends CreateDeps {
   prefix: string;
   logger: Logger;
+  /** The receipts service: reviews for confirm_payment, operators' decisions, signed links. */
+  receipts: ReceiptDeps["receipts"];
 }
 
 /** gateway.operations.v1.OperationsService. */
@@ -155,7 +167,8 @@ export class OperationsHandlers implements ServiceImpl<typeof OperationsService>
   async getOperation(req: GetOperationRequest) {
     const row = await this.#find(req.scope?.shopId ?? "", req.id);
     if (!row || row.status === "routing" || row.request_hash === null) throw notFound();
-    const { receipts, status } = receiptsOf(row, await this.#store.legs(row.id));
+    const lookup = req.id.case === "operationId" ? "operationId" : "merchantOperationId";
+    const { receipts, status } = await receiptEvidence(this.#d, row, await this.#store.legs(row.id), lookup);
     return { operation: toOperation(row), receipts, receiptEvidenceStatus: status };
   }
 
@@ -216,6 +229,18 @@ export class OperationsHandlers implements ServiceImpl<typeof OperationsService>
       }
     }
     throw failure(Code.Unavailable, "dependency_unavailable", "cancel not accepted; retry");
+  }
+
+  confirmPayment(req: ConfirmPaymentRequest) {
+    return confirmPayment(this.#d, req);
+  }
+
+  resolveReview(req: ResolveReviewRequest) {
+    return resolveReview(this.#d, req);
+  }
+
+  listManualChecks(req: ListManualChecksRequest) {
+    return listManualChecks(this.#d, req);
   }
 
   async handleProviderCallback(req: HandleProviderCallbackRequest) {

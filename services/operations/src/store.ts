@@ -65,6 +65,8 @@ export interface LegRow {
   id: string;
   amount: string;
   completed_at: Date;
+  /** The receipts service's id of the receipt proving the leg; null for provider-reported legs. */
+  receipt_id?: string | null;
 }
 
 /**
@@ -205,10 +207,19 @@ export class OperationStore {
   }
 
   async legs(operationId: string, tx: Tx = this.#sql): Promise<LegRow[]> {
-    const rows = await tx<{ id: string; amount: string; completed_at: string }[]>`
-      select id, amount, completed_at from operations.legs where operation_id = ${operationId}
+    const rows = await tx<{ id: string; amount: string; completed_at: string; receipt_id: string | null }[]>`
+      select id, amount, completed_at, receipt_id from operations.legs where operation_id = ${operationId}
       order by completed_at, id`;
     return rows.map((r) => ({ ...r, completed_at: new Date(r.completed_at) }));
+  }
+
+  /** Payments waiting for an operator (manual_check), oldest first; of one shop when given. */
+  async manualChecks(limit: number, shopId?: string): Promise<OperationRow[]> {
+    const rows = await this.#sql<OperationRow[]>`
+      select * from operations.operations
+      where status = 'manual_check' ${shopId ? this.#sql`and shop_id = ${shopId}` : this.#sql``}
+      order by updated_at, id limit ${limit}`;
+    return rows.map((r) => hydrate(r));
   }
 
   /** Locks the row for the rest of the transaction. */

@@ -8,13 +8,19 @@ import { configSchema as ledgerConfig } from "@gw/ledger/src/config.ts";
 import { createLogger, type Logger } from "@gw/log";
 import { LedgerService } from "@gw/proto/gateway/ledger/v1/ledger_pb";
 import { OperationsService } from "@gw/proto/gateway/operations/v1/operations_pb";
+import { startReceipts } from "@gw/receipts/src/app.ts";
+import { configSchema as receiptsConfig } from "@gw/receipts/src/config.ts";
 import { createServiceClient } from "@gw/rpc";
+import type { RunningService } from "@gw/runtime";
 import { configSchema as sandboxConfig, startSandbox } from "@gw/sandbox-provider";
 import { startOperations } from "./app.ts";
 import { configSchema, type OperationsConfig } from "./config.ts";
 import { connectorFor } from "./connectors/index.ts";
 import { Reconciler, type ReconcilerOptions, reconcilerOptions } from "./reconciler.ts";
 import { OperationStore } from "./store.ts";
+
+/** The receipts service's link secret in the harness. */
+export const RECEIPT_URL_SECRET = "operations-test-receipt-url-secret-0123456789";
 
 /**
  * What the callback forwarder does with a provider callback: pass it to operations,
@@ -43,6 +49,8 @@ export interface OperationsHarness {
   releaseCallbacks(): Promise<void>;
   /** The operations service's config, as started. */
   config: OperationsConfig;
+  /** The receipts service operations calls (signing links with `RECEIPT_URL_SECRET`). */
+  receipts: RunningService;
   /** A store on a pool of its own, for reading and seeding rows. */
   store: OperationStore;
   /**
@@ -77,6 +85,13 @@ export async function startHarness(
     DB_POOL_MAX: "8",
   };
   const ledgerSvc = await startLedger(ledgerConfig.parse(common));
+  const receiptsSvc = await startReceipts(
+    receiptsConfig.parse({
+      ...common,
+      RECEIPT_URL_SECRET: RECEIPT_URL_SECRET,
+      RECEIPT_URL_BASE: "http://127.0.0.1:8080",
+    }),
+  );
   const sandbox = await startSandbox(
     sandboxConfig.parse({
       DATABASE_URL: database.url,
@@ -115,6 +130,7 @@ export async function startHarness(
   const config = configSchema.parse({
     ...common,
     LEDGER_URL: ledgerUrl,
+    RECEIPTS_URL: `http://127.0.0.1:${receiptsSvc.port}`,
     PROVIDER_CALLBACK_BASE_URL: callbackBase,
     CREATE_BUDGET_MS: String(options.budgetMs ?? 15_000),
     PROVIDER_ATTEMPT_TIMEOUT_MS: String(options.attemptTimeoutMs ?? 5_000),
@@ -141,6 +157,7 @@ export async function startHarness(
     sandboxUrl,
     config,
     store,
+    receipts: receiptsSvc,
     callbacks(next) {
       mode = next;
     },
@@ -209,6 +226,7 @@ export async function startHarness(
       await opsSvc.stop();
       await Promise.all(pools.map((p) => p.end()));
       await sandbox.stop();
+      await receiptsSvc.stop();
       await ledgerSvc.stop();
       await new Promise((r) => forwarder.close(r));
       await database.drop();

@@ -11,7 +11,7 @@ export const configSchema = grpcServiceConfig(50054, 9104).extend({
    * `receipt_evidence_status: unavailable`, as the spec allows.
    */
   RECEIPT_URL_SECRET: z.string().min(32, "at least 32 characters").optional(),
-  /** The public base of the edge that serves `/v1/receipts/{id}`: HTTPS, HTTP only on loopback (local runs). */
+  /** The public base of the edge that serves `/receipts/{id}` (outside `/v1`: the link itself is the credential): HTTPS, HTTP only on loopback (local runs). */
   RECEIPT_URL_BASE: z
     .string()
     .url()

@@ -1,7 +1,7 @@
 import { createHmac, timingSafeEqual } from "node:crypto";
 
 /**
- * Short-lived download links of receipts: `{base}/v1/receipts/{id}?exp={unix}&sig={mac}`
+ * Short-lived download links of receipts: `{base}/receipts/{id}?exp={unix}&sig={mac}`
  * where mac = base64url(HMAC-SHA256(secret, "receipt-url:v1\n{id}\n{shop}\n{exp}")). The
  * owning shop is inside the MAC but not in the link: a link cannot be moved to another
  * receipt, another shop or another expiry without the secret.
@@ -21,7 +21,7 @@ export class ReceiptUrlSigner {
     const exp = Math.floor(now.getTime() / 1000) + this.#ttlSeconds;
     const sig = this.#mac(receiptId, shopId, exp);
     return {
-      url: `${this.#base}/v1/receipts/${encodeURIComponent(receiptId)}?exp=${exp}&sig=${sig}`,
+      url: `${this.#base}/receipts/${encodeURIComponent(receiptId)}?exp=${exp}&sig=${sig}`,
       expiresAt: new Date(exp * 1000),
     };
   }

@@ -1,0 +1,316 @@
+import { randomUUID } from "node:crypto";
+import { type Client, Code, ConnectError } from "@connectrpc/connect";
+import type { Logger } from "@gw/log";
+import { Decimal } from "@gw/money";
+import type {
+  ConfirmPaymentRequest,
+  ListManualChecksRequest,
+  ReceiptItem,
+  ResolveReviewRequest,
+} from "@gw/proto/gateway/operations/v1/operations_pb";
+import type { ReceiptsService, Review } from "@gw/proto/gateway/receipts/v1/receipts_pb";
+import { failure, Code as RpcCode } from "@gw/rpc";
+import type postgres from "postgres";
+import { bankDetails } from "./banks.ts";
+import { receiptsOf } from "./handlers.ts";
+import { isTerminal, type OperationRow, toOperation } from "./model.ts";
+import type { LegRow, OperationStore } from "./store.ts";
+
+/**
+ * Receipt confirmation: a payer's receipt goes to the receipts service, whose verdict
+ * moves the payment (`completed`, `rejected`, `manual_check`); an operator resolves a
+ * `manual_check`; reads sign the `receipt_url` of each receipt-proven contribution.
+ * The receipts service never moves an operation: every state change is made here, under
+ * the row lock, with its event in the same statement (`store.transition`).
+ */
+
+export interface ReceiptDeps {
+  store: OperationStore;
+  receipts: Client<typeof ReceiptsService>;
+  logger: Logger;
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+/** A review reads the PDF in a bounded worker (5 s) behind a bounded queue: room for both. */
+export const SUBMIT_TIMEOUT_MS = 25_000;
+/** Signing links is one indexed query: a read must not wait long for it. */
+const SIGN_TIMEOUT_MS = 2_000;
+/** Statuses in which a receipt is taken (the receipts service decides on re-uploads in manual_check). */
+const REVIEWABLE = new Set(["awaiting_confirmation", "manual_check"]);
+
+const notFound = () => failure(RpcCode.NotFound, "operation_not_found", "operation not found");
+const invalid = (field: string, message: string) =>
+  failure(RpcCode.InvalidArgument, "validation_failed", message, field);
+
+/** Errors of the receipts service a caller can act on pass through; the rest mean "retry later". */
+function fromReceipts(err: unknown, logger: Logger, what: string): Error {
+  if (
+    err instanceof ConnectError &&
+    (err.code === Code.InvalidArgument || err.code === Code.FailedPrecondition || err.code === Code.NotFound)
+  )
+    return err;
+  logger.warn({ err, what }, "receipts service unavailable");
+  return failure(RpcCode.Unavailable, "dependency_unavailable", "receipt review is unavailable, retry later");
+}
+
+/** `POST /v1/confirm_payment`: review the receipt, then apply the verdict. */
+export async function confirmPayment(d: ReceiptDeps, req: ConfirmPaymentRequest) {
+  const shopId = req.scope?.shopId ?? "";
+  if (!UUID.test(req.operationId)) throw invalid("operation_id", "operation_id must be a UUID");
+  if (req.confirmationType !== "receipt")
+    throw invalid("confirmation_type", "confirmation_type must be receipt");
+  if (req.file.length === 0) throw invalid("receipt", "the receipt file is empty");
+  const row = await d.store.findById(shopId, req.operationId);
+  if (!row || row.status === "routing" || row.request_hash === null) throw notFound();
+  if (row.type !== "payment" || !REVIEWABLE.has(row.status) || row.number === null) throw notAwaiting(row);
+
+  let review: Review | undefined;
+  let replayed = false;
+  try {
+    const res = await d.receipts.submitReceipt(
+      {
+        operationId: row.id,
+        shopId: row.shop_id,
+        file: req.file,
+        contentType: req.contentType,
+        fileName: req.fileName,
+        method: row.method ?? "",
+        requisites: {
+          number: row.number,
+          name: row.name ?? undefined,
+          bankname: row.bankname ?? undefined,
+          banknameDetails: row.bankname ? bankDetails(row.currency ?? "", row.bankname) : undefined,
+        },
+        expectedAmount: row.expected_amount ?? "",
+        currency: row.currency ?? "",
+        createdAt: row.created_at.toISOString(),
+        expiresAt: row.expires_at?.toISOString(),
+      },
+      { timeoutMs: SUBMIT_TIMEOUT_MS },
+    );
+    review = res.review;
+    replayed = res.replayed;
+  } catch (err) {
+    throw fromReceipts(err, d.logger, "submit");
+  }
+  if (!review) throw failure(RpcCode.Unavailable, "dependency_unavailable", "no review came back; retry");
+  const after = await applyReview(d, row.id, review, "receipt");
+  return { operation: toOperation(after), replayed };
+}
+
+function notAwaiting(row: OperationRow) {
+  return failure(
+    RpcCode.FailedPrecondition,
+    "not_awaiting_confirmation",
+    row.type === "payment"
+      ? `the payment is ${row.status}, not awaiting confirmation`
+      : "a payout takes no confirmation",
+  );
+}
+
+/**
+ * Applies a review's verdict under the row lock: `completed` records the contribution
+ * (the receipt's amount, or the operator's) with its receipt id and completes the
+ * payment with that actual amount; `rejected` rejects it; `manual_check` puts it (or
+ * keeps it) in manual_check with the reason. An unchanged state emits nothing. A payment
+ * that left review meanwhile (cancelled, expired) is not moved: 412, and a completed
+ * verdict for it is logged as an error for an operator, since money may have moved.
+ */
+async function applyReview(
+  d: ReceiptDeps,
+  operationId: string,
+  review: Review,
+  source: "receipt" | "operator",
+): Promise<OperationRow> {
+  return d.store.sql.begin(async (tx) => {
+    const row = await d.store.lock(operationId, tx);
+    if (!row) throw notFound();
+    if (!REVIEWABLE.has(row.status)) {
+      if (review.verdict === "completed" && row.status !== "completed")
+        d.logger.error(
+          { operationId, status: row.status, receiptId: review.receiptId, source },
+          "a receipt proved a payment that is already terminal: money may have moved",
+        );
+      throw notAwaiting(row);
+    }
+    if (review.verdict === "completed") return complete(d, tx, row, review);
+    if (review.verdict === "rejected") {
+      const next = await d.store.transition(
+        row,
+        { status: "rejected", manual_check_reason: null },
+        { emit: true, tx },
+      );
+      if (!next) throw failure(RpcCode.Aborted, "dependency_unavailable", "operation changed; retry");
+      return next;
+    }
+    if (review.verdict === "manual_check") {
+      const reason = review.manualCheckReason === "not_terminal" ? "not_terminal" : "potential_fake";
+      if (row.status === "manual_check" && row.manual_check_reason === reason) return row;
+      const next = await d.store.transition(
+        row,
+        { status: "manual_check", manual_check_reason: reason },
+        { emit: true, tx },
+      );
+      if (!next) throw failure(RpcCode.Aborted, "dependency_unavailable", "operation changed; retry");
+      return next;
+    }
+    throw failure(RpcCode.Unavailable, "dependency_unavailable", `unexpected verdict ${review.verdict}`);
+  });
+}
+
+async function complete(
+  d: ReceiptDeps,
+  tx: postgres.TransactionSql,
+  row: OperationRow,
+  review: Review,
+): Promise<OperationRow> {
+  const amount = new Decimal(review.actualAmount ?? "0");
+  if (!amount.isFinite() || amount.lte(0))
+    throw failure(RpcCode.Unavailable, "dependency_unavailable", "a completed review without an amount");
+  await tx`
+    insert into operations.legs (id, operation_id, provider, provider_leg_id, amount, completed_at, receipt_id)
+    values (${randomUUID()}, ${row.id}, ${row.provider ?? "receipt"}, ${`receipt:${review.receiptId}`},
+      ${amount.toFixed(2)}, ${new Date().toISOString()}, ${review.receiptId})
+    on conflict (operation_id, provider_leg_id) do nothing`;
+  const patch = { status: "completed" as const, actual_amount: amount.toFixed(2), manual_check_reason: null };
+  const { receipts } = receiptsOf({ ...row, ...patch }, await d.store.legs(row.id, tx));
+  const next = await d.store.transition(row, patch, { emit: true, receipts, tx });
+  if (!next) throw failure(RpcCode.Aborted, "dependency_unavailable", "operation changed; retry");
+  return next;
+}
+
+const AMOUNT = /^\d{1,16}(\.\d{1,2})?$/;
+
+/** Admin: an operator approves (with the amount that arrived) or rejects a payment in manual_check. */
+export async function resolveReview(d: ReceiptDeps, req: ResolveReviewRequest) {
+  if (!UUID.test(req.operationId)) throw invalid("operation_id", "operation_id must be a UUID");
+  if (req.decision !== "approve" && req.decision !== "reject")
+    throw invalid("decision", "decision must be approve or reject");
+  if (!req.operator.trim()) throw invalid("operator", "operator is required");
+  if (!req.reason.trim()) throw invalid("reason", "reason is required");
+  if (req.decision === "approve" && !(req.amount && AMOUNT.test(req.amount) && new Decimal(req.amount).gt(0)))
+    throw invalid("amount", "approve needs the amount that arrived, a positive decimal string");
+  if (req.decision === "reject" && req.amount) throw invalid("amount", "reject takes no amount");
+
+  const row = await d.store.findAnyById(req.operationId);
+  if (!row || row.request_hash === null || row.status === "routing") throw notFound();
+  if (row.status !== "manual_check" && !isTerminal(row.status))
+    throw failure(
+      RpcCode.FailedPrecondition,
+      "not_in_manual_check",
+      `the payment is ${row.status}, not in manual_check`,
+    );
+  let review: Review | undefined;
+  let replayed = false;
+  try {
+    const res = await d.receipts.resolveManualCheck(
+      {
+        shopId: row.shop_id,
+        operationId: row.id,
+        decision: req.decision,
+        amount: req.decision === "approve" ? new Decimal(req.amount ?? "0").toFixed(2) : undefined,
+        operator: req.operator.trim(),
+        reason: req.reason.trim(),
+      },
+      { timeoutMs: SIGN_TIMEOUT_MS * 5 },
+    );
+    review = res.review;
+    replayed = res.replayed;
+  } catch (err) {
+    // No review of this operation: it was not put in manual_check by a receipt.
+    if (err instanceof ConnectError && err.code === Code.NotFound)
+      throw failure(
+        RpcCode.FailedPrecondition,
+        "not_in_manual_check",
+        "the payment has no receipt to review",
+      );
+    throw fromReceipts(err, d.logger, "resolve");
+  }
+  if (!review) throw failure(RpcCode.Unavailable, "dependency_unavailable", "no review came back; retry");
+  const current = await d.store.findAnyById(row.id);
+  // The same decision again, already applied: answer the operation as it is.
+  if (replayed && current && isTerminal(current.status) && current.status === review.verdict)
+    return { operation: toOperation(current), replayed: true };
+  const after = await applyReview(d, row.id, review, "operator");
+  d.logger.info(
+    { operationId: row.id, decision: req.decision, operator: req.operator.trim(), status: after.status },
+    "manual check resolved by an operator",
+  );
+  return { operation: toOperation(after), replayed };
+}
+
+/** Admin: the payments waiting in manual_check, oldest first, with the review's findings when available. */
+export async function listManualChecks(d: ReceiptDeps, req: ListManualChecksRequest) {
+  const limit = req.limit === 0 ? 50 : req.limit;
+  if (limit < 1 || limit > 200) throw invalid("limit", "limit must be 1..200");
+  if (req.shopId !== undefined && !UUID.test(req.shopId)) throw invalid("shop_id", "shop_id must be a UUID");
+  const rows = await d.store.manualChecks(limit, req.shopId);
+  const items = await Promise.all(
+    rows.map(async (row) => {
+      const review = await d.receipts
+        .getReview(
+          { shopId: row.shop_id, id: { case: "operationId", value: row.id } },
+          { timeoutMs: SIGN_TIMEOUT_MS },
+        )
+        .then((r) => r.review)
+        .catch(() => undefined);
+      return {
+        shopId: row.shop_id,
+        operation: toOperation(row),
+        receiptId: review?.receiptId,
+        findings: (review?.findings ?? []).map((f) => ({
+          check: f.check,
+          outcome: f.outcome,
+          detail: f.detail,
+        })),
+      };
+    }),
+  );
+  return { items };
+}
+
+/**
+ * The receipts of a read with their signed links. Contributions proven by a receipt get
+ * a `receipt_url` signed now by the receipts service (links are never stored); provider
+ * legs keep null. When signing fails (receipts unreachable, no secret), the read by
+ * `operation_id` answers UNAVAILABLE `receipt_evidence_unavailable` (503) and the read by
+ * `merchant_operation_id` answers `unavailable` with no receipts, as the spec requires.
+ */
+export async function receiptEvidence(
+  d: ReceiptDeps,
+  row: OperationRow,
+  legs: LegRow[],
+  lookup: "operationId" | "merchantOperationId",
+): Promise<{ receipts: ReceiptItem[]; status: string }> {
+  const base = receiptsOf(row, legs);
+  const proven = legs.filter((l) => l.receipt_id);
+  if (row.status !== "completed" || proven.length === 0) return base;
+  try {
+    const res = await d.receipts.signReceiptUrls(
+      { shopId: row.shop_id, receiptIds: proven.map((l) => l.receipt_id as string) },
+      { timeoutMs: SIGN_TIMEOUT_MS },
+    );
+    const urlOf = new Map(res.urls.map((u) => [u.receiptId, u.url]));
+    const legUrl = new Map(proven.map((l) => [l.id, urlOf.get(l.receipt_id as string)]));
+    for (const item of base.receipts) {
+      if (!legUrl.has(item.id)) continue;
+      const url = legUrl.get(item.id);
+      if (!url) throw new Error("a receipt link is missing from the answer");
+      item.receiptUrl = url;
+    }
+    return base;
+  } catch (err) {
+    // Never log the error's text as is: a partial answer could carry a signed link.
+    d.logger.warn(
+      { operationId: row.id, code: err instanceof ConnectError ? Code[err.code] : "internal" },
+      "receipt links could not be signed",
+    );
+    if (lookup === "operationId")
+      throw failure(
+        RpcCode.Unavailable,
+        "receipt_evidence_unavailable",
+        "receipt evidence is temporarily unavailable, retry later",
+      );
+    return { receipts: [], status: "unavailable" };
+  }
+}
