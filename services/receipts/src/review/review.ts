@@ -119,4 +119,3 @@ export function parsePdfDate(value: string | undefined): Date | undefined {
     Date.UTC(Number(y), Number(mo) - 1, Number(d), Number(h), Number(mi), Number(s)) - offsetMin * 60_000;
   return Number.isNaN(ms) ? undefined : new Date(ms);
 }
-
