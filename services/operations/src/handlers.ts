@@ -7,6 +7,7 @@ import {
   type CancelOperationRequest,
   type ConfirmPaymentRequest,
   type GetOperationRequest,
+  type GetPaymentPageRequest,
   type HandleProviderCallbackRequest,
   type ListManualChecksRequest,
   type OperationsService,
@@ -28,6 +29,7 @@ import {
 import { CallbackRejectedError, type Connector, type ProviderResult } from "./connectors/connector.ts";
 import { type CreateDeps, createOperation, operationIdFor, parseCreate } from "./create.ts";
 import { isTerminal, type OperationRow, toOperation } from "./model.ts";
+import { getPaymentPage, markHostedPage } from "./page.ts";
 import type { LegRow, OperationStore } from "./store.ts";
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -161,6 +163,8 @@ export class OperationsHandlers implements ServiceImpl<typeof OperationsService>
   async createOperation(req: Parameters<typeof parseCreate>[0], ctx: HandlerContext) {
     const input = parseCreate(req);
     const { row, replayed } = await createOperation(this.#d, input, ctx.signal);
+    if (req.hostedPage && row.type === "payment" && !row.hosted_page)
+      await markHostedPage(this.#store, row.id);
     return { operation: toOperation(row), replayed };
   }
 
@@ -241,6 +245,10 @@ export class OperationsHandlers implements ServiceImpl<typeof OperationsService>
 
   listManualChecks(req: ListManualChecksRequest) {
     return listManualChecks(this.#d, req);
+  }
+
+  getPaymentPage(req: GetPaymentPageRequest) {
+    return getPaymentPage(this.#store, req);
   }
 
   async handleProviderCallback(req: HandleProviderCallbackRequest) {

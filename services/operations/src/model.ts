@@ -30,6 +30,7 @@ export interface OperationRow {
   commission_percent: string | null;
   commission_fixed: string | null;
   manual_check_reason: string | null;
+  hosted_page: boolean;
   cancel_requested: boolean;
   cancelled_by_command: boolean;
   cancel_reason: string | null;

@@ -36,7 +36,12 @@ function required(op: Operation | undefined): Operation {
  * cancel. They validate, call OperationsService with the key's scope, and render.
  */
 export function operationRoutes(clients: EdgeClients, store: EdgeStore, payUrl: string) {
-  const createOperation = async (scope: Scope, type: "payment" | "payout", body: CreateOperationBody) => {
+  const createOperation = async (
+    scope: Scope,
+    type: "payment" | "payout",
+    body: CreateOperationBody,
+    hostedPage = false,
+  ) => {
     const res = await clients.operations.createOperation(
       {
         scope: scopeMessage(scope),
@@ -51,6 +56,7 @@ export function operationRoutes(clients: EdgeClients, store: EdgeStore, payUrl: 
         number: type === "payout" ? (body.number ?? undefined) : undefined,
         bankname: type === "payout" ? (body.bankname ?? undefined) : undefined,
         name: body.name ?? undefined,
+        hostedPage,
       },
       { timeoutMs: CREATE_TIMEOUT_MS },
     );
@@ -70,10 +76,10 @@ export function operationRoutes(clients: EdgeClients, store: EdgeStore, payUrl: 
     .post("/payment/link", async (c) => {
       const body = parseBody(createOperationBody, c.get("body"));
       const scope = c.get("scope");
-      const [op, settings] = await Promise.all([
-        createOperation(scope, "payment", body),
-        store.settings(scope.shopId),
-      ]);
+      // The setting is read first: operations records whether the payer's page may show
+      // this payment, and checkout answers not found for any other.
+      const settings = await store.settings(scope.shopId);
+      const op = await createOperation(scope, "payment", body, settings.hostedPageEnabled);
       const paymentUrl = settings.hostedPageEnabled ? `${payUrl}/${op.operationId}` : null;
       return c.json({ ...operationJson(op), payment_url: paymentUrl });
     })

@@ -76,6 +76,8 @@ export const operationsTable = operations.table(
     commissionPercent: numeric("commission_percent", { precision: 9, scale: 4 }),
     commissionFixed: numeric("commission_fixed", { precision: 20, scale: 6 }),
     manualCheckReason: text("manual_check_reason"),
+    /** Created through a link whose shop had the hosted page on: the payer's page may show it. */
+    hostedPage: boolean("hosted_page").notNull().default(false),
     cancelRequested: boolean("cancel_requested").notNull().default(false),
     cancelledByCommand: boolean("cancelled_by_command").notNull().default(false),
     cancelReason: text("cancel_reason"),
@@ -132,6 +134,38 @@ export const callbacks = operations.table(
     receivedAt: timestamp("received_at", { withTimezone: true }).notNull().defaultNow(),
   },
   (t) => [primaryKey({ columns: [t.provider, t.callbackId] })],
+);
+
+/**
+ * Flexible payment links (`POST /v1/payment/link/flexible`), keyed by the operation id
+ * derived from (shop, merchant_operation_id): the id the payment gets once an amount is
+ * confirmed. `k_hash` is the sha256 of the page credential; the credential itself is
+ * never stored (it is an HMAC of the id, so a retry can answer the same URL).
+ */
+export const flexibleLinks = operations.table(
+  "flexible_links",
+  {
+    operationId: uuid("operation_id").primaryKey(),
+    shopId: uuid("shop_id").notNull(),
+    merchantId: uuid("merchant_id").notNull(),
+    merchantOperationId: text("merchant_operation_id").notNull(),
+    requestHash: text("request_hash").notNull(),
+    clientId: text("client_id").notNull(),
+    clientIp: text("client_ip"),
+    method: text("method").notNull(),
+    currency: text("currency").notNull(),
+    recommendedAmount: numeric("recommended_amount", { precision: 20, scale: 2 }).notNull(),
+    minAmount: numeric("min_amount", { precision: 20, scale: 2 }),
+    maxAmount: numeric("max_amount", { precision: 20, scale: 2 }),
+    picker: text("picker").notNull(),
+    kHash: text("k_hash").notNull(),
+    /** amount_selection | created | rejected (expired is amount_selection past expires_at). */
+    status: text("status").notNull(),
+    expiresAt: timestamp("expires_at", { withTimezone: true }).notNull(),
+    createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
+    updatedAt: timestamp("updated_at", { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [unique("flexible_links_shop_mop").on(t.shopId, t.merchantOperationId)],
 );
 
 export const outbox = outboxTable(operations);

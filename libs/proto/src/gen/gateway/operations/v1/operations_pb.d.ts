@@ -262,6 +262,124 @@ export declare type OperationEvent = Message<"gateway.operations.v1.OperationEve
 export declare const OperationEventSchema: GenMessage<OperationEvent>;
 
 /**
+ * @generated from message gateway.operations.v1.GetPaymentPageRequest
+ */
+export declare type GetPaymentPageRequest = Message<"gateway.operations.v1.GetPaymentPageRequest"> & {
+  /**
+   * @generated from field: string operation_id = 1;
+   */
+  operationId: string;
+};
+
+/**
+ * Describes the message gateway.operations.v1.GetPaymentPageRequest.
+ * Use `create(GetPaymentPageRequestSchema)` to create a new message.
+ */
+export declare const GetPaymentPageRequestSchema: GenMessage<GetPaymentPageRequest>;
+
+/**
+ * PaymentPage is what the payer's page shows: no merchant, shop, provider or client field.
+ *
+ * @generated from message gateway.operations.v1.PaymentPage
+ */
+export declare type PaymentPage = Message<"gateway.operations.v1.PaymentPage"> & {
+  /**
+   * @generated from field: string operation_id = 1;
+   */
+  operationId: string;
+
+  /**
+   * @generated from field: string amount = 2;
+   */
+  amount: string;
+
+  /**
+   * @generated from field: string currency = 3;
+   */
+  currency: string;
+
+  /**
+   * @generated from field: string method = 4;
+   */
+  method: string;
+
+  /**
+   * The requisites, once allocated.
+   *
+   * @generated from field: optional string number = 5;
+   */
+  number?: string | undefined;
+
+  /**
+   * @generated from field: optional string name = 6;
+   */
+  name?: string | undefined;
+
+  /**
+   * @generated from field: optional string bankname = 7;
+   */
+  bankname?: string | undefined;
+
+  /**
+   * @generated from field: optional string bankname_details = 8;
+   */
+  banknameDetails?: string | undefined;
+
+  /**
+   * @generated from field: optional string expires_at = 9;
+   */
+  expiresAt?: string | undefined;
+
+  /**
+   * awaiting_payment | awaiting_receipt | paid | under_review | declined | expired
+   *
+   * @generated from field: string outcome = 10;
+   */
+  outcome: string;
+
+  /**
+   * @generated from field: bool receipt_required = 11;
+   */
+  receiptRequired: boolean;
+
+  /**
+   * The amount that arrived, once paid.
+   *
+   * @generated from field: optional string paid_amount = 12;
+   */
+  paidAmount?: string | undefined;
+};
+
+/**
+ * Describes the message gateway.operations.v1.PaymentPage.
+ * Use `create(PaymentPageSchema)` to create a new message.
+ */
+export declare const PaymentPageSchema: GenMessage<PaymentPage>;
+
+/**
+ * @generated from message gateway.operations.v1.GetPaymentPageResponse
+ */
+export declare type GetPaymentPageResponse = Message<"gateway.operations.v1.GetPaymentPageResponse"> & {
+  /**
+   * @generated from field: gateway.operations.v1.PaymentPage page = 1;
+   */
+  page?: PaymentPage | undefined;
+
+  /**
+   * For the checkout's own ConfirmPayment call on the payer's behalf; never rendered.
+   *
+   * @generated from field: gateway.common.v1.Scope scope = 2;
+   */
+  scope?: Scope | undefined;
+};
+
+/**
+ * Describes the message gateway.operations.v1.GetPaymentPageResponse.
+ * Use `create(GetPaymentPageResponseSchema)` to create a new message.
+ */
+export declare const GetPaymentPageResponseSchema: GenMessage<GetPaymentPageResponse>;
+
+/**
  * @generated from message gateway.operations.v1.ConfirmPaymentRequest
  */
 export declare type ConfirmPaymentRequest = Message<"gateway.operations.v1.ConfirmPaymentRequest"> & {
@@ -552,6 +670,15 @@ export declare type CreateOperationRequest = Message<"gateway.operations.v1.Crea
    * @generated from field: optional string bankname = 11;
    */
   bankname?: string | undefined;
+
+  /**
+   * Created through POST /v1/payment/link with the shop's hosted page on: the payer's
+   * page at {pay_url}/<operation_id> shows it. Not part of the idempotency hash: it is
+   * recorded once the create succeeded, and a replay through a link records it too.
+   *
+   * @generated from field: bool hosted_page = 20;
+   */
+  hostedPage: boolean;
 };
 
 /**
@@ -844,6 +971,315 @@ export declare type PutRouteResponse = Message<"gateway.operations.v1.PutRouteRe
 export declare const PutRouteResponseSchema: GenMessage<PutRouteResponse>;
 
 /**
+ * @generated from message gateway.operations.v1.GetPoolCoverageRequest
+ */
+export declare type GetPoolCoverageRequest = Message<"gateway.operations.v1.GetPoolCoverageRequest"> & {
+  /**
+   * @generated from field: gateway.common.v1.Scope scope = 1;
+   */
+  scope?: Scope | undefined;
+
+  /**
+   * @generated from field: string method = 2;
+   */
+  method: string;
+
+  /**
+   * @generated from field: string currency = 3;
+   */
+  currency: string;
+
+  /**
+   * The requested range; its pricing must be configured for payins.
+   *
+   * @generated from field: string min_amount = 4;
+   */
+  minAmount: string;
+
+  /**
+   * @generated from field: string max_amount = 5;
+   */
+  maxAmount: string;
+};
+
+/**
+ * Describes the message gateway.operations.v1.GetPoolCoverageRequest.
+ * Use `create(GetPoolCoverageRequestSchema)` to create a new message.
+ */
+export declare const GetPoolCoverageRequestSchema: GenMessage<GetPoolCoverageRequest>;
+
+/**
+ * @generated from message gateway.operations.v1.GetPoolCoverageResponse
+ */
+export declare type GetPoolCoverageResponse = Message<"gateway.operations.v1.GetPoolCoverageResponse"> & {
+  /**
+   * full | partial | none
+   *
+   * @generated from field: string coverage = 1;
+   */
+  coverage: string;
+};
+
+/**
+ * Describes the message gateway.operations.v1.GetPoolCoverageResponse.
+ * Use `create(GetPoolCoverageResponseSchema)` to create a new message.
+ */
+export declare const GetPoolCoverageResponseSchema: GenMessage<GetPoolCoverageResponse>;
+
+/**
+ * @generated from message gateway.operations.v1.CreateFlexibleLinkRequest
+ */
+export declare type CreateFlexibleLinkRequest = Message<"gateway.operations.v1.CreateFlexibleLinkRequest"> & {
+  /**
+   * @generated from field: gateway.common.v1.Scope scope = 1;
+   */
+  scope?: Scope | undefined;
+
+  /**
+   * @generated from field: string merchant_operation_id = 2;
+   */
+  merchantOperationId: string;
+
+  /**
+   * @generated from field: string client_id = 3;
+   */
+  clientId: string;
+
+  /**
+   * @generated from field: optional string client_ip = 4;
+   */
+  clientIp?: string | undefined;
+
+  /**
+   * @generated from field: string method = 5;
+   */
+  method: string;
+
+  /**
+   * @generated from field: string currency = 6;
+   */
+  currency: string;
+
+  /**
+   * @generated from field: string recommended_amount = 7;
+   */
+  recommendedAmount: string;
+
+  /**
+   * @generated from field: optional string min_amount = 8;
+   */
+  minAmount?: string | undefined;
+
+  /**
+   * @generated from field: optional string max_amount = 9;
+   */
+  maxAmount?: string | undefined;
+
+  /**
+   * The shop's opt-in (edge shop settings): without it an ordinary payment is created.
+   *
+   * @generated from field: bool opt_in = 10;
+   */
+  optIn: boolean;
+
+  /**
+   * amount | ranges: what the hosted page offers.
+   *
+   * @generated from field: string picker = 11;
+   */
+  picker: string;
+};
+
+/**
+ * Describes the message gateway.operations.v1.CreateFlexibleLinkRequest.
+ * Use `create(CreateFlexibleLinkRequestSchema)` to create a new message.
+ */
+export declare const CreateFlexibleLinkRequestSchema: GenMessage<CreateFlexibleLinkRequest>;
+
+/**
+ * @generated from message gateway.operations.v1.GetFlexibleLinkRequest
+ */
+export declare type GetFlexibleLinkRequest = Message<"gateway.operations.v1.GetFlexibleLinkRequest"> & {
+  /**
+   * @generated from field: string operation_id = 1;
+   */
+  operationId: string;
+
+  /**
+   * @generated from field: string k = 2;
+   */
+  k: string;
+};
+
+/**
+ * Describes the message gateway.operations.v1.GetFlexibleLinkRequest.
+ * Use `create(GetFlexibleLinkRequestSchema)` to create a new message.
+ */
+export declare const GetFlexibleLinkRequestSchema: GenMessage<GetFlexibleLinkRequest>;
+
+/**
+ * @generated from message gateway.operations.v1.ConfirmFlexibleAmountRequest
+ */
+export declare type ConfirmFlexibleAmountRequest = Message<"gateway.operations.v1.ConfirmFlexibleAmountRequest"> & {
+  /**
+   * @generated from field: string operation_id = 1;
+   */
+  operationId: string;
+
+  /**
+   * @generated from field: string k = 2;
+   */
+  k: string;
+
+  /**
+   * @generated from field: string amount = 3;
+   */
+  amount: string;
+};
+
+/**
+ * Describes the message gateway.operations.v1.ConfirmFlexibleAmountRequest.
+ * Use `create(ConfirmFlexibleAmountRequestSchema)` to create a new message.
+ */
+export declare const ConfirmFlexibleAmountRequestSchema: GenMessage<ConfirmFlexibleAmountRequest>;
+
+/**
+ * A flexible link as the merchant and the hosted page see it.
+ *
+ * @generated from message gateway.operations.v1.FlexibleLink
+ */
+export declare type FlexibleLink = Message<"gateway.operations.v1.FlexibleLink"> & {
+  /**
+   * @generated from field: string operation_id = 1;
+   */
+  operationId: string;
+
+  /**
+   * amount_selection | created | rejected | expired | ordinary (no opt-in: a plain payment)
+   *
+   * @generated from field: string status = 2;
+   */
+  status: string;
+
+  /**
+   * @generated from field: string method = 3;
+   */
+  method: string;
+
+  /**
+   * @generated from field: string currency = 4;
+   */
+  currency: string;
+
+  /**
+   * @generated from field: string recommended_amount = 5;
+   */
+  recommendedAmount: string;
+
+  /**
+   * @generated from field: optional string min_amount = 6;
+   */
+  minAmount?: string | undefined;
+
+  /**
+   * @generated from field: optional string max_amount = 7;
+   */
+  maxAmount?: string | undefined;
+
+  /**
+   * The link lifetime (amount_selection).
+   *
+   * @generated from field: optional string expires_at = 8;
+   */
+  expiresAt?: string | undefined;
+
+  /**
+   * amount | ranges
+   *
+   * @generated from field: string picker = 9;
+   */
+  picker: string;
+};
+
+/**
+ * Describes the message gateway.operations.v1.FlexibleLink.
+ * Use `create(FlexibleLinkSchema)` to create a new message.
+ */
+export declare const FlexibleLinkSchema: GenMessage<FlexibleLink>;
+
+/**
+ * @generated from message gateway.operations.v1.FlexibleLinkResponse
+ */
+export declare type FlexibleLinkResponse = Message<"gateway.operations.v1.FlexibleLinkResponse"> & {
+  /**
+   * @generated from field: gateway.operations.v1.FlexibleLink link = 1;
+   */
+  link?: FlexibleLink | undefined;
+
+  /**
+   * The payment, once one exists (created, or rejected after a confirmation).
+   *
+   * @generated from field: optional gateway.operations.v1.Operation operation = 2;
+   */
+  operation?: Operation | undefined;
+
+  /**
+   * The page credential, on CreateFlexibleLink only (stable across retries; the edge puts
+   * it into payment_url). Never logged.
+   *
+   * @generated from field: optional string k = 3;
+   */
+  k?: string | undefined;
+
+  /**
+   * ConfirmFlexibleAmount: created | rejected | amount_unavailable (choose again from
+   * `intervals`) | expired. Empty on the other RPCs.
+   *
+   * @generated from field: string outcome = 4;
+   */
+  outcome: string;
+
+  /**
+   * What can be chosen now (amount_selection, amount_unavailable).
+   *
+   * @generated from field: repeated gateway.operations.v1.FlexibleInterval intervals = 5;
+   */
+  intervals: FlexibleInterval[];
+
+  /**
+   * @generated from field: bool replayed = 6;
+   */
+  replayed: boolean;
+};
+
+/**
+ * Describes the message gateway.operations.v1.FlexibleLinkResponse.
+ * Use `create(FlexibleLinkResponseSchema)` to create a new message.
+ */
+export declare const FlexibleLinkResponseSchema: GenMessage<FlexibleLinkResponse>;
+
+/**
+ * @generated from message gateway.operations.v1.FlexibleInterval
+ */
+export declare type FlexibleInterval = Message<"gateway.operations.v1.FlexibleInterval"> & {
+  /**
+   * @generated from field: string min_amount = 1;
+   */
+  minAmount: string;
+
+  /**
+   * @generated from field: string max_amount = 2;
+   */
+  maxAmount: string;
+};
+
+/**
+ * Describes the message gateway.operations.v1.FlexibleInterval.
+ * Use `create(FlexibleIntervalSchema)` to create a new message.
+ */
+export declare const FlexibleIntervalSchema: GenMessage<FlexibleInterval>;
+
+/**
  * @generated from service gateway.operations.v1.OperationsService
  */
 export declare const OperationsService: GenService<{
@@ -947,6 +1383,70 @@ export declare const OperationsService: GenService<{
     methodKind: "unary";
     input: typeof ListManualChecksRequestSchema;
     output: typeof ListManualChecksResponseSchema;
+  },
+  /**
+   * Availability endpoints: the shop's coverage of the self-matching pool for a payin
+   * method (`full`: the payin route is only the pool; `partial`: the pool and others;
+   * `none`: no pool), after checking that the shop can create in that range.
+   * Errors: INVALID_ARGUMENT (validation_failed), FAILED_PRECONDITION
+   * (route_not_configured, pricing_not_configured).
+   *
+   * @generated from rpc gateway.operations.v1.OperationsService.GetPoolCoverage
+   */
+  getPoolCoverage: {
+    methodKind: "unary";
+    input: typeof GetPoolCoverageRequestSchema;
+    output: typeof GetPoolCoverageResponseSchema;
+  },
+  /**
+   * POST /v1/payment/link/flexible. Idempotent on (shop, merchant_operation_id): a retry
+   * answers the original link or payment unchanged. Errors: INVALID_ARGUMENT
+   * (validation_failed), FAILED_PRECONDITION (idempotency_conflict, route_not_configured,
+   * flexible_route_not_pool, pricing_not_configured), UNAVAILABLE.
+   *
+   * @generated from rpc gateway.operations.v1.OperationsService.CreateFlexibleLink
+   */
+  createFlexibleLink: {
+    methodKind: "unary";
+    input: typeof CreateFlexibleLinkRequestSchema;
+    output: typeof FlexibleLinkResponseSchema;
+  },
+  /**
+   * The hosted page's read of a flexible link (operation id + the `k` credential); a
+   * wrong or missing `k` is NOT_FOUND, like an unknown id.
+   *
+   * @generated from rpc gateway.operations.v1.OperationsService.GetFlexibleLink
+   */
+  getFlexibleLink: {
+    methodKind: "unary";
+    input: typeof GetFlexibleLinkRequestSchema;
+    output: typeof FlexibleLinkResponseSchema;
+  },
+  /**
+   * The payer confirms an amount on the hosted page: the payment is created at that
+   * amount, or answered `amount_unavailable` with a refreshed choice, or `rejected` (with
+   * the ordinary rejected event) when nothing is left. An expired link creates nothing.
+   * Errors: NOT_FOUND (flexible_link_not_found), INVALID_ARGUMENT (validation_failed:
+   * amount outside the bounds), FAILED_PRECONDITION (flexible_link_expired), UNAVAILABLE.
+   *
+   * @generated from rpc gateway.operations.v1.OperationsService.ConfirmFlexibleAmount
+   */
+  confirmFlexibleAmount: {
+    methodKind: "unary";
+    input: typeof ConfirmFlexibleAmountRequestSchema;
+    output: typeof FlexibleLinkResponseSchema;
+  },
+  /**
+   * The hosted page's view of a payment (checkout): only page-safe fields. Errors:
+   * NOT_FOUND (operation_not_found) unless the payment was created through a link whose
+   * shop had the hosted page on; INVALID_ARGUMENT for an id that is not a UUID.
+   *
+   * @generated from rpc gateway.operations.v1.OperationsService.GetPaymentPage
+   */
+  getPaymentPage: {
+    methodKind: "unary";
+    input: typeof GetPaymentPageRequestSchema;
+    output: typeof GetPaymentPageResponseSchema;
   },
 }>;
 

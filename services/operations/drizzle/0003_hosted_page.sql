@@ -1,0 +1,1 @@
+ALTER TABLE "operations"."operations" ADD COLUMN "hosted_page" boolean DEFAULT false NOT NULL;

@@ -1,0 +1,111 @@
+import { create } from "@bufbuild/protobuf";
+import { Decimal } from "@gw/money";
+import { ScopeSchema } from "@gw/proto/gateway/common/v1/common_pb";
+import {
+  type GetPaymentPageRequest,
+  type GetPaymentPageResponse,
+  type PaymentPage,
+  PaymentPageSchema,
+} from "@gw/proto/gateway/operations/v1/operations_pb";
+import { Code, failure } from "@gw/rpc";
+import { bankDetails } from "./banks.ts";
+import type { OperationRow } from "./model.ts";
+import type { OperationStore } from "./store.ts";
+
+/**
+ * The payer's hosted page (checkout) reads a payment through `GetPaymentPage`. The page
+ * is reached by the operation id alone, so the answer must confirm nothing about any
+ * operation that was not handed to a payer as a hosted link: everything else is the same
+ * NOT_FOUND as an unknown id, and the answer carries only what the payer is shown.
+ */
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** The outcomes the spec names for the page, plus the two waiting states before them. */
+export type PageOutcome =
+  | "awaiting_payment"
+  | "awaiting_receipt"
+  | "paid"
+  | "under_review"
+  | "declined"
+  | "expired";
+
+/**
+ * What the payer is told about a payment in `row.status`. A rejection at or after
+ * `expires_at` is the reconciler expiring it (the payable window closed without a
+ * result), which the payer reads as "expired", not as a refusal.
+ */
+export function pageOutcome(row: Pick<OperationRow, "status" | "expires_at" | "updated_at">): PageOutcome {
+  switch (row.status) {
+    case "pending":
+      return "awaiting_payment";
+    case "awaiting_confirmation":
+      return "awaiting_receipt";
+    case "manual_check":
+      return "under_review";
+    case "completed":
+      return "paid";
+    case "rejected":
+      return row.expires_at && row.updated_at.getTime() >= row.expires_at.getTime() ? "expired" : "declined";
+    default:
+      return "declined";
+  }
+}
+
+/** The page-safe view of a row: amount, method, requisites, expiry and the outcome. */
+export function toPaymentPage(row: OperationRow): PaymentPage {
+  const currency = row.currency ?? "";
+  const page = create(PaymentPageSchema, {
+    operationId: row.id,
+    amount: new Decimal(row.expected_amount ?? "0").toFixed(2),
+    currency,
+    method: row.method ?? "",
+    outcome: pageOutcome(row),
+    receiptRequired: row.receipt_required,
+  });
+  if (row.number !== null) {
+    page.number = row.number;
+    page.name = row.name ?? undefined;
+    if (row.bankname) {
+      page.bankname = row.bankname;
+      page.banknameDetails = bankDetails(currency, row.bankname);
+    }
+  }
+  if (row.expires_at) page.expiresAt = row.expires_at.toISOString();
+  if (row.status === "completed") page.paidAmount = new Decimal(row.actual_amount).toFixed(2);
+  return page;
+}
+
+/** `GetPaymentPage`: NOT_FOUND for anything but a payment created through a hosted link. */
+export async function getPaymentPage(
+  store: OperationStore,
+  req: GetPaymentPageRequest,
+): Promise<GetPaymentPageResponse> {
+  if (!UUID.test(req.operationId))
+    throw failure(Code.InvalidArgument, "validation_failed", "operation_id must be a UUID", "operation_id");
+  const row = await store.findAnyById(req.operationId);
+  if (
+    !row ||
+    !row.hosted_page ||
+    row.type !== "payment" ||
+    row.status === "routing" ||
+    row.request_hash === null
+  )
+    throw failure(Code.NotFound, "operation_not_found", "operation not found");
+  return {
+    $typeName: "gateway.operations.v1.GetPaymentPageResponse",
+    page: toPaymentPage(row),
+    scope: create(ScopeSchema, { merchantId: row.merchant_id, shopId: row.shop_id }),
+  };
+}
+
+/**
+ * Records that a payment was handed out as a hosted link. It runs after the create
+ * succeeded (so a link that failed shows no page) and is a bookkeeping column: no
+ * version bump, no event. A replay through a link records it as well.
+ */
+export async function markHostedPage(store: OperationStore, operationId: string): Promise<void> {
+  await store.sql`
+    update operations.operations set hosted_page = true
+    where id = ${operationId} and not hosted_page`;
+}
