@@ -7,6 +7,7 @@ import { connectNats } from "@gw/events";
 import { createLogger } from "@gw/log";
 import { LedgerService } from "@gw/proto/gateway/ledger/v1/ledger_pb";
 import { OperationsService } from "@gw/proto/gateway/operations/v1/operations_pb";
+import { ReceiptsService } from "@gw/proto/gateway/receipts/v1/receipts_pb";
 import { WebhooksService } from "@gw/proto/gateway/webhooks/v1/webhooks_pb";
 import { Health, HealthCheckResponse_ServingStatus } from "@gw/proto/grpc/health/v1/health_pb";
 import { createServiceClient, startMetricsServer } from "@gw/rpc";
@@ -24,11 +25,18 @@ import { jsonBody } from "./middleware/body.ts";
 import { requestLog } from "./middleware/request-log.ts";
 import { DOCS_PAGE, describeUnmanagedRoutes, OPENAPI_INFO } from "./openapi.ts";
 import { adminConfigRoutes } from "./routes/admin-config.ts";
+import { adminReviewRoutes } from "./routes/admin-reviews.ts";
 import { adminShopRoutes } from "./routes/admin-shops.ts";
 import { balanceRoutes } from "./routes/balances.ts";
 import { callbackRoutes } from "./routes/callbacks.ts";
 import { healthRoutes } from "./routes/health.ts";
 import { operationRoutes } from "./routes/operations.ts";
+import {
+  CONFIRM_PATH,
+  confirmRoutes,
+  describeReceiptRoutes,
+  receiptDownloadRoutes,
+} from "./routes/receipts.ts";
 import { EdgeStore } from "./store.ts";
 import { validationError } from "./validation.ts";
 
@@ -58,7 +66,9 @@ export function buildApp(deps: EdgeDeps): OpenAPIHono<EdgeEnv> {
         }),
     }),
   );
-  app.use("/v1/*", apiKeyAuth(store), jsonBody());
+  // confirm_payment reads its own multipart body (bounded by the receipt limit) after the key check.
+  const v1Json = jsonBody();
+  app.use("/v1/*", apiKeyAuth(store), (c, next) => (c.req.path === CONFIRM_PATH ? next() : v1Json(c, next)));
   app.use("/admin/*", adminAuth(deps.adminToken), jsonBody());
   // Every admin route under a shop answers 404 for a shop the edge does not know.
   app.use("/admin/v1/shops/:shop_id/*", async (c, next) => {
@@ -69,11 +79,16 @@ export function buildApp(deps: EdgeDeps): OpenAPIHono<EdgeEnv> {
   app.route("/", healthRoutes(deps.probes));
   app.route("/v1", operationRoutes(deps.clients, store, deps.payUrl));
   app.route("/v1", balanceRoutes(deps.clients));
+  const receiptMaxBytes = deps.receiptMaxBytes ?? 20 * 1024 * 1024;
+  app.route("/v1", confirmRoutes(deps.clients, receiptMaxBytes));
+  app.route("/receipts", receiptDownloadRoutes(deps.clients, store));
   app.route("/callbacks", callbackRoutes(deps.clients));
   app.route("/admin/v1", adminShopRoutes(store, deps.clients));
   app.route("/admin/v1", adminConfigRoutes(deps.clients));
+  app.route("/admin/v1", adminReviewRoutes(deps.clients));
 
   describeUnmanagedRoutes(app);
+  describeReceiptRoutes(app, receiptMaxBytes);
   app.doc31("/openapi.json", OPENAPI_INFO);
   app.get("/docs", (c) => c.html(DOCS_PAGE));
 
@@ -125,6 +140,7 @@ export async function startEdge(
     operations: createServiceClient(OperationsService, config.OPERATIONS_URL),
     ledger: createServiceClient(LedgerService, config.LEDGER_URL),
     webhooks: createServiceClient(WebhooksService, config.WEBHOOKS_URL),
+    receipts: createServiceClient(ReceiptsService, config.RECEIPTS_URL),
   };
   const downstreamUrls = {
     operations: config.OPERATIONS_URL,
@@ -144,6 +160,7 @@ export async function startEdge(
     clients,
     adminToken: config.ADMIN_TOKEN,
     payUrl: config.PAY_URL,
+    receiptMaxBytes: config.RECEIPT_STORE_MAX_BYTES,
     probes: {
       self: {
         postgres: async () => {

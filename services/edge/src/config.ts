@@ -11,6 +11,12 @@ export const configSchema = z.object({
   /** The bearer token of the admin API; a short one is refused at start. */
   ADMIN_TOKEN: z.string().min(32, "at least 32 characters"),
   /** Where the hosted checkout pages live; `payment_url` is `${PAY_URL}/<operation_id>`. */
+  /** The largest receipt upload: the receipts service's storage limit (the same variable). */
+  RECEIPT_STORE_MAX_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1024)
+    .default(20 * 1024 * 1024),
   PAY_URL: z
     .string()
     .url()

@@ -3,6 +3,7 @@ import type { Database } from "@gw/db";
 import type { Logger } from "@gw/log";
 import type { LedgerService } from "@gw/proto/gateway/ledger/v1/ledger_pb";
 import type { OperationsService } from "@gw/proto/gateway/operations/v1/operations_pb";
+import type { ReceiptsService } from "@gw/proto/gateway/receipts/v1/receipts_pb";
 import type { WebhooksService } from "@gw/proto/gateway/webhooks/v1/webhooks_pb";
 
 /** The downstream gRPC services the edge maps requests to. */
@@ -10,6 +11,8 @@ export interface EdgeClients {
   operations: Client<typeof OperationsService>;
   ledger: Client<typeof LedgerService>;
   webhooks: Client<typeof WebhooksService>;
+  /** Receipt downloads through signed links. */
+  receipts: Client<typeof ReceiptsService>;
 }
 
 /** Answers whether one dependency is reachable now; false or a throw both mean no. */
@@ -23,6 +26,8 @@ export interface EdgeDeps {
   adminToken: string;
   /** Base of hosted page links, without a trailing slash. */
   payUrl: string;
+  /** The largest receipt `POST /v1/confirm_payment` takes (the receipts storage limit); default 20 MiB. */
+  receiptMaxBytes?: number;
   probes: {
     /** The edge's own dependencies (Postgres, NATS): `/healthz`. */
     self: Record<string, Probe>;

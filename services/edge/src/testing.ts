@@ -15,6 +15,7 @@ import {
   OperationSchema,
   OperationsService,
 } from "@gw/proto/gateway/operations/v1/operations_pb";
+import { ReceiptsService } from "@gw/proto/gateway/receipts/v1/receipts_pb";
 import { WebhooksService } from "@gw/proto/gateway/webhooks/v1/webhooks_pb";
 import { type Logger, pino } from "pino";
 import { buildApp, migrationsFolder } from "./app.ts";
@@ -52,6 +53,7 @@ export interface FakeServices {
   operations?: Partial<ServiceImpl<typeof OperationsService>>;
   ledger?: Partial<ServiceImpl<typeof LedgerService>>;
   webhooks?: Partial<ServiceImpl<typeof WebhooksService>>;
+  receipts?: Partial<ServiceImpl<typeof ReceiptsService>>;
 }
 
 /** Clients of in-memory fakes of the downstream services. */
@@ -60,11 +62,13 @@ export function fakeClients(fakes: FakeServices): EdgeClients {
     router.service(OperationsService, fakes.operations ?? {});
     router.service(LedgerService, fakes.ledger ?? {});
     router.service(WebhooksService, fakes.webhooks ?? {});
+    router.service(ReceiptsService, fakes.receipts ?? {});
   });
   return {
     operations: createClient(OperationsService, transport),
     ledger: createClient(LedgerService, transport),
     webhooks: createClient(WebhooksService, transport),
+    receipts: createClient(ReceiptsService, transport),
   };
 }
 
@@ -111,6 +115,7 @@ export function testApp(
     logger?: Logger;
     downstream?: Record<string, Probe>;
     self?: Record<string, Probe>;
+    receiptMaxBytes?: number;
   } = {},
 ) {
   const deps: EdgeDeps = {
@@ -119,6 +124,7 @@ export function testApp(
     clients: fakeClients(options.fakes ?? {}),
     adminToken: ADMIN_TOKEN,
     payUrl: PAY_URL,
+    receiptMaxBytes: options.receiptMaxBytes,
     probes: {
       self: options.self ?? {
         postgres: async () => {
