@@ -11,6 +11,8 @@ import { freePorts, REPO_ROOT, type Stack, startStack } from "@gw/stack/stack";
 export interface TestStack {
   urls: StackUrls;
   adminToken: string;
+  /** The stack's `RECEIPT_URL_SECRET`, so a test can make a genuine link that has expired. */
+  receiptUrlSecret: string;
   eventsPrefix: string;
   databaseUrl: string;
   /** Every line every service printed, prefixed with its name. */
@@ -46,6 +48,7 @@ export async function startTestStack(
   const natsDir = mkdtempSync(join(tmpdir(), "gw-e2e-"));
   const nats = await ensureNats(natsDir, process.env.NATS_URL);
   const adminToken = randomBytes(32).toString("base64url");
+  const receiptUrlSecret = randomBytes(32).toString("base64url");
   const logDir = join(REPO_ROOT, "test-results", "e2e");
   mkdirSync(logDir, { recursive: true });
   const logFile = join(logDir, `${eventsPrefix}.log`);
@@ -62,6 +65,7 @@ export async function startTestStack(
     natsUrl: nats.url,
     eventsPrefix,
     adminToken,
+    receiptUrlSecret,
     logLevel: process.env.E2E_LOG_LEVEL ?? "info",
     ports: await freePorts(),
     output: {
@@ -94,6 +98,7 @@ export async function startTestStack(
   return {
     urls: stack.urls,
     adminToken,
+    receiptUrlSecret,
     eventsPrefix,
     databaseUrl: database.url,
     logFile,

@@ -1,29 +1,32 @@
 import type { AddressInfo } from "node:net";
 import { createLogger } from "@gw/log";
-import { startMetricsServer } from "@gw/rpc";
+import { OperationsService } from "@gw/proto/gateway/operations/v1/operations_pb";
+import { createServiceClient, startMetricsServer } from "@gw/rpc";
 import { serve } from "@hono/node-server";
 import { Hono } from "hono";
 import { secureHeaders } from "hono/secure-headers";
+import { PAGE_CSS, PAGE_JS } from "./assets.ts";
 import type { CheckoutConfig } from "./config.ts";
+import { langOf, type PageDeps, paymentRoutes } from "./payment-routes.ts";
+import { notFoundPage } from "./render.ts";
 
 /**
  * The hosted page carries a credential in its URL (`k`), so the page must never leak
  * it: no referrer, no framing, no third-party resource of any kind, nothing cached.
+ * Scripts, styles and the state requests of the page come from checkout itself only.
  */
-const CSP = "default-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
+export const CSP =
+  "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; " +
+  "base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
 
-const NOT_FOUND_PAGE = `<!doctype html>
-<html lang="en">
-<head><meta charset="utf-8"><title>Payment not found</title></head>
-<body>
-<h1>Payment not found</h1>
-<p>This payment link is not valid or has expired.</p>
-</body>
-</html>
-`;
-
-/** Builds the checkout HTTP app without listening; tests call it through `app.request()`. */
-export function buildCheckoutApp(options: { draining: () => boolean } = { draining: () => false }) {
+/**
+ * Builds the checkout HTTP app without listening; tests call it through `app.request()`.
+ * Without `pages` (operations unreachable by design, as in probe tests) every payment
+ * link answers the not-found page.
+ */
+export function buildCheckoutApp(
+  options: { draining: () => boolean; pages?: PageDeps } = { draining: () => false },
+) {
   const app = new Hono();
   app.use(
     secureHeaders({
@@ -41,10 +44,12 @@ export function buildCheckoutApp(options: { draining: () => boolean } = { draini
   app.get("/livez", (c) => c.body(null, 204));
   app.get("/healthz", (c) => c.body(null, 204));
   app.get("/readyz", (c) => (options.draining() ? c.body(null, 503) : c.body(null, 204)));
-  // The hosted page comes with a later issue; until then every payment link answers
-  // the same not-found page, which never tells whether the operation exists.
-  app.get("/:operation_id", (c) => c.html(NOT_FOUND_PAGE, 404));
-  app.notFound((c) => c.html(NOT_FOUND_PAGE, 404));
+  app.get("/assets/page.css", (c) => c.body(PAGE_CSS, 200, { "content-type": "text/css; charset=utf-8" }));
+  app.get("/assets/page.js", (c) =>
+    c.body(PAGE_JS, 200, { "content-type": "text/javascript; charset=utf-8" }),
+  );
+  if (options.pages) app.route("/", paymentRoutes(options.pages));
+  app.notFound((c) => c.html(notFoundPage(langOf(c)), 404));
   return app;
 }
 
@@ -58,7 +63,11 @@ export interface RunningCheckout {
 export async function startCheckout(config: CheckoutConfig): Promise<RunningCheckout> {
   const logger = createLogger("checkout", config.LOG_LEVEL);
   let draining = false;
-  const app = buildCheckoutApp({ draining: () => draining });
+  const operations = createServiceClient(OperationsService, config.OPERATIONS_URL);
+  const app = buildCheckoutApp({
+    draining: () => draining,
+    pages: { operations, logger, receiptMaxBytes: config.RECEIPT_STORE_MAX_BYTES },
+  });
   const server = await new Promise<ReturnType<typeof serve>>((resolve) => {
     const s = serve({ fetch: app.fetch, port: config.PORT, hostname: config.HOST }, () => resolve(s));
   });

@@ -6,6 +6,8 @@ import { REPO_ROOT } from "./stack.ts";
 /** The git-ignored folder of a local stack's state: Postgres data, NATS store, secrets. */
 export const DATA_DIR = join(REPO_ROOT, ".data");
 export const ADMIN_TOKEN_FILE = join(DATA_DIR, "admin-token");
+/** The HMAC key of signed receipt links (`RECEIPT_URL_SECRET`). */
+export const RECEIPT_URL_SECRET_FILE = join(DATA_DIR, "receipt-url-secret");
 /** The demo shop's webhook signing secret, for the runner's webhook receiver. */
 export const WEBHOOK_SECRET_FILE = join(DATA_DIR, "webhook-secret");
 /** Where the runner's webhook receiver listens, and the demo shop's webhook URL. */
@@ -31,4 +33,13 @@ export function localAdminToken(): string {
   const token = randomBytes(32).toString("base64url");
   writeSecret(ADMIN_TOKEN_FILE, token);
   return token;
+}
+
+/** The local receipt link secret: reused from `.data/receipt-url-secret`, or generated (256 bits) and saved there. */
+export function localReceiptUrlSecret(): string {
+  const existing = readSecret(RECEIPT_URL_SECRET_FILE);
+  if (existing) return existing;
+  const secret = randomBytes(32).toString("base64url");
+  writeSecret(RECEIPT_URL_SECRET_FILE, secret);
+  return secret;
 }

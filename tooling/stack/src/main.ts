@@ -6,6 +6,7 @@ import {
   LOCAL_WEBHOOK_PORT,
   LOCAL_WEBHOOK_URL,
   localAdminToken,
+  localReceiptUrlSecret,
   readSecret,
   WEBHOOK_SECRET_FILE,
 } from "./local.ts";
@@ -57,6 +58,7 @@ try {
     natsUrl: nats.url,
     eventsPrefix: env.EVENTS_PREFIX ?? "gw",
     adminToken,
+    receiptUrlSecret: localReceiptUrlSecret(),
     logLevel: env.LOG_LEVEL ?? "info",
     ports: defaultPorts(),
     output: out,

@@ -40,6 +40,8 @@ export interface StackSettings {
   natsUrl: string;
   eventsPrefix: string;
   adminToken: string;
+  /** The HMAC key of signed receipt links (at least 32 characters); unset, links cannot be signed. */
+  receiptUrlSecret?: string;
   logLevel: string;
   ports: PortPlan;
 }
@@ -84,6 +86,9 @@ export function serviceEnv(spec: ServiceSpec, s: StackSettings): Record<string, 
     // The edge: admin API credential and the base of hosted payment links.
     ADMIN_TOKEN: s.adminToken,
     PAY_URL: urls.pay,
+    // Receipts: signed receipt links point at the edge's download route.
+    ...(s.receiptUrlSecret ? { RECEIPT_URL_SECRET: s.receiptUrlSecret } : {}),
+    RECEIPT_URL_BASE: urls.edge,
     // Operations: providers post their results to the edge's callback route.
     PROVIDER_CALLBACK_BASE_URL: urls.edge,
     // Webhooks: a local stack delivers to receivers on loopback, which production refuses.
