@@ -777,13 +777,6 @@ export declare type AvailabilityResponse = Message<"gateway.matching.v1.Availabi
    * @generated from field: repeated gateway.matching.v1.AmountInterval intervals = 7;
    */
   intervals: AmountInterval[];
-
-  /**
-   * Only on Recommendations.
-   *
-   * @generated from field: repeated gateway.matching.v1.Recommendation recommendations = 8;
-   */
-  recommendations: Recommendation[];
 };
 
 /**
@@ -791,6 +784,60 @@ export declare type AvailabilityResponse = Message<"gateway.matching.v1.Availabi
  * Use `create(AvailabilityResponseSchema)` to create a new message.
  */
 export declare const AvailabilityResponseSchema: GenMessage<AvailabilityResponse>;
+
+/**
+ * The availability answer plus the recommendations, field for field as the spec's
+ * "Availability and recommendation response".
+ *
+ * @generated from message gateway.matching.v1.RecommendationsResponse
+ */
+export declare type RecommendationsResponse = Message<"gateway.matching.v1.RecommendationsResponse"> & {
+  /**
+   * @generated from field: string method = 1;
+   */
+  method: string;
+
+  /**
+   * @generated from field: string currency = 2;
+   */
+  currency: string;
+
+  /**
+   * @generated from field: string evaluated_at = 3;
+   */
+  evaluatedAt: string;
+
+  /**
+   * @generated from field: string coverage = 4;
+   */
+  coverage: string;
+
+  /**
+   * @generated from field: bool reserved = 5;
+   */
+  reserved: boolean;
+
+  /**
+   * @generated from field: bool truncated = 6;
+   */
+  truncated: boolean;
+
+  /**
+   * @generated from field: repeated gateway.matching.v1.AmountInterval intervals = 7;
+   */
+  intervals: AmountInterval[];
+
+  /**
+   * @generated from field: repeated gateway.matching.v1.Recommendation recommendations = 8;
+   */
+  recommendations: Recommendation[];
+};
+
+/**
+ * Describes the message gateway.matching.v1.RecommendationsResponse.
+ * Use `create(RecommendationsResponseSchema)` to create a new message.
+ */
+export declare const RecommendationsResponseSchema: GenMessage<RecommendationsResponse>;
 
 /**
  * Published from the matching outbox on subject "<prefix>.matching.<type>", type
@@ -956,7 +1003,7 @@ export declare const MatchingService: GenService<{
   recommendations: {
     methodKind: "unary";
     input: typeof RecommendationsRequestSchema;
-    output: typeof AvailabilityResponseSchema;
+    output: typeof RecommendationsResponseSchema;
   },
 }>;
 
