@@ -30,6 +30,8 @@ export type PublicErrorCode =
   | "amount_unavailable"
   | "slot_settled"
   | "read_capacity_exhausted"
+  | "flexible_route_not_pool"
+  | "flexible_link_not_found"
   | "internal";
 
 /** A domain failure: a Connect error carrying the public code (and field) as a detail. */

@@ -1,13 +1,16 @@
 import { fileURLToPath } from "node:url";
-import { OutboxRelay } from "@gw/events";
+import { OutboxRelay, type RunningConsumer } from "@gw/events";
 import { LedgerService } from "@gw/proto/gateway/ledger/v1/ledger_pb";
+import { MatchingService } from "@gw/proto/gateway/matching/v1/matching_pb";
 import { OperationsService } from "@gw/proto/gateway/operations/v1/operations_pb";
 import { ReceiptsService } from "@gw/proto/gateway/receipts/v1/receipts_pb";
 import { createServiceClient } from "@gw/rpc";
 import { startGrpcService } from "@gw/runtime";
 import type { OperationsConfig } from "./config.ts";
 import { connectorFor } from "./connectors/index.ts";
+import { ephemeralLinkSecret } from "./flexible.ts";
 import { OperationsHandlers } from "./handlers.ts";
+import { type PoolDeps, startPoolConsumers } from "./pool.ts";
 import { Reconciler, reconcilerOptions } from "./reconciler.ts";
 import { OperationStore } from "./store.ts";
 
@@ -25,17 +28,41 @@ export function startOperations(config: OperationsConfig) {
       const store = new OperationStore(sql, config.EVENTS_PREFIX);
       const ledger = createServiceClient(LedgerService, config.LEDGER_URL);
       const relay = new OutboxRelay({ sql, schema: "operations", js: nats.js, logger });
+      const callbackBaseUrl = config.PROVIDER_CALLBACK_BASE_URL.replace(/\/+$/, "");
+      const pool: PoolDeps = {
+        store,
+        matching: createServiceClient(MatchingService, config.MATCHING_URL),
+        connectorFor,
+        callbackBaseUrl,
+        attemptTimeoutMs: config.PROVIDER_ATTEMPT_TIMEOUT_MS,
+        slotLifetimeMs: config.POOL_SLOT_LIFETIME_MS,
+        windowMs: config.POOL_WINDOW_MS,
+        logger: logger.child({ component: "pool" }),
+      };
       const deps = {
         store,
         ledger,
         connectorFor,
-        callbackBaseUrl: config.PROVIDER_CALLBACK_BASE_URL.replace(/\/+$/, ""),
+        callbackBaseUrl,
         budgetMs: config.CREATE_BUDGET_MS,
         attemptTimeoutMs: config.PROVIDER_ATTEMPT_TIMEOUT_MS,
         logger,
+        pool,
       };
+      let consumers: RunningConsumer[] = [];
       const receipts = createServiceClient(ReceiptsService, config.RECEIPTS_URL);
-      const handlers = new OperationsHandlers({ ...deps, receipts, prefix: config.EVENTS_PREFIX });
+      if (!config.FLEXIBLE_LINK_SECRET)
+        logger.warn("FLEXIBLE_LINK_SECRET is not set: flexible link credentials change with every restart");
+      const handlers = new OperationsHandlers({
+        ...deps,
+        receipts,
+        prefix: config.EVENTS_PREFIX,
+        matching: pool.matching,
+        linkLifetimeMs: config.FLEXIBLE_LINK_LIFETIME_MS,
+        linkSecret: config.FLEXIBLE_LINK_SECRET
+          ? Buffer.from(config.FLEXIBLE_LINK_SECRET, "utf8")
+          : ephemeralLinkSecret(),
+      });
       const reconciler = new Reconciler(
         { ...deps, logger: logger.child({ component: "reconciler" }) },
         reconcilerOptions(config),
@@ -44,10 +71,12 @@ export function startOperations(config: OperationsConfig) {
         routes: (router) => router.service(OperationsService, handlers),
         start: async () => {
           await relay.start();
+          consumers = await startPoolConsumers(pool, nats, sql, config.EVENTS_PREFIX);
           if (config.RECONCILE_INTERVAL_MS > 0) reconciler.start();
         },
         stop: async () => {
           await reconciler.stop();
+          await Promise.all(consumers.map((c) => c.stop()));
           await relay.stop();
         },
       };

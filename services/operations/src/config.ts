@@ -4,6 +4,34 @@ import { z } from "zod";
 
 export const configSchema = grpcServiceConfig(50051, 9101).extend({
   LEDGER_URL: serviceUrls.LEDGER_URL,
+  /** The self-matching pool (payins and payouts routed to `self_matching`). */
+  MATCHING_URL: serviceUrls.MATCHING_URL,
+  /** How long a payin's slot in a pool payout holds: the payin's `expires_at`. */
+  POOL_SLOT_LIFETIME_MS: z.coerce
+    .number()
+    .int()
+    .min(1_000)
+    .max(24 * 3_600_000)
+    .default(30 * 60_000),
+  /** How long a payout routed to `self_matching` stays in the pool before its remainder is handed off. */
+  POOL_WINDOW_MS: z.coerce
+    .number()
+    .int()
+    .min(1_000)
+    .default(60 * 60_000),
+  /** Lifetime of a flexible link in `amount_selection`. */
+  FLEXIBLE_LINK_LIFETIME_MS: z.coerce
+    .number()
+    .int()
+    .min(1_000)
+    .max(24 * 3_600_000)
+    .default(30 * 60_000),
+  /**
+   * HMAC key of the flexible link credential `k` (at least 32 characters), shared by every
+   * replica. Unset: a random key per process (a warning at start), so a retried create
+   * answers another `k` after a restart or on another replica; set it in production.
+   */
+  FLEXIBLE_LINK_SECRET: z.string().min(32, "at least 32 characters").optional(),
   /** The receipts service: receipt reviews, operators' decisions, signed receipt links. */
   RECEIPTS_URL: serviceUrls.RECEIPTS_URL,
   /** Public base URL providers post their results to (the edge). */

@@ -10,6 +10,7 @@ import { v5 as uuidv5 } from "uuid";
 import { BANKS_BY_CURRENCY } from "./banks.ts";
 import type { Connector, ProviderAnswer, ProviderConfig } from "./connectors/connector.ts";
 import { type OperationRow, TERMINAL } from "./model.ts";
+import { afterRecord, POOL_PROVIDER, type PoolDeps, poolAnswer, SELF_MATCHING } from "./pool.ts";
 import type { OperationStore } from "./store.ts";
 
 /** Namespace of operation ids derived from (shop, merchant_operation_id). */
@@ -107,6 +108,8 @@ export interface CreateDeps {
   budgetMs: number;
   attemptTimeoutMs: number;
   logger: Logger;
+  /** The self-matching pool, for routes that name `self_matching` (absent: that entry is skipped). */
+  pool?: PoolDeps;
 }
 
 export type CreateResult = { row: OperationRow; replayed: boolean };
@@ -270,8 +273,32 @@ async function route(
   for (const [i, provider] of providers.entries()) {
     const remaining = deadline - Date.now();
     if (remaining <= 0 || signal.aborted) break;
+    if (!provider && names[i] === SELF_MATCHING && deps.pool) {
+      // The pool answers like a provider: admitted (or, for a payout, taken) or declined.
+      try {
+        const answer = await poolAnswer(
+          deps.pool,
+          claimed,
+          AbortSignal.any([signal, AbortSignal.timeout(remaining)]),
+        );
+        if (answer.outcome === "accepted") {
+          accepted = { provider: POOL_PROVIDER, answer };
+          break;
+        }
+        deps.logger.info(
+          { operationId: claimed.id, provider: SELF_MATCHING, reason: answer.reason },
+          "provider declined",
+        );
+      } catch (err) {
+        deps.logger.warn(
+          { operationId: claimed.id, provider: SELF_MATCHING, err: String(err) },
+          "provider did not answer",
+        );
+      }
+      continue;
+    }
     if (!provider) {
-      // `self_matching` and unknown names take no payment yet; the pool engine adds them.
+      // Unknown names (and `self_matching` without the pool wired) take no payment.
       deps.logger.warn({ operationId: claimed.id, provider: names[i] }, "provider not available for routing");
       continue;
     }
@@ -308,7 +335,9 @@ async function route(
       );
     }
   }
-  return record(deps, claimed, accepted);
+  const row = await record(deps, claimed, accepted);
+  if (accepted?.provider === POOL_PROVIDER && deps.pool) await afterRecord(deps.pool, row);
+  return row;
 }
 
 /** Writes the routing outcome, honouring a cancel that arrived meanwhile. */

@@ -5,9 +5,13 @@ import type { Logger } from "@gw/log";
 import { Decimal, isCurrency, isMethod } from "@gw/money";
 import {
   type CancelOperationRequest,
+  type ConfirmFlexibleAmountRequest,
   type ConfirmPaymentRequest,
+  type CreateFlexibleLinkRequest,
+  type GetFlexibleLinkRequest,
   type GetOperationRequest,
   type GetPaymentPageRequest,
+  type GetPoolCoverageRequest,
   type HandleProviderCallbackRequest,
   type ListManualChecksRequest,
   type OperationsService,
@@ -28,6 +32,13 @@ import {
 } from "./confirm.ts";
 import { CallbackRejectedError, type Connector, type ProviderResult } from "./connectors/connector.ts";
 import { type CreateDeps, createOperation, operationIdFor, parseCreate } from "./create.ts";
+import {
+  confirmFlexibleAmount,
+  createFlexibleLink,
+  type FlexibleDeps,
+  getFlexibleLink,
+  getPoolCoverage,
+} from "./flexible.ts";
 import { isTerminal, type OperationRow, toOperation } from "./model.ts";
 import { getPaymentPage, markHostedPage } from "./page.ts";
 import type { LegRow, OperationStore } from "./store.ts";
@@ -130,8 +141,12 @@ export async function applyProviderResult(
       on conflict (operation_id, provider_leg_id) do nothing`;
   }
   if (result.legs.length === 0) total = new Decimal(row.expected_amount ?? "0");
+  const legs = await deps.store.legs(row.id, tx);
+  // A pool payout handed off to this provider already holds the pool's contributions as
+  // legs: the actual amount is every leg, not only this provider's.
+  if (result.legs.length > 0) total = legs.reduce((sum, l) => sum.plus(l.amount), new Decimal(0));
   const completed = { ...row, status: "completed" as const, actual_amount: total.toFixed(2) };
-  const { receipts } = receiptsOf(completed, await deps.store.legs(row.id, tx));
+  const { receipts } = receiptsOf(completed, legs);
   const next = await deps.store.transition(
     row,
     { status: "completed", actual_amount: total.toFixed(2) },
@@ -146,6 +161,10 @@ export interface HandlerDeps extends CreateDeps {
   logger: Logger;
   /** The receipts service: reviews for confirm_payment, operators' decisions, signed links. */
   receipts: ReceiptDeps["receipts"];
+  /** Flexible links: the pool's reads and admission, the link lifetime and the `k` key. */
+  matching: FlexibleDeps["matching"];
+  linkLifetimeMs: number;
+  linkSecret: Buffer;
 }
 
 /** gateway.operations.v1.OperationsService. */
@@ -245,6 +264,22 @@ export class OperationsHandlers implements ServiceImpl<typeof OperationsService>
 
   listManualChecks(req: ListManualChecksRequest) {
     return listManualChecks(this.#d, req);
+  }
+
+  getPoolCoverage(req: GetPoolCoverageRequest) {
+    return getPoolCoverage(this.#d, req);
+  }
+
+  createFlexibleLink(req: CreateFlexibleLinkRequest, ctx: HandlerContext) {
+    return createFlexibleLink(this.#d, req, ctx.signal);
+  }
+
+  getFlexibleLink(req: GetFlexibleLinkRequest) {
+    return getFlexibleLink(this.#d, req);
+  }
+
+  confirmFlexibleAmount(req: ConfirmFlexibleAmountRequest, ctx: HandlerContext) {
+    return confirmFlexibleAmount(this.#d, req, ctx.signal);
   }
 
   getPaymentPage(req: GetPaymentPageRequest) {

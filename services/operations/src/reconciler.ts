@@ -5,6 +5,7 @@ import type { OperationsConfig } from "./config.ts";
 import { type CreateDeps, reroute } from "./create.ts";
 import { applyProviderResult } from "./handlers.ts";
 import { isTerminal } from "./model.ts";
+import { type PoolDeps, reconcilePooled, SELF_MATCHING } from "./pool.ts";
 import { NON_TERMINAL, type ReconcileRow } from "./store.ts";
 
 /**
@@ -189,6 +190,7 @@ export class Reconciler {
   /** Asks the provider about a pending operation and acts on the answer. */
   async #ask(row: ReconcileRow): Promise<Outcome> {
     const { store, logger } = this.#deps;
+    if (row.provider === SELF_MATCHING && this.#deps.pool) return this.#askPool(row, this.#deps.pool);
     const provider = row.provider ? await store.provider(row.provider) : undefined;
     const connector = provider && this.#deps.connectorFor(provider.kind);
     if (!provider || !connector) {
@@ -237,6 +239,16 @@ export class Reconciler {
     }
     await store.scheduleCheck(row.id, this.#backoff(row), true);
     return "pending";
+  }
+
+  /** An operation in the pool: no provider to ask; expiry and the payout's pool state decide. */
+  async #askPool(row: ReconcileRow, pool: PoolDeps): Promise<Outcome> {
+    const outcome = await reconcilePooled(pool, row);
+    if (outcome === "pending") {
+      await this.#deps.store.scheduleCheck(row.id, this.#backoff(row), true);
+      return "pending";
+    }
+    return outcome;
   }
 
   /** Finishes the routing of a create whose process died. */

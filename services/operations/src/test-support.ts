@@ -6,7 +6,10 @@ import { connect, createTestDatabase } from "@gw/db";
 import { startLedger } from "@gw/ledger/src/app.ts";
 import { configSchema as ledgerConfig } from "@gw/ledger/src/config.ts";
 import { createLogger, type Logger } from "@gw/log";
+import { startMatching } from "@gw/matching/src/app.ts";
+import { configSchema as matchingConfig } from "@gw/matching/src/config.ts";
 import { LedgerService } from "@gw/proto/gateway/ledger/v1/ledger_pb";
+import { MatchingService } from "@gw/proto/gateway/matching/v1/matching_pb";
 import { OperationsService } from "@gw/proto/gateway/operations/v1/operations_pb";
 import { startReceipts } from "@gw/receipts/src/app.ts";
 import { configSchema as receiptsConfig } from "@gw/receipts/src/config.ts";
@@ -32,6 +35,8 @@ export type CallbackMode = "forward" | "refuse" | "hold";
 export interface OperationsHarness {
   operations: Client<typeof OperationsService>;
   ledger: Client<typeof LedgerService>;
+  /** The self-matching pool service operations routes `self_matching` to. */
+  matching: Client<typeof MatchingService>;
   sandboxUrl: string;
   /** Configures a sandbox provider in the sandbox and registers it with operations. */
   provider(name: string, payin: Record<string, unknown>, payout?: Record<string, unknown>): Promise<void>;
@@ -72,6 +77,8 @@ export async function startHarness(
     attemptTimeoutMs?: number;
     /** More operations settings (`RECONCILE_*`, for example). */
     config?: Record<string, string>;
+    /** More matching settings (`POOL_SWEEP_INTERVAL_MS`, for example). */
+    matchingConfig?: Record<string, string>;
   } = {},
 ): Promise<OperationsHarness> {
   const database = await createTestDatabase();
@@ -85,6 +92,8 @@ export async function startHarness(
     DB_POOL_MAX: "8",
   };
   const ledgerSvc = await startLedger(ledgerConfig.parse(common));
+  const matchingSvc = await startMatching(matchingConfig.parse({ ...common, ...options.matchingConfig }));
+  const matchingUrl = `http://127.0.0.1:${matchingSvc.port}`;
   const receiptsSvc = await startReceipts(
     receiptsConfig.parse({
       ...common,
@@ -130,6 +139,7 @@ export async function startHarness(
   const config = configSchema.parse({
     ...common,
     LEDGER_URL: ledgerUrl,
+    MATCHING_URL: matchingUrl,
     RECEIPTS_URL: `http://127.0.0.1:${receiptsSvc.port}`,
     PROVIDER_CALLBACK_BASE_URL: callbackBase,
     CREATE_BUDGET_MS: String(options.budgetMs ?? 15_000),
@@ -154,6 +164,7 @@ export async function startHarness(
   return {
     operations,
     ledger,
+    matching: createServiceClient(MatchingService, matchingUrl),
     sandboxUrl,
     config,
     store,
@@ -227,6 +238,7 @@ export async function startHarness(
       await Promise.all(pools.map((p) => p.end()));
       await sandbox.stop();
       await receiptsSvc.stop();
+      await matchingSvc.stop();
       await ledgerSvc.stop();
       await new Promise((r) => forwarder.close(r));
       await database.drop();

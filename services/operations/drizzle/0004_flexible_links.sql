@@ -1,0 +1,21 @@
+CREATE TABLE "operations"."flexible_links" (
+	"operation_id" uuid PRIMARY KEY NOT NULL,
+	"shop_id" uuid NOT NULL,
+	"merchant_id" uuid NOT NULL,
+	"merchant_operation_id" text NOT NULL,
+	"request_hash" text NOT NULL,
+	"client_id" text NOT NULL,
+	"client_ip" text,
+	"method" text NOT NULL,
+	"currency" text NOT NULL,
+	"recommended_amount" numeric(20, 2) NOT NULL,
+	"min_amount" numeric(20, 2),
+	"max_amount" numeric(20, 2),
+	"picker" text NOT NULL,
+	"k_hash" text NOT NULL,
+	"status" text NOT NULL,
+	"expires_at" timestamp with time zone NOT NULL,
+	"created_at" timestamp with time zone DEFAULT now() NOT NULL,
+	"updated_at" timestamp with time zone DEFAULT now() NOT NULL,
+	CONSTRAINT "flexible_links_shop_mop" UNIQUE("shop_id","merchant_operation_id")
+);

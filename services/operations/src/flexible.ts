@@ -1,0 +1,483 @@
+import { createHash, createHmac, randomBytes, timingSafeEqual } from "node:crypto";
+import type { MessageInitShape } from "@bufbuild/protobuf";
+import type { Client } from "@connectrpc/connect";
+import { type Decimal, isMethod, METHODS, parseRequestAmount } from "@gw/money";
+import type { MatchingService } from "@gw/proto/gateway/matching/v1/matching_pb";
+import type {
+  ConfirmFlexibleAmountRequest,
+  CreateFlexibleLinkRequest,
+  FlexibleLinkResponseSchema,
+  GetFlexibleLinkRequest,
+  GetPoolCoverageRequest,
+} from "@gw/proto/gateway/operations/v1/operations_pb";
+import { Code, errorInfo, failure } from "@gw/rpc";
+import { stringify } from "safe-stable-stringify";
+import { type CreateDeps, type CreateInput, createOperation, operationIdFor } from "./create.ts";
+import { type OperationRow, toOperation } from "./model.ts";
+import { SELF_MATCHING } from "./pool.ts";
+
+/**
+ * Flexible payment links (`POST /v1/payment/link/flexible`) and the pool coverage the
+ * availability endpoints report. See docs/architecture.md, "Flexible links".
+ *
+ * A link lives in `operations.flexible_links` under the operation id derived from (shop,
+ * merchant_operation_id), the id its payment gets. Its page credential `k` is
+ * HMAC-SHA256(FLEXIBLE_LINK_SECRET, id) in base64url (256 bits): a retry computes the same
+ * `k` and answers the same URL, while only sha256(k) is stored and a presented `k` is
+ * compared with it in constant time. `k` is never logged.
+ */
+
+export interface FlexibleDeps extends CreateDeps {
+  matching: Client<typeof MatchingService>;
+  linkLifetimeMs: number;
+  /** The HMAC key of `k`. */
+  linkSecret: Buffer;
+}
+
+type Answer = MessageInitShape<typeof FlexibleLinkResponseSchema>;
+
+/** The row of a flexible link as postgres.js returns it. */
+interface LinkRow {
+  operation_id: string;
+  shop_id: string;
+  merchant_id: string;
+  merchant_operation_id: string;
+  request_hash: string;
+  client_id: string;
+  client_ip: string | null;
+  method: string;
+  currency: string;
+  recommended_amount: string;
+  min_amount: string | null;
+  max_amount: string | null;
+  picker: string;
+  k_hash: string;
+  status: "amount_selection" | "created" | "rejected";
+  expires_at: Date;
+}
+
+/** The widest bounds a request amount can have: what an absent bound means. */
+const LOWEST = "0.01";
+const HIGHEST = "9999999999999999.99";
+const READ_TIMEOUT_MS = 2_500;
+
+const invalid = (field: string, message: string) =>
+  failure(Code.InvalidArgument, "validation_failed", message, field);
+
+/** A new random HMAC key, for a process started without FLEXIBLE_LINK_SECRET. */
+export const ephemeralLinkSecret = () => randomBytes(32);
+
+export function linkCredential(secret: Buffer, operationId: string): string {
+  return createHmac("sha256", secret).update(`flexible-link\n${operationId}`).digest("base64url");
+}
+
+const sha256 = (text: string) => createHash("sha256").update(text).digest();
+
+/** Constant-time check of a presented `k` against the stored hash (both hashed to 32 bytes first). */
+export function credentialMatches(k: string, kHashHex: string): boolean {
+  const stored = Buffer.from(kHashHex, "hex");
+  const given = sha256(k);
+  return stored.length === given.length && timingSafeEqual(stored, given);
+}
+
+function amountOf(text: string | undefined, field: string): Decimal {
+  const parsed = text === undefined ? undefined : parseRequestAmount(text);
+  if (!parsed || !parsed.gt(0))
+    throw invalid(field, `${field} must be a decimal string with two decimal places, greater than 0`);
+  return parsed;
+}
+
+/** The coverage of a payin route by the pool: `full` only the pool, `partial` the pool and others, `none` no pool. */
+export function coverageOf(payin: string[]): "full" | "partial" | "none" {
+  if (!payin.includes(SELF_MATCHING)) return "none";
+  return payin.every((n) => n === SELF_MATCHING) ? "full" : "partial";
+}
+
+/**
+ * The availability endpoints' precondition and coverage: the shop must have a payin
+ * route for the method (`route_not_configured`) and payin pricing at both ends of the
+ * range (`pricing_not_configured`, from the ledger's quote).
+ */
+export async function getPoolCoverage(d: CreateDeps, req: GetPoolCoverageRequest) {
+  const shopId = req.scope?.shopId ?? "";
+  if (!shopId) throw invalid("scope", "scope is required");
+  if (!isMethod(req.method)) throw invalid("method", "method is not supported");
+  if (METHODS[req.method].currency !== req.currency)
+    throw invalid("currency", "method does not belong to currency");
+  const lo = amountOf(req.minAmount, "min_amount");
+  const hi = amountOf(req.maxAmount, "max_amount");
+  if (lo.gt(hi)) throw invalid("min_amount", "min_amount must not exceed max_amount");
+  const routing = await d.store.routeWithProviders(shopId, req.method, "payin");
+  if (!routing || routing.names.length === 0)
+    throw failure(Code.FailedPrecondition, "route_not_configured", `no payin route for method ${req.method}`);
+  await Promise.all(
+    [lo, hi].map((amount) =>
+      d.ledger.quote(
+        {
+          shopId,
+          method: req.method,
+          direction: "payin",
+          amount: amount.toFixed(2),
+          currency: req.currency,
+          settlementCurrency: routing.route.settlementCurrency,
+        },
+        { timeoutMs: READ_TIMEOUT_MS },
+      ),
+    ),
+  );
+  return { coverage: coverageOf(routing.names) };
+}
+
+interface FlexibleInput {
+  shopId: string;
+  merchantId: string;
+  mop: string;
+  clientId: string;
+  clientIp: string | undefined;
+  method: string;
+  currency: string;
+  recommended: string;
+  min: string | undefined;
+  max: string | undefined;
+}
+
+/** Rules 1 to 3 of the spec, and the usual create fields. */
+function parseFlexible(req: CreateFlexibleLinkRequest): FlexibleInput {
+  const shopId = req.scope?.shopId ?? "";
+  const merchantId = req.scope?.merchantId ?? "";
+  if (!shopId || !merchantId) throw invalid("scope", "scope is required");
+  if (!req.merchantOperationId) throw invalid("merchant_operation_id", "merchant_operation_id is required");
+  if (!req.clientId) throw invalid("client_id", "client_id is required");
+  if (!isMethod(req.method)) throw invalid("method", "method is not supported");
+  if (METHODS[req.method].currency !== req.currency)
+    throw invalid("currency", "method does not belong to currency");
+  const recommended = amountOf(req.recommendedAmount, "recommended_amount");
+  const min = req.minAmount === undefined ? undefined : amountOf(req.minAmount, "min_amount");
+  const max = req.maxAmount === undefined ? undefined : amountOf(req.maxAmount, "max_amount");
+  if (min && max && min.gt(max)) throw invalid("min_amount", "min_amount must not exceed max_amount");
+  if ((min && recommended.lt(min)) || (max && recommended.gt(max)))
+    throw invalid("recommended_amount", "recommended_amount must lie within min_amount and max_amount");
+  return {
+    shopId,
+    merchantId,
+    mop: req.merchantOperationId,
+    clientId: req.clientId,
+    clientIp: req.clientIp || undefined,
+    method: req.method,
+    currency: req.currency,
+    recommended: recommended.toFixed(2),
+    min: min?.toFixed(2),
+    max: max?.toFixed(2),
+  };
+}
+
+const createInput = (link: FlexibleInput, amount: string): CreateInput => ({
+  type: "payment",
+  shopId: link.shopId,
+  merchantId: link.merchantId,
+  mop: link.mop,
+  clientId: link.clientId,
+  clientIp: link.clientIp,
+  method: link.method,
+  amount,
+  currency: link.currency,
+  number: undefined,
+  name: undefined,
+  bankname: undefined,
+});
+
+const inputOf = (row: LinkRow): FlexibleInput => ({
+  shopId: row.shop_id,
+  merchantId: row.merchant_id,
+  mop: row.merchant_operation_id,
+  clientId: row.client_id,
+  clientIp: row.client_ip ?? undefined,
+  method: row.method,
+  currency: row.currency,
+  recommended: row.recommended_amount,
+  min: row.min_amount ?? undefined,
+  max: row.max_amount ?? undefined,
+});
+
+function linkMessage(row: LinkRow) {
+  const expired = row.status === "amount_selection" && row.expires_at.getTime() <= Date.now();
+  return {
+    operationId: row.operation_id,
+    status: expired ? "expired" : row.status,
+    method: row.method,
+    currency: row.currency,
+    recommendedAmount: row.recommended_amount,
+    minAmount: row.min_amount ?? undefined,
+    maxAmount: row.max_amount ?? undefined,
+    expiresAt: row.expires_at.toISOString(),
+    picker: row.picker,
+  };
+}
+
+/** Amounts that can be admitted now within the link's bounds (advisory; a busy pool is UNAVAILABLE). */
+async function intervalsFor(
+  d: FlexibleDeps,
+  link: FlexibleInput,
+): Promise<{ minAmount: string; maxAmount: string }[]> {
+  const res = await d.matching.availability(
+    {
+      method: link.method,
+      currency: link.currency,
+      minAmount: link.min ?? LOWEST,
+      maxAmount: link.max ?? HIGHEST,
+      coverage: "full",
+    },
+    { timeoutMs: READ_TIMEOUT_MS },
+  );
+  return res.intervals.map((i) => ({ minAmount: i.minAmount, maxAmount: i.maxAmount }));
+}
+
+/**
+ * Reserves `amount` for the link's payment id; true when admitted. A slot the id already
+ * holds (an earlier attempt that died before creating the payment) is kept, whatever its
+ * amount: `createOperation` then creates the payment at that slot's amount.
+ */
+async function admit(
+  d: FlexibleDeps,
+  link: FlexibleInput,
+  id: string,
+  amount: string,
+): Promise<string | undefined> {
+  try {
+    const { slot } = await d.matching.admit(
+      {
+        payinId: id,
+        shopId: link.shopId,
+        method: link.method,
+        currency: link.currency,
+        amount,
+        slotLifetimeMs: BigInt(d.pool?.slotLifetimeMs ?? 30 * 60_000),
+      },
+      { timeoutMs: READ_TIMEOUT_MS },
+    );
+    return slot?.status === "reserved" ? slot.amount : undefined;
+  } catch (err) {
+    if (errorInfo(err)?.code === "amount_unavailable") return undefined;
+    throw err;
+  }
+}
+
+async function findLink(d: FlexibleDeps, id: string): Promise<LinkRow | undefined> {
+  const [row] = await d.store.sql<
+    LinkRow[]
+  >`select * from operations.flexible_links where operation_id = ${id}`;
+  return row;
+}
+
+async function setStatus(d: FlexibleDeps, id: string, status: LinkRow["status"]) {
+  await d.store.sql`
+    update operations.flexible_links set status = ${status}, updated_at = now() where operation_id = ${id}`;
+}
+
+/** The stored answer of a link: what a retry of the create, or the page, sees. */
+async function answerOf(
+  d: FlexibleDeps,
+  row: LinkRow,
+  k: string | undefined,
+  replayed: boolean,
+): Promise<Answer> {
+  const op = row.status === "amount_selection" ? undefined : await d.store.findAnyById(row.operation_id);
+  return {
+    link: linkMessage(row),
+    operation: op && op.status !== "routing" ? toOperation(op) : undefined,
+    k,
+    replayed,
+  };
+}
+
+/** `POST /v1/payment/link/flexible`. */
+export async function createFlexibleLink(
+  d: FlexibleDeps,
+  req: CreateFlexibleLinkRequest,
+  signal: AbortSignal,
+) {
+  const input = parseFlexible(req);
+  const routing = await d.store.routeWithProviders(input.shopId, input.method, "payin");
+  if (!routing || routing.names.length === 0)
+    throw failure(
+      Code.FailedPrecondition,
+      "route_not_configured",
+      `no payin route for method ${input.method}`,
+    );
+  if (coverageOf(routing.names) !== "full")
+    throw failure(
+      Code.FailedPrecondition,
+      "flexible_route_not_pool",
+      "the shop's payin route for this method is not entirely the self-matching pool",
+    );
+  if (!req.optIn) {
+    // Rule 4: no picker, an ordinary payment for the recommended amount.
+    const { row, replayed } = await createOperation(d, createInput(input, input.recommended), signal);
+    return {
+      link: {
+        operationId: row.id,
+        status: "ordinary",
+        method: input.method,
+        currency: input.currency,
+        recommendedAmount: input.recommended,
+        picker: req.picker,
+      },
+      operation: toOperation(row),
+      replayed,
+    } satisfies Answer;
+  }
+
+  const id = operationIdFor(input.shopId, input.mop);
+  const { shopId: _s, merchantId: _m, ...body } = input;
+  const hash = createHash("sha256")
+    .update(stringify({ flexible: true, ...body }) ?? "")
+    .digest("hex");
+  const k = linkCredential(d.linkSecret, id);
+  const conflict = () =>
+    failure(
+      Code.FailedPrecondition,
+      "idempotency_conflict",
+      "merchant_operation_id was already used with a different request",
+      "merchant_operation_id",
+    );
+  const replay = async (row: LinkRow) => {
+    if (row.request_hash !== hash) throw conflict();
+    return answerOf(d, row, k, true);
+  };
+
+  const existing = await findLink(d, id);
+  if (existing) return replay(existing);
+  // The key belongs to an ordinary create (or a cancel placeholder): not a link.
+  if (await d.store.findByMop(input.shopId, input.mop)) throw conflict();
+
+  // The link row is written and decided in one transaction: a concurrent retry waits on
+  // the insert and then replays the decision.
+  const decided = await d.store.sql.begin(async (tx) => {
+    const [row] = await tx<LinkRow[]>`
+      insert into operations.flexible_links (operation_id, shop_id, merchant_id, merchant_operation_id,
+        request_hash, client_id, client_ip, method, currency, recommended_amount, min_amount, max_amount,
+        picker, k_hash, status, expires_at)
+      values (${id}, ${input.shopId}, ${input.merchantId}, ${input.mop}, ${hash}, ${input.clientId},
+        ${input.clientIp ?? null}, ${input.method}, ${input.currency}, ${input.recommended},
+        ${input.min ?? null}, ${input.max ?? null}, ${req.picker || "amount"},
+        ${sha256(k).toString("hex")}, 'amount_selection', now() + ${`${d.linkLifetimeMs} milliseconds`}::interval)
+      on conflict do nothing returning *`;
+    if (!row) return undefined;
+    const slotAmount = await admit(d, input, id, input.recommended);
+    if (slotAmount !== undefined) {
+      const { row: op } = await createOperation(d, createInput(input, slotAmount), signal);
+      await tx`update operations.flexible_links set status = 'created', updated_at = now() where operation_id = ${id}`;
+      return {
+        link: linkMessage({ ...row, status: "created" }),
+        operation: toOperation(op),
+        k,
+        replayed: false,
+      };
+    }
+    const intervals = await intervalsFor(d, input);
+    if (intervals.length === 0) {
+      await tx`update operations.flexible_links set status = 'rejected', updated_at = now() where operation_id = ${id}`;
+      return { link: linkMessage({ ...row, status: "rejected" }), k, replayed: false };
+    }
+    return { link: linkMessage(row), k, intervals, replayed: false } satisfies Answer;
+  });
+  if (decided) return decided;
+  const raced = await findLink(d, id);
+  if (!raced) throw failure(Code.Unavailable, "dependency_unavailable", "create raced; retry");
+  return replay(raced);
+}
+
+/** The link behind `operation_id` + `k`, or NOT_FOUND (a wrong `k` looks like an unknown id). */
+async function authorised(d: FlexibleDeps, operationId: string, k: string): Promise<LinkRow> {
+  const row = /^[0-9a-f-]{36}$/i.test(operationId) ? await findLink(d, operationId.toLowerCase()) : undefined;
+  // Compare even without a row, so timing does not tell known ids apart.
+  const ok = credentialMatches(k, row?.k_hash ?? "00".repeat(32));
+  if (!row || !ok || !k) throw failure(Code.NotFound, "flexible_link_not_found", "link not found");
+  return row;
+}
+
+/** The hosted page's read of a link, with what can be chosen now while in amount_selection. */
+export async function getFlexibleLink(d: FlexibleDeps, req: GetFlexibleLinkRequest): Promise<Answer> {
+  const row = await authorised(d, req.operationId, req.k);
+  const answer = await answerOf(d, row, undefined, false);
+  if (answer.link?.status === "amount_selection") answer.intervals = await intervalsFor(d, inputOf(row));
+  return answer;
+}
+
+/**
+ * The payer confirmed an amount on the hosted page. Under the link's row lock: an expired
+ * link creates nothing and emits nothing (`expired`); an amount that can be admitted
+ * creates the payment at that amount (`created`); one taken meanwhile answers
+ * `amount_unavailable` with the amounts available now, or, when nothing is left, creates
+ * the payment as `rejected` with the ordinary rejected event (`rejected`). A decided link
+ * answers its decision again.
+ */
+export async function confirmFlexibleAmount(
+  d: FlexibleDeps,
+  req: ConfirmFlexibleAmountRequest,
+  signal: AbortSignal,
+): Promise<Answer> {
+  const found = await authorised(d, req.operationId, req.k);
+  return d.store.sql.begin(async (tx) => {
+    const [row] = await tx<LinkRow[]>`
+      select * from operations.flexible_links where operation_id = ${found.operation_id} for update`;
+    if (!row) throw failure(Code.NotFound, "flexible_link_not_found", "link not found");
+    if (row.status !== "amount_selection")
+      return { ...(await answerOf(d, row, undefined, true)), outcome: row.status };
+    if (row.expires_at.getTime() <= Date.now())
+      return { link: linkMessage(row), outcome: "expired", replayed: false } satisfies Answer;
+    const amount = amountOf(req.amount, "amount");
+    const input = inputOf(row);
+    if ((input.min && amount.lt(input.min)) || (input.max && amount.gt(input.max)))
+      throw invalid("amount", "amount must lie within the link's bounds");
+    const chosen = amount.toFixed(2);
+    const slotAmount = await admit(d, input, row.operation_id, chosen);
+    if (slotAmount !== undefined) {
+      const { row: op } = await createOperation(d, createInput(input, slotAmount), signal);
+      await tx`update operations.flexible_links set status = 'created', updated_at = now() where operation_id = ${row.operation_id}`;
+      return {
+        link: linkMessage({ ...row, status: "created" }),
+        operation: toOperation(op),
+        outcome: "created",
+        replayed: false,
+      };
+    }
+    const intervals = await intervalsFor(d, input);
+    if (intervals.length > 0)
+      return {
+        link: linkMessage(row),
+        outcome: "amount_unavailable",
+        intervals,
+        replayed: false,
+      } satisfies Answer;
+    // Taken in the last moment and nothing left: the payment exists, rejected, with the
+    // ordinary rejected event (a create nobody accepted records `rejected` without one).
+    const op = await rejectedPayment(d, createInput(input, chosen), signal);
+    await tx`update operations.flexible_links set status = 'rejected', updated_at = now() where operation_id = ${row.operation_id}`;
+    return {
+      link: linkMessage({ ...row, status: "rejected" }),
+      operation: toOperation(op),
+      outcome: "rejected",
+      replayed: false,
+    };
+  });
+}
+
+/** Creates the payment through the ordinary path, which records it `rejected`, then announces it. */
+async function rejectedPayment(
+  d: FlexibleDeps,
+  input: CreateInput,
+  signal: AbortSignal,
+): Promise<OperationRow> {
+  try {
+    const { row } = await createOperation(d, input, signal);
+    return row; // admitted after all (an amount freed meanwhile)
+  } catch (err) {
+    if (errorInfo(err)?.code !== "no_provider_accepted") throw err;
+  }
+  const row = await d.store.findByMop(input.shopId, input.mop);
+  if (!row) throw failure(Code.Unavailable, "dependency_unavailable", "payment not recorded; retry");
+  if (row.status !== "rejected") return row;
+  const announced = await d.store.transition(row, {}, { emit: true });
+  return announced ?? row;
+}

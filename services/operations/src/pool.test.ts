@@ -1,0 +1,251 @@
+import { randomUUID } from "node:crypto";
+import { Decimal } from "@gw/money";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { SELF_MATCHING } from "./pool.ts";
+import { type OperationsHarness, startHarness } from "./test-support.ts";
+
+// The self-matching pool as a route entry, over real matching, ledger, receipts and
+// sandbox services. The pool is shared by every shop of a method, so each test uses
+// amounts that only its own payouts can take (exact closes win admission).
+
+/** Short enough to watch a window end in a test, long enough for the steps before it. */
+const WINDOW_MS = 6_000;
+
+let h: OperationsHarness;
+
+beforeAll(async () => {
+  h = await startHarness({
+    budgetMs: 4_000,
+    attemptTimeoutMs: 1_000,
+    config: { POOL_WINDOW_MS: String(WINDOW_MS), POOL_SLOT_LIFETIME_MS: "600000" },
+    matchingConfig: { POOL_SWEEP_INTERVAL_MS: "200" },
+  });
+  await h.provider("acme", { mode: "accept", expires_in_seconds: 900 }, { mode: "accept" });
+});
+afterAll(() => h?.stop());
+
+async function eventually<T>(fn: () => Promise<T>, check: (v: T) => void, timeoutMs = 20_000): Promise<T> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn();
+    try {
+      check(v);
+      return v;
+    } catch (err) {
+      if (Date.now() > end) throw err;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+}
+
+/** A shop whose routes are given per direction, with the given pricing on both methods. */
+async function shop(payin: string[], payout: string[], pricing = { percent: "0", fixed: "0" }) {
+  const shopId = randomUUID();
+  const merchantId = randomUUID();
+  for (const method of ["WT_RUB_C2C", "WT_RUB_PHONE"]) {
+    await h.operations.putRoute({ shopId, method, payin, payout, settlementCurrency: "RUB" });
+    const tier = { minAmount: "0.01", maxAmount: "10000000.00", ...pricing };
+    await h.ledger.putPricing({ shopId, method, payin: [tier], payout: [tier] });
+  }
+  return { shopId, merchantId };
+}
+
+type Shop = Awaited<ReturnType<typeof shop>>;
+
+const payment = (s: Shop, amount: string, method = "WT_RUB_C2C") =>
+  h.operations.createOperation({
+    scope: s,
+    type: "payment",
+    merchantOperationId: `pay-${randomUUID()}`,
+    clientId: "payer",
+    method,
+    amount,
+    currency: "RUB",
+  });
+
+const payout = (s: Shop, amount: string, method = "WT_RUB_C2C") =>
+  h.operations.createOperation({
+    scope: s,
+    type: "payout",
+    merchantOperationId: `out-${randomUUID()}`,
+    clientId: "payee",
+    method,
+    amount,
+    currency: "RUB",
+    ...(method === "WT_RUB_PHONE"
+      ? { number: "+79001112233", name: "Pool Payee", bankname: "tinkoff" }
+      : { number: "2200111122223333", name: "Pool Payee" }),
+  });
+
+/** What the receipt flow does when a receipt proves a payment: a leg and `completed` with its event. */
+async function completeByReceipt(operationId: string, amount: string) {
+  const row = await h.store.findAnyById(operationId);
+  if (!row) throw new Error("no row");
+  await h.store.sql`
+    insert into operations.legs (id, operation_id, provider, provider_leg_id, amount, completed_at)
+    values (${randomUUID()}, ${row.id}, ${SELF_MATCHING}, ${`receipt:${randomUUID()}`}, ${amount}, now())`;
+  const next = await h.store.transition(row, { status: "completed", actual_amount: amount }, { emit: true });
+  if (!next) throw new Error("row changed");
+}
+
+const state = (s: Shop, id: string) =>
+  h.operations.getOperation({ scope: s, id: { case: "operationId", value: id } });
+const poolPayout = async (id: string) => (await h.matching.getPoolPayout({ operationId: id })).payout;
+const balance = async (shopId: string) => {
+  const { balances } = await h.ledger.getBalances({ shopId });
+  return balances.find((b) => b.currency === "RUB");
+};
+
+describe("a payin routed to self_matching", () => {
+  it("is admitted into a pool payout and answers awaiting_confirmation with the payout's destination, a receipt and the slot's expiry", async () => {
+    const merchant = await shop([SELF_MATCHING], [SELF_MATCHING]);
+    const out = (await payout(merchant, "1500.00", "WT_RUB_PHONE")).operation;
+    expect(out?.status).toBe("pending");
+    await eventually(
+      () => poolPayout(out?.operationId ?? ""),
+      (p) => expect(p?.freeAmount).toBe("1500.00"),
+    );
+
+    const pay = (await payment(merchant, "500.00", "WT_RUB_PHONE")).operation;
+    expect(pay?.status).toBe("awaiting_confirmation");
+    expect(pay?.number).toBe("+79001112233");
+    expect(pay?.name).toBe("Pool Payee");
+    expect(pay?.bankname).toBe("tinkoff");
+    expect(pay?.externalConfirmation).toMatchObject({ required: true, methods: ["receipt"] });
+    const slot = await h.matching.admit({
+      payinId: pay?.operationId ?? "",
+      shopId: merchant.shopId,
+      method: "WT_RUB_PHONE",
+      currency: "RUB",
+      amount: "500.00",
+      slotLifetimeMs: 600_000n,
+    });
+    expect(slot.created).toBe(false);
+    expect(slot.slot?.payoutId).toBe(out?.operationId);
+    expect(new Date(pay?.expiresAt ?? "").toISOString()).toBe(
+      new Date(slot.slot?.expiresAt ?? "").toISOString(),
+    );
+    expect((await poolPayout(out?.operationId ?? ""))?.freeAmount).toBe("1000.00");
+
+    // A cancel frees the slot at once: the amount is back in the free remainder.
+    const cancelled = await h.operations.cancelOperation({
+      scope: merchant,
+      id: { case: "operationId", value: pay?.operationId ?? "" },
+      reason: "payer left",
+    });
+    expect(cancelled.outcome).toBe("cancelled");
+    await eventually(
+      () => poolPayout(out?.operationId ?? ""),
+      (p) => {
+        expect(p?.freeAmount).toBe("1500.00");
+        expect(p?.reservedAmount).toBe("0.00");
+      },
+      5_000,
+    );
+
+    // No provider follows the pool in the payout route and nothing was paid: when the
+    // window ends the payout is rejected and its reserve returns to the shop.
+    const done = await eventually(
+      () => state(merchant, out?.operationId ?? ""),
+      (r) => expect(r.operation?.status).toBe("rejected"),
+      WINDOW_MS + 15_000,
+    );
+    expect(done.operation?.actualAmount).toBe("0.00");
+    await eventually(
+      () => balance(merchant.shopId),
+      (b) => expect(b).toMatchObject({ balance: "0.00", reserved: "0.00" }),
+    );
+  }, 40_000);
+
+  it("moves on to the next provider when the pool cannot take the amount", async () => {
+    const merchant = await shop([SELF_MATCHING, "acme"], ["acme"]);
+    // Below the method minimum and equal to no free remainder: not admissible.
+    const pay = (await payment(merchant, "77.00")).operation;
+    expect(pay?.status).toBe("pending");
+    expect(pay?.externalConfirmation).toBeUndefined();
+  });
+});
+
+describe("a payout routed to self_matching", () => {
+  it("completes when two payins fill it, with one receipt item per payin, and the ledger posts both sides", async () => {
+    const pricing = { percent: "1", fixed: "0" };
+    const payer = await shop([SELF_MATCHING], [SELF_MATCHING], pricing);
+    const payee = await shop([SELF_MATCHING], [SELF_MATCHING], pricing);
+    const out = (await payout(payee, "2000.00")).operation;
+    const id = out?.operationId ?? "";
+    await eventually(
+      () => poolPayout(id),
+      (p) => expect(p?.status).toBe("open"),
+    );
+    const first = (await payment(payer, "1200.00")).operation;
+    const second = (await payment(payer, "800.00")).operation;
+    expect(first?.number).toBe("2200111122223333");
+    expect(second?.number).toBe("2200111122223333");
+
+    await completeByReceipt(first?.operationId ?? "", "1200.00");
+    await eventually(
+      () => poolPayout(id),
+      (p) => expect(p?.paidAmount).toBe("1200.00"),
+    );
+    expect((await state(payee, id)).operation?.status).toBe("pending");
+    await completeByReceipt(second?.operationId ?? "", "800.00");
+
+    const done = await eventually(
+      () => state(payee, id),
+      (r) => expect(r.operation?.status).toBe("completed"),
+    );
+    expect(done.operation?.actualAmount).toBe("2000.00");
+    expect(done.receipts.map((r) => r.amount)).toEqual(["1200.00", "800.00"]);
+    expect(done.receipts.every((r) => r.receiptUrl === undefined)).toBe(true);
+    expect(done.receiptEvidenceStatus).toBe("complete");
+    const contributions = (await poolPayout(id))?.contributions ?? [];
+    expect(done.receipts.map((r) => r.id)).toEqual(contributions.map((c) => c.id));
+
+    // Payer shop: credited 2000.00 less 1 % = 1980.00. Payee shop: its reserve of
+    // 2000.00 + 1 % was consumed, so its balance is -2020.00 with nothing reserved.
+    await eventually(
+      () => balance(payer.shopId),
+      (b) => expect(b?.balance).toBe("1980.00"),
+    );
+    await eventually(
+      () => balance(payee.shopId),
+      (b) => expect(b).toMatchObject({ balance: "-2020.00", reserved: "0.00" }),
+    );
+  }, 30_000);
+
+  it("hands the remainder to the next provider of the payout route when the window ends, and completes with its leg", async () => {
+    const payer = await shop([SELF_MATCHING], [SELF_MATCHING]);
+    const payee = await shop([SELF_MATCHING], [SELF_MATCHING, "acme"]);
+    const out = (await payout(payee, "1000.00")).operation;
+    const id = out?.operationId ?? "";
+    await eventually(
+      () => poolPayout(id),
+      (p) => expect(p?.status).toBe("open"),
+    );
+    const pay = (await payment(payer, "300.00")).operation;
+    await completeByReceipt(pay?.operationId ?? "", "300.00");
+    await eventually(
+      () => poolPayout(id),
+      (p) => expect(p?.paidAmount).toBe("300.00"),
+    );
+
+    // The window ends: 700.00 goes to acme as a provider payout under the same id.
+    await eventually(
+      () => h.store.findAnyById(id),
+      (row) => expect(row?.provider).toBe("acme"),
+      WINDOW_MS + 15_000,
+    );
+    expect((await poolPayout(id))?.handedOffAmount).toBe("700.00");
+    expect((await state(payee, id)).operation?.status).toBe("pending");
+    const settled = await h.settle(id, { legs: ["700.00"] });
+    expect(settled.ok).toBe(true);
+    const done = await eventually(
+      () => state(payee, id),
+      (r) => expect(r.operation?.status).toBe("completed"),
+    );
+    expect(done.operation?.actualAmount).toBe("1000.00");
+    expect(done.receipts.map((r) => r.amount).sort()).toEqual(["300.00", "700.00"]);
+    const total = done.receipts.reduce((sum, r) => sum.plus(r.amount), new Decimal(0));
+    expect(total.toFixed(2)).toBe("1000.00");
+  }, 40_000);
+});

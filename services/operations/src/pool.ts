@@ -1,0 +1,392 @@
+import { fromBinary } from "@bufbuild/protobuf";
+import { type Client, ConnectError } from "@connectrpc/connect";
+import { type Nats, type RunningConsumer, runConsumer } from "@gw/events";
+import type { Logger } from "@gw/log";
+import { Decimal } from "@gw/money";
+import {
+  type MatchingService,
+  type PoolPayout,
+  type PoolPayoutEvent,
+  PoolPayoutEventSchema,
+} from "@gw/proto/gateway/matching/v1/matching_pb";
+import { type OperationEvent, OperationEventSchema } from "@gw/proto/gateway/operations/v1/operations_pb";
+import { Code, errorInfo, failure } from "@gw/rpc";
+import type postgres from "postgres";
+import type { Connector, ProviderAnswer, ProviderConfig } from "./connectors/connector.ts";
+import { receiptsOf } from "./handlers.ts";
+import { isTerminal, type OperationRow } from "./model.ts";
+import type { OperationStore } from "./store.ts";
+
+/**
+ * The self-matching pool as a route entry. Operations owns every state change of the
+ * operations involved; the matching service owns the pool's numbers (slots, remainders,
+ * contributions). See docs/architecture.md, "Self-matching pool".
+ *
+ * - A payin routed to `self_matching` is admitted into a payout (`Admit`, one slot of its
+ *   amount, for `POOL_SLOT_LIFETIME_MS`): it answers `awaiting_confirmation` with the
+ *   payout's destination as requisites, a receipt required, and the slot's expiry as
+ *   `expires_at`. `amount_unavailable` is a decline: the next route entry is asked.
+ * - A payout routed to `self_matching` is recorded `pending` (the ledger reserves its
+ *   total) and then put into the pool (`AddPayout`, window `POOL_WINDOW_MS`).
+ * - The durable consumer `operations-pool` applies, exactly once, what follows:
+ *   a pool payin that completed confirms its slot (`ConfirmSlot`) with its actual amount;
+ *   one rejected, cancelled or expired releases its slot; `pool_payout.completed`
+ *   completes the payout with one leg (receipt item) per contribution;
+ *   `pool_payout.handed_off` sends the remainder to the next provider of the payout route.
+ */
+
+/** The route entry that names the pool. */
+export const SELF_MATCHING = "self_matching";
+
+/** The pool as the router sees it: a provider that is not registered through the admin API. */
+export const POOL_PROVIDER: ProviderConfig = {
+  name: SELF_MATCHING,
+  kind: SELF_MATCHING,
+  baseUrl: "",
+  credentials: "",
+  methods: [],
+};
+
+/** Matching calls are single-statement; this bounds a slow one. */
+const MATCHING_TIMEOUT_MS = 5_000;
+
+export interface PoolDeps {
+  store: OperationStore;
+  matching: Client<typeof MatchingService>;
+  connectorFor: (kind: string) => Connector | undefined;
+  callbackBaseUrl: string;
+  attemptTimeoutMs: number;
+  slotLifetimeMs: number;
+  windowMs: number;
+  logger: Logger;
+}
+
+const isPooled = (row: Pick<OperationRow, "provider">) => row.provider === SELF_MATCHING;
+
+/**
+ * The pool's answer to a create routed to it. Payins: `Admit`; an admitted slot is an
+ * acceptance with the payout's destination, a receipt required and the slot's expiry.
+ * `amount_unavailable` (or a slot of this payin for another amount or already released)
+ * is a decline. Payouts: always accepted (the pool takes any payout); `AddPayout` follows
+ * once the row is `pending` (`afterRecord`). Transport errors throw: "no answer".
+ */
+export async function poolAnswer(
+  pool: PoolDeps,
+  row: OperationRow,
+  signal: AbortSignal,
+): Promise<ProviderAnswer> {
+  if (row.type === "payout") return { outcome: "accepted", receiptRequired: false };
+  try {
+    const { slot } = await pool.matching.admit(
+      {
+        payinId: row.id,
+        shopId: row.shop_id,
+        method: row.method ?? "",
+        currency: row.currency ?? "",
+        amount: row.expected_amount ?? "",
+        slotLifetimeMs: BigInt(pool.slotLifetimeMs),
+      },
+      { signal, timeoutMs: MATCHING_TIMEOUT_MS },
+    );
+    if (!slot?.destination || slot.status !== "reserved" || slot.amount !== row.expected_amount)
+      return { outcome: "declined", reason: "pool slot not usable" };
+    return {
+      outcome: "accepted",
+      requisites: {
+        number: slot.destination.number,
+        name: slot.destination.name || undefined,
+        bankname: slot.destination.bankname,
+      },
+      receiptRequired: true,
+      expiresAt: new Date(slot.expiresAt),
+    };
+  } catch (err) {
+    if (errorInfo(err)?.code === "amount_unavailable")
+      return { outcome: "declined", reason: "amount_unavailable" };
+    throw err;
+  }
+}
+
+/**
+ * After the routing outcome of an operation the pool accepted was recorded: a payout now
+ * `pending` goes into the pool; a payin whose create lost to a cancel frees its slot.
+ * Failures are logged: the reconciler retries the payout's `AddPayout`, and the slot ends
+ * with its lifetime in any case.
+ */
+export async function afterRecord(pool: PoolDeps, row: OperationRow): Promise<void> {
+  try {
+    if (row.type === "payout" && row.status === "pending") await addPayout(pool, row);
+    else if (row.type === "payment" && row.status === "cancelled")
+      await releaseSlot(pool, row.id, "cancelled");
+  } catch (err) {
+    pool.logger.warn(
+      { operationId: row.id, err: String(err) },
+      "pool: step after routing failed; will retry",
+    );
+  }
+}
+
+/** Puts a pending payout into the pool; idempotent on its id. */
+export async function addPayout(pool: PoolDeps, row: OperationRow): Promise<PoolPayout | undefined> {
+  const res = await pool.matching.addPayout(
+    {
+      operationId: row.id,
+      shopId: row.shop_id,
+      method: row.method ?? "",
+      currency: row.currency ?? "",
+      amount: row.expected_amount ?? "",
+      destination: { number: row.number ?? "", name: row.name ?? "", bankname: row.bankname ?? undefined },
+      windowEndsAt: new Date(row.created_at.getTime() + pool.windowMs).toISOString(),
+    },
+    { timeoutMs: MATCHING_TIMEOUT_MS },
+  );
+  return res.payout;
+}
+
+/** Frees a payin's slot at once. Unknown slots are fine; a confirmed one is logged (money moved). */
+export async function releaseSlot(
+  pool: PoolDeps,
+  payinId: string,
+  reason: "expired" | "rejected" | "cancelled",
+): Promise<void> {
+  try {
+    await pool.matching.releaseSlot({ payinId, reason }, { timeoutMs: MATCHING_TIMEOUT_MS });
+  } catch (err) {
+    const code = errorInfo(err)?.code;
+    if (code === "not_found" || (err instanceof ConnectError && err.code === Code.NotFound)) return;
+    if (code === "slot_settled") {
+      pool.logger.error({ operationId: payinId, reason }, "pool: a confirmed slot cannot be released");
+      return;
+    }
+    throw err;
+  }
+}
+
+/**
+ * A pool payin completed (receipt accepted, operator approval): its slot becomes a
+ * contribution of the payout with the payin's actual amount, and a payout whose
+ * contributions reach its amount completes now. Idempotent; the consumer calls it for
+ * every `payment.completed` of a pooled payin, and the receipt flow may call it directly.
+ */
+export async function onPayinCompleted(pool: PoolDeps, row: OperationRow): Promise<void> {
+  if (!isPooled(row) || row.type !== "payment" || row.status !== "completed") return;
+  try {
+    const res = await pool.matching.confirmSlot(
+      { payinId: row.id, actualAmount: new Decimal(row.actual_amount).toFixed(2) },
+      { timeoutMs: MATCHING_TIMEOUT_MS },
+    );
+    if (res.payoutCompleted && res.payout) await completePayout(pool, res.payout);
+  } catch (err) {
+    const code = errorInfo(err)?.code;
+    if (code === "slot_settled" || code === "amount_unavailable" || code === "not_found") {
+      // Money arrived that the pool cannot account for (the slot expired first, or more
+      // than the payout can take): an operator settles it.
+      pool.logger.error(
+        { operationId: row.id, code, actualAmount: row.actual_amount },
+        "pool: a completed payin could not be confirmed in its payout; needs an operator",
+      );
+      return;
+    }
+    throw err;
+  }
+}
+
+/** Records the pool's contributions as legs of the payout (one receipt item each). */
+async function recordContributions(tx: postgres.TransactionSql, payoutId: string, payout: PoolPayout) {
+  for (const c of payout.contributions) {
+    await tx`
+      insert into operations.legs (id, operation_id, provider, provider_leg_id, amount, completed_at)
+      values (${c.id}, ${payoutId}, ${SELF_MATCHING}, ${`pool:${c.payinId}`}, ${c.amount}, ${c.completedAt})
+      on conflict do nothing`;
+  }
+}
+
+/** Completes a payout with what was paid into it (the pool's contributions, plus any legs already recorded). */
+async function completeWithLegs(pool: PoolDeps, tx: postgres.TransactionSql, row: OperationRow) {
+  const legs = await pool.store.legs(row.id, tx);
+  const total = legs.reduce((sum, l) => sum.plus(l.amount), new Decimal(0));
+  const patch = { status: "completed" as const, actual_amount: total.toFixed(2) };
+  const { receipts } = receiptsOf({ ...row, ...patch }, legs);
+  const next = await pool.store.transition(row, patch, { emit: true, receipts, tx });
+  if (!next) throw failure(Code.Aborted, "dependency_unavailable", "payout changed concurrently; retry");
+}
+
+/**
+ * The pool says the payout is fully paid: it completes with one leg per contribution.
+ * Idempotent (the row lock and the terminal check make the event and the direct path
+ * apply once).
+ */
+export async function completePayout(
+  pool: PoolDeps,
+  payout: PoolPayout,
+  outer?: postgres.TransactionSql,
+): Promise<void> {
+  const run = async (tx: postgres.TransactionSql) => {
+    const row = await pool.store.lock(payout.operationId, tx);
+    if (!row || row.type !== "payout") {
+      pool.logger.error({ operationId: payout.operationId }, "pool: completed payout unknown to operations");
+      return;
+    }
+    if (isTerminal(row.status) || row.provider !== SELF_MATCHING) return;
+    await recordContributions(tx, row.id, payout);
+    await completeWithLegs(pool, tx, row);
+  };
+  if (outer) await run(outer);
+  else await pool.store.sql.begin(run);
+}
+
+/**
+ * The payout's window ended with a remainder (`handed_off_amount`): it goes to the next
+ * provider after `self_matching` in the shop's payout route, as a provider leg; the payout
+ * stays `pending` under that provider and completes when its callback does, with the
+ * pool's contributions plus the provider's legs as receipts. A provider that declines is
+ * passed over for the one after it. When no provider takes it: a payout with
+ * contributions completes as a self-matching partial (actual amount = what the pool paid,
+ * settled on it, so the rest of the reserve returns to the shop); one with none is
+ * rejected and its reserve released.
+ */
+export async function handOff(
+  pool: PoolDeps,
+  tx: postgres.TransactionSql,
+  payout: PoolPayout,
+): Promise<void> {
+  const row = await pool.store.lock(payout.operationId, tx);
+  if (!row || row.type !== "payout" || isTerminal(row.status) || row.provider !== SELF_MATCHING) return;
+  await recordContributions(tx, row.id, payout);
+  const remainder = new Decimal(payout.handedOffAmount || "0");
+  if (remainder.lte(0)) return completeWithLegs(pool, tx, row);
+  const routing = await pool.store.routeWithProviders(row.shop_id, row.method ?? "", "payout");
+  const names = routing?.names ?? [];
+  const after = names.indexOf(SELF_MATCHING);
+  const candidates = after < 0 ? [] : (routing?.providers ?? []).slice(after + 1);
+  for (const provider of candidates) {
+    const connector = provider && pool.connectorFor(provider.kind);
+    if (!provider || !connector || !provider.methods.includes(row.method ?? "")) continue;
+    const answer = await connector.create(
+      provider,
+      {
+        operationId: row.id,
+        direction: "payout",
+        method: row.method ?? "",
+        amount: remainder.toFixed(2),
+        currency: row.currency ?? "",
+        number: row.number ?? undefined,
+        name: row.name ?? undefined,
+        bankname: row.bankname ?? undefined,
+        callbackUrl: `${pool.callbackBaseUrl}/callbacks/providers/${encodeURIComponent(provider.name)}`,
+      },
+      AbortSignal.timeout(pool.attemptTimeoutMs),
+    );
+    if (answer.outcome !== "accepted") {
+      pool.logger.info({ operationId: row.id, provider: provider.name }, "pool: hand-off declined");
+      continue;
+    }
+    const next = await pool.store.transition(row, { provider: provider.name }, { emit: false, tx });
+    if (!next) throw failure(Code.Aborted, "dependency_unavailable", "payout changed concurrently; retry");
+    pool.logger.info(
+      { operationId: row.id, provider: provider.name, amount: remainder.toFixed(2) },
+      "pool: remainder handed off",
+    );
+    return;
+  }
+  if (payout.contributions.length > 0) return completeWithLegs(pool, tx, row);
+  const next = await pool.store.transition(row, { status: "rejected" }, { emit: true, tx });
+  if (!next) throw failure(Code.Aborted, "dependency_unavailable", "payout changed concurrently; retry");
+}
+
+const TERMINAL_PAYMENT_EVENTS = new Set(["payment.completed", "payment.rejected", "payment.cancelled"]);
+
+/** What the consumer does with one operation event of a pooled payin. */
+async function onPaymentEvent(pool: PoolDeps, tx: postgres.TransactionSql, event: OperationEvent) {
+  if (!TERMINAL_PAYMENT_EVENTS.has(event.type)) return;
+  const id = event.operation?.operationId;
+  if (!id) return;
+  const row = await pool.store.findAnyById(id, tx);
+  if (!row || !isPooled(row) || row.type !== "payment") return;
+  switch (row.status) {
+    case "completed":
+      return onPayinCompleted(pool, row);
+    case "cancelled":
+      return releaseSlot(pool, row.id, "cancelled");
+    case "rejected": {
+      const expired = row.expires_at !== null && row.expires_at.getTime() <= Date.now();
+      return releaseSlot(pool, row.id, expired ? "expired" : "rejected");
+    }
+    default:
+      return;
+  }
+}
+
+type ConsumerSql = Parameters<typeof runConsumer>[0]["sql"];
+
+/**
+ * The durable consumers of the pool, inbox-idempotent like every consumer:
+ * `operations-pool-payins` takes the terminal events of payments (to confirm or free
+ * their slots), `operations-pool-payouts` the pool's payout events.
+ */
+export async function startPoolConsumers(
+  pool: PoolDeps,
+  nats: Nats,
+  sql: ConsumerSql,
+  prefix: string,
+): Promise<RunningConsumer[]> {
+  const logger = pool.logger.child({ component: "pool-consumer" });
+  const payins = await runConsumer<OperationEvent>({
+    nats,
+    prefix,
+    durable: "operations-pool-payins",
+    // One filter subject (the NATS servers we meet may predate `filter_subjects`); the
+    // handler looks at terminal payment events only.
+    subjects: ["operations.payment.>"],
+    sql,
+    schema: "operations",
+    decode: (data) => fromBinary(OperationEventSchema, data),
+    handle: (tx, event) => onPaymentEvent(pool, tx, event),
+    logger,
+  });
+  const payouts = await runConsumer<PoolPayoutEvent>({
+    nats,
+    prefix,
+    durable: "operations-pool-payouts",
+    subjects: ["matching.pool_payout.>"],
+    sql,
+    schema: "operations",
+    decode: (data) => fromBinary(PoolPayoutEventSchema, data),
+    handle: async (tx, event) => {
+      if (!event.payout) return;
+      if (event.type === "pool_payout.completed") return completePayout(pool, event.payout, tx);
+      if (event.type === "pool_payout.handed_off") return handOff(pool, tx, event.payout);
+    },
+    logger,
+  });
+  return [payins, payouts];
+}
+
+/**
+ * The reconciler's question for an operation routed to the pool (no provider to ask):
+ * a payin past its `expires_at` is rejected (its slot released as expired); a payout is
+ * (re)added to the pool, in case the add after its create failed, and a closed pool payout
+ * is applied as its event would be. Returns what happened.
+ */
+export async function reconcilePooled(
+  pool: PoolDeps,
+  row: OperationRow,
+): Promise<"expired" | "pending" | "completed" | "unchanged"> {
+  if (row.type === "payment") {
+    if (!row.expires_at || row.expires_at.getTime() > Date.now()) return "pending";
+    if (row.status === "manual_check") return "pending";
+    const next = await pool.store.transition(row, { status: "rejected" }, { emit: true });
+    if (!next) return "unchanged";
+    await releaseSlot(pool, row.id, "expired");
+    return "expired";
+  }
+  const payout = await addPayout(pool, row);
+  if (!payout || payout.status === "open") return "pending";
+  const full = await pool.matching.getPoolPayout({ operationId: row.id }, { timeoutMs: MATCHING_TIMEOUT_MS });
+  if (!full.payout) return "pending";
+  const closed = full.payout;
+  await pool.store.sql.begin((tx) =>
+    closed.status === "completed" ? completePayout(pool, closed, tx) : handOff(pool, tx, closed),
+  );
+  return "completed";
+}
