@@ -20,8 +20,24 @@ export function loadConfig<S extends z.ZodObject>(
 /** A TCP port from the environment, with a default. */
 export const port = (fallback: number) => z.coerce.number().int().min(0).max(65535).default(fallback);
 
+/**
+ * Observability and internal access, read by every process (docs/operations.md,
+ * "Observability" and "Internal access").
+ */
+export const platformConfig = {
+  /**
+   * The key set of internal service tokens: comma-separated `<id>:<base64url secret>`
+   * (32 bytes or more), the first one signing. Unset, gRPC servers take any caller and
+   * clients send no token: set it everywhere or nowhere.
+   */
+  SERVICE_TOKEN_KEYS: z.string().min(1).optional(),
+  /** OTLP/HTTP collector base URL (`/v1/traces` is appended); unset, traces are not exported. */
+  OTEL_EXPORTER_OTLP_ENDPOINT: z.string().url().optional(),
+};
+
 /** The settings every service shares: where Postgres and NATS are, and the event subject prefix. */
 export const commonConfig = {
+  ...platformConfig,
   DATABASE_URL: z.string().url().default("postgres://postgres@127.0.0.1:5432/gateway"),
   NATS_URL: z.string().default("nats://127.0.0.1:4222"),
   /** Prefix of every NATS subject and stream name, so that stacks (and test runs) can share one server. */

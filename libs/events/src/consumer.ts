@@ -1,5 +1,6 @@
 import type { Sql } from "@gw/db";
-import type { Logger } from "@gw/log";
+import { addLogContext, type LogContext, type Logger } from "@gw/log";
+import { inSpan } from "@gw/rpc";
 import {
   AckPolicy,
   type ConsumerConfig,
@@ -8,11 +9,13 @@ import {
   JetStreamApiError,
   type JsMsg,
 } from "@nats-io/jetstream";
-import { nanos } from "@nats-io/transport-node";
+import { type MsgHdrs, nanos } from "@nats-io/transport-node";
+import { propagation, ROOT_CONTEXT, SpanKind, type TextMapGetter } from "@opentelemetry/api";
 import type postgres from "postgres";
 import { validate as isUuid, v5 as uuidv5 } from "uuid";
 import { eventsConsumed } from "./metrics.ts";
 import { type Nats, streamName } from "./nats.ts";
+import { REQUEST_ID_EVENT_HEADER } from "./outbox.ts";
 
 export interface ConsumerOptions<T> {
   nats: Nats;
@@ -39,6 +42,8 @@ export interface ConsumerOptions<T> {
    * the price of one transaction at a time.
    */
   maxAckPending?: number;
+  /** Log fields an event names (its shop, its operation), added to every line its handling logs. */
+  logFields?: (event: T) => LogContext;
 }
 
 export interface RunningConsumer {
@@ -63,6 +68,12 @@ function eventIdOf(m: JsMsg): string {
   if (id && isUuid(id)) return id;
   return uuidv5(`${m.info.stream}:${m.seq}`, SEQUENCE_ID_NAMESPACE);
 }
+
+/** Reads W3C trace headers from NATS message headers. */
+const natsHeadersGetter: TextMapGetter<MsgHdrs | undefined> = {
+  keys: (carrier) => (carrier === undefined ? [] : carrier.keys()),
+  get: (carrier, key) => (carrier?.has(key) ? carrier.get(key) : undefined),
+};
 
 /**
  * Runs a durable JetStream pull consumer whose effects are exactly-once: the event id
@@ -98,10 +109,33 @@ export async function runConsumer<T>(options: ConsumerOptions<T>): Promise<Runni
   let stopped = false;
   let wakeFromPause: (() => void) | undefined;
 
-  const processOne = async (m: JsMsg) => {
+  // Each message is handled in a CONSUMER span that continues the trace of the change
+  // that wrote the event (the `traceparent` the outbox stored), with the event id and
+  // the request id in the log context.
+  const processOne = (m: JsMsg) => {
     const eventId = eventIdOf(m);
+    const requestId = m.headers?.has(REQUEST_ID_EVENT_HEADER) ? m.headers.get(REQUEST_ID_EVENT_HEADER) : "";
+    return inSpan(
+      `${m.subject.slice(prefix.length + 1)} process`,
+      {
+        kind: SpanKind.CONSUMER,
+        parent: propagation.extract(ROOT_CONTEXT, m.headers, natsHeadersGetter),
+        attributes: {
+          "messaging.system": "nats",
+          "messaging.destination.name": m.subject,
+          "messaging.consumer.group.name": durable,
+          "messaging.message.id": eventId,
+        },
+        fields: { event_id: eventId, ...(requestId ? { request_id: requestId } : {}) },
+      },
+      () => handleOne(m, eventId),
+    );
+  };
+
+  const handleOne = async (m: JsMsg, eventId: string) => {
     try {
       const event = options.decode(m.data);
+      if (options.logFields !== undefined) addLogContext(options.logFields(event));
       const applied = await sql.begin(async (tx) => {
         const inserted = await tx`
           insert into ${sql(schema)}.inbox (consumer, event_id) values (${durable}, ${eventId})

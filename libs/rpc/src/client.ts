@@ -1,11 +1,20 @@
 import type { DescService } from "@bufbuild/protobuf";
 import { type Client, createClient, type Interceptor } from "@connectrpc/connect";
 import { createFastGrpcTransport } from "./fast-transport.ts";
+import { resolveIdentity, type ServiceIdentity, serviceTokenInterceptor } from "./internal-auth.ts";
+import { rpcClientMetricsInterceptor } from "./metrics.ts";
+import { tracingClientInterceptor } from "./tracing.ts";
 
 export interface ServiceClientOptions {
   /** Deadline for calls that set none, in milliseconds. */
   defaultTimeoutMs?: number;
+  /** Run inside ours (tracing, metrics, the service token), in the order given. */
   interceptors?: Interceptor[];
+  /**
+   * Whom the calls come from. By default the identity of the service being set up
+   * (`runAsService`) or of the process (`setServiceIdentity`); `null` sends no token.
+   */
+  identity?: ServiceIdentity | null;
 }
 
 /**
@@ -17,6 +26,10 @@ export interface ServiceClientOptions {
  * `node:http2`); streaming calls go through connect-node's gRPC transport. One session
  * is deliberate: the hop benchmark (`pnpm bench grpc-hop`) measures the cost per call
  * in CPU, not in connections. See docs/architecture.md, "The internal gRPC hop".
+ *
+ * Every call opens a client span (its `traceparent` goes in the metadata), is counted in
+ * `rpc_client_duration_seconds`, and carries a service token when the process has an
+ * identity (docs/architecture.md, "Internal access").
  */
 export function createServiceClient<S extends DescService>(
   service: S,
@@ -26,7 +39,12 @@ export function createServiceClient<S extends DescService>(
   const transport = createFastGrpcTransport({
     baseUrl,
     defaultTimeoutMs: options.defaultTimeoutMs ?? 5_000,
-    interceptors: options.interceptors ?? [],
+    interceptors: [
+      tracingClientInterceptor,
+      rpcClientMetricsInterceptor,
+      ...(options.identity === null ? [] : [serviceTokenInterceptor(options.identity ?? resolveIdentity())]),
+      ...(options.interceptors ?? []),
+    ],
     pingIntervalMs: 10_000,
     pingTimeoutMs: 5_000,
     idleConnectionTimeoutMs: 60_000,

@@ -5,7 +5,9 @@ import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { Health } from "@gw/proto/grpc/health/v1/health_pb";
 import { createFastUnaryHandler, recordUnaryRoutes, type UnaryRoute } from "./fast-server.ts";
 import { type HealthChecker, healthService } from "./health.ts";
+import { type InternalAuthOptions, internalAuthInterceptor } from "./internal-auth.ts";
 import { rpcMetricsInterceptor } from "./metrics.ts";
+import { tracingServerInterceptor } from "./tracing.ts";
 
 export interface GrpcServerOptions {
   /** Registers the service's handlers; health is registered automatically. */
@@ -17,6 +19,11 @@ export interface GrpcServerOptions {
   /** Readiness of the process's dependencies, reported through grpc.health.v1. */
   check: HealthChecker;
   interceptors?: Interceptor[];
+  /**
+   * Internal access: every call but health checks needs a service token of this key
+   * set, from a caller the policy allows. Without it the server takes any caller.
+   */
+  auth?: InternalAuthOptions;
 }
 
 export interface GrpcServer {
@@ -53,11 +60,17 @@ export function tuneServerSession(session: http2.ServerHttp2Session): void {
  * HTTP/2 stream; everything else (streaming methods such as Health/Watch, JSON,
  * compressed requests, unknown paths) goes to connect-node's adapter, handed the same
  * stream through Node's own compat request and response objects. Both run the same
- * interceptors.
+ * interceptors: metrics, then tracing (continuing the caller's `traceparent`), then
+ * internal access when `auth` is given, then the caller's own.
  */
 export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcServer> {
   let draining = false;
-  const interceptors = [rpcMetricsInterceptor, ...(options.interceptors ?? [])];
+  const interceptors = [
+    rpcMetricsInterceptor,
+    tracingServerInterceptor,
+    ...(options.auth === undefined ? [] : [internalAuthInterceptor(options.auth, options.serviceNames)]),
+    ...(options.interceptors ?? []),
+  ];
   const unary = new Map<string, UnaryRoute>();
   const handler = connectNodeAdapter({
     grpc: true,

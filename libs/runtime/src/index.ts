@@ -3,8 +3,19 @@ import { commonConfig, port } from "@gw/config";
 import { connect, type Database, migrateSchema, type Sql } from "@gw/db";
 import { connectNats, ensureStream, type Nats } from "@gw/events";
 import { createLogger, type Logger } from "@gw/log";
-import { startGrpcServer, startMetricsServer } from "@gw/rpc";
+import { runAsService, startGrpcServer, startMetricsServer } from "@gw/rpc";
 import { z } from "zod";
+import { serviceIdentity, startTelemetry } from "./telemetry.ts";
+
+export {
+  type PlatformSettings,
+  serviceIdentity,
+  serviceKeys,
+  startTelemetry,
+  type Telemetry,
+  type TelemetryOptions,
+  withTelemetry,
+} from "./telemetry.ts";
 
 /** Settings of every gRPC service: the common ones plus its two ports. */
 export const grpcServiceConfig = (grpcPort: number, metricsPort: number) =>
@@ -54,17 +65,25 @@ export interface RunningService {
  * advisory lock, makes sure the events stream exists, serves gRPC with health and
  * metrics, and starts its background work. `stop()` is the graceful shutdown: stop
  * taking calls, finish those in flight, stop background work, drain NATS, close the pool.
+ *
+ * It also starts the process's tracer (once per process) and, with `SERVICE_TOKEN_KEYS`,
+ * internal access: the server checks service tokens against the access policy, and the
+ * clients the setup creates call as `spec.name`.
  */
 export async function startGrpcService<C extends GrpcServiceConfig>(
   spec: GrpcServiceSpec<C>,
 ): Promise<RunningService> {
   const { config } = spec;
+  startTelemetry({ serviceName: spec.name, otlpEndpoint: config.OTEL_EXPORTER_OTLP_ENDPOINT });
+  const identity = serviceIdentity(spec.name, config);
   const logger = createLogger(spec.name, config.LOG_LEVEL);
+  if (identity === undefined)
+    logger.warn("SERVICE_TOKEN_KEYS is not set: internal access is open to any caller");
   const { sql, db } = connect(config.DATABASE_URL, { max: config.DB_POOL_MAX, application: spec.name });
   await migrateSchema(sql, db, spec.schema, spec.migrationsFolder);
   const nats = await connectNats(config.NATS_URL, spec.name);
   await ensureStream(nats.jsm, config.EVENTS_PREFIX);
-  const parts = await spec.setup({ config, logger, sql, db, nats });
+  const parts = await runAsService(identity, () => spec.setup({ config, logger, sql, db, nats }));
 
   const check = async () => {
     if (nats.nc.isClosed()) return false;
@@ -73,6 +92,7 @@ export async function startGrpcService<C extends GrpcServiceConfig>(
   };
   const server = await startGrpcServer({
     interceptors: [logUnexpectedErrors(logger)],
+    ...(identity === undefined ? {} : { auth: { keys: identity.keys } }),
     routes: parts.routes,
     serviceNames: spec.serviceNames,
     port: config.GRPC_PORT,
