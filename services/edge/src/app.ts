@@ -6,6 +6,7 @@ import { connect, type Database, migrateSchema } from "@gw/db";
 import { connectNats } from "@gw/events";
 import { createLogger } from "@gw/log";
 import { LedgerService } from "@gw/proto/gateway/ledger/v1/ledger_pb";
+import { MatchingService } from "@gw/proto/gateway/matching/v1/matching_pb";
 import { OperationsService } from "@gw/proto/gateway/operations/v1/operations_pb";
 import { ReceiptsService } from "@gw/proto/gateway/receipts/v1/receipts_pb";
 import { WebhooksService } from "@gw/proto/gateway/webhooks/v1/webhooks_pb";
@@ -27,8 +28,10 @@ import { DOCS_PAGE, describeUnmanagedRoutes, OPENAPI_INFO } from "./openapi.ts";
 import { adminConfigRoutes } from "./routes/admin-config.ts";
 import { adminReviewRoutes } from "./routes/admin-reviews.ts";
 import { adminShopRoutes } from "./routes/admin-shops.ts";
+import { availabilityRoutes } from "./routes/availability.ts";
 import { balanceRoutes } from "./routes/balances.ts";
 import { callbackRoutes } from "./routes/callbacks.ts";
+import { flexibleLinkRoutes } from "./routes/flexible.ts";
 import { healthRoutes } from "./routes/health.ts";
 import { operationRoutes } from "./routes/operations.ts";
 import {
@@ -79,6 +82,8 @@ export function buildApp(deps: EdgeDeps): OpenAPIHono<EdgeEnv> {
   app.route("/", healthRoutes(deps.probes));
   app.route("/v1", operationRoutes(deps.clients, store, deps.payUrl));
   app.route("/v1", balanceRoutes(deps.clients));
+  app.route("/v1", availabilityRoutes(deps.clients));
+  app.route("/v1", flexibleLinkRoutes(deps.clients, store, deps.payUrl));
   const receiptMaxBytes = deps.receiptMaxBytes ?? 20 * 1024 * 1024;
   app.route("/v1", confirmRoutes(deps.clients, receiptMaxBytes));
   app.route("/receipts", receiptDownloadRoutes(deps.clients, store));
@@ -141,6 +146,7 @@ export async function startEdge(
     ledger: createServiceClient(LedgerService, config.LEDGER_URL),
     webhooks: createServiceClient(WebhooksService, config.WEBHOOKS_URL),
     receipts: createServiceClient(ReceiptsService, config.RECEIPTS_URL),
+    matching: createServiceClient(MatchingService, config.MATCHING_URL),
   };
   const downstreamUrls = {
     operations: config.OPERATIONS_URL,

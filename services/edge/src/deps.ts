@@ -2,6 +2,7 @@ import type { Client } from "@connectrpc/connect";
 import type { Database } from "@gw/db";
 import type { Logger } from "@gw/log";
 import type { LedgerService } from "@gw/proto/gateway/ledger/v1/ledger_pb";
+import type { MatchingService } from "@gw/proto/gateway/matching/v1/matching_pb";
 import type { OperationsService } from "@gw/proto/gateway/operations/v1/operations_pb";
 import type { ReceiptsService } from "@gw/proto/gateway/receipts/v1/receipts_pb";
 import type { WebhooksService } from "@gw/proto/gateway/webhooks/v1/webhooks_pb";
@@ -11,6 +12,8 @@ export interface EdgeClients {
   operations: Client<typeof OperationsService>;
   ledger: Client<typeof LedgerService>;
   webhooks: Client<typeof WebhooksService>;
+  /** The self-matching pool: availability and recommendation reads. */
+  matching: Client<typeof MatchingService>;
   /** Receipt downloads through signed links. */
   receipts: Client<typeof ReceiptsService>;
 }

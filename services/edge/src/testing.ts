@@ -10,6 +10,7 @@ import {
   type TestDatabase,
 } from "@gw/db";
 import { LedgerService } from "@gw/proto/gateway/ledger/v1/ledger_pb";
+import { MatchingService } from "@gw/proto/gateway/matching/v1/matching_pb";
 import {
   type Operation,
   OperationSchema,
@@ -53,6 +54,7 @@ export interface FakeServices {
   operations?: Partial<ServiceImpl<typeof OperationsService>>;
   ledger?: Partial<ServiceImpl<typeof LedgerService>>;
   webhooks?: Partial<ServiceImpl<typeof WebhooksService>>;
+  matching?: Partial<ServiceImpl<typeof MatchingService>>;
   receipts?: Partial<ServiceImpl<typeof ReceiptsService>>;
 }
 
@@ -62,12 +64,14 @@ export function fakeClients(fakes: FakeServices): EdgeClients {
     router.service(OperationsService, fakes.operations ?? {});
     router.service(LedgerService, fakes.ledger ?? {});
     router.service(WebhooksService, fakes.webhooks ?? {});
+    router.service(MatchingService, fakes.matching ?? {});
     router.service(ReceiptsService, fakes.receipts ?? {});
   });
   return {
     operations: createClient(OperationsService, transport),
     ledger: createClient(LedgerService, transport),
     webhooks: createClient(WebhooksService, transport),
+    matching: createClient(MatchingService, transport),
     receipts: createClient(ReceiptsService, transport),
   };
 }

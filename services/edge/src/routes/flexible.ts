@@ -1,0 +1,124 @@
+import { isIP } from "node:net";
+import { create } from "@bufbuild/protobuf";
+import { operationJson } from "@gw/api";
+import { CURRENCIES, isCurrency, isMethod, METHODS, parseRequestAmount } from "@gw/money";
+import { ScopeSchema } from "@gw/proto/gateway/common/v1/common_pb";
+import { z } from "@hono/zod-openapi";
+import { Hono } from "hono";
+import { CREATE_TIMEOUT_MS, type EdgeClients } from "../deps.ts";
+import type { EdgeEnv } from "../env.ts";
+import { ApiError } from "../errors.ts";
+import type { EdgeStore } from "../store.ts";
+import { parseBody } from "../validation.ts";
+
+/**
+ * `POST /v1/payment/link/flexible`: rules 1 to 3 here (400), the rest in operations
+ * (`CreateFlexibleLink`): 412 for a route that is not only the pool, an ordinary payment
+ * without the shop's opt-in, and otherwise one of the spec's three answers. The link's
+ * `payment_url` is `{PAY_URL}/<operation_id>?k=<k>`; `k` is a credential and is never
+ * logged (the request log does not log bodies).
+ */
+
+const methods = Object.keys(METHODS) as [string, ...string[]];
+const currencies = Object.keys(CURRENCIES) as [string, ...string[]];
+
+const need = (field: string, what: string) => (issue: { input?: unknown }) =>
+  issue.input === undefined ? `${field} is required` : `${field} must be ${what}`;
+const text = (field: string) =>
+  z.string({ error: need(field, "a string") }).min(1, { error: `${field} must not be empty` });
+const optionalText = (field: string) => z.string({ error: need(field, "a string") }).nullish();
+const amount = (field: string) =>
+  z.string({ error: need(field, "a decimal string") }).refine((t) => parseRequestAmount(t)?.gt(0) ?? false, {
+    error: `${field} must be a decimal string with two decimal places, greater than 0 (for example "1000.00")`,
+  });
+
+/** The body: `POST /v1/payment` with `amount` replaced by `recommended_amount`, plus the two bounds. */
+export const flexibleLinkBody = z
+  .object({
+    merchant_operation_id: text("merchant_operation_id"),
+    client_id: text("client_id"),
+    client_ip: optionalText("client_ip").refine((ip) => ip == null || isIP(ip) !== 0, {
+      error: "client_ip must be an IPv4 or IPv6 address",
+    }),
+    method: z
+      .string({ error: need("method", "a string") })
+      .refine(isMethod, { error: `method must be one of ${methods.join(", ")}` })
+      .openapi({ enum: methods }),
+    currency: z
+      .string({ error: need("currency", "a string") })
+      .refine(isCurrency, { error: `currency must be one of ${currencies.join(", ")}` })
+      .openapi({ enum: currencies }),
+    recommended_amount: amount("recommended_amount").openapi({ example: "1000.00" }),
+    min_amount: amount("min_amount").nullish().openapi({ example: "500.00" }),
+    max_amount: amount("max_amount").nullish().openapi({ example: "1500.00" }),
+    number: optionalText("number"),
+    name: optionalText("name"),
+    bankname: optionalText("bankname"),
+  })
+  .superRefine((body, ctx) => {
+    const method = METHODS[body.method as keyof typeof METHODS];
+    if (method && isCurrency(body.currency) && method.currency !== body.currency)
+      ctx.addIssue({
+        code: "custom",
+        path: ["method"],
+        message: `method ${body.method} does not belong to currency ${body.currency}`,
+      });
+    const rec = parseRequestAmount(body.recommended_amount);
+    const lo = body.min_amount ? parseRequestAmount(body.min_amount) : undefined;
+    const hi = body.max_amount ? parseRequestAmount(body.max_amount) : undefined;
+    if (lo && hi && lo.gt(hi))
+      ctx.addIssue({
+        code: "custom",
+        path: ["min_amount"],
+        message: "min_amount must not exceed max_amount",
+      });
+    else if (rec && ((lo && rec.lt(lo)) || (hi && rec.gt(hi))))
+      ctx.addIssue({
+        code: "custom",
+        path: ["recommended_amount"],
+        message: "recommended_amount must lie within min_amount and max_amount",
+      });
+  })
+  .openapi("FlexibleLinkRequest");
+
+export function flexibleLinkRoutes(clients: EdgeClients, store: EdgeStore, payUrl: string) {
+  return new Hono<EdgeEnv>().post("/payment/link/flexible", async (c) => {
+    const body = parseBody(flexibleLinkBody, c.get("body"));
+    const scope = c.get("scope");
+    const settings = await store.settings(scope.shopId);
+    const res = await clients.operations.createFlexibleLink(
+      {
+        scope: create(ScopeSchema, { merchantId: scope.merchantId, shopId: scope.shopId }),
+        merchantOperationId: body.merchant_operation_id,
+        clientId: body.client_id,
+        clientIp: body.client_ip ?? undefined,
+        method: body.method,
+        currency: body.currency,
+        recommendedAmount: body.recommended_amount,
+        minAmount: body.min_amount ?? undefined,
+        maxAmount: body.max_amount ?? undefined,
+        optIn: settings.flexibleLinkEnabled,
+        picker: settings.flexiblePicker,
+      },
+      { timeoutMs: CREATE_TIMEOUT_MS },
+    );
+    const link = res.link;
+    if (!link) throw new ApiError(503, "dependency_unavailable", "a dependency is unavailable, retry later");
+    const url = res.k ? `${payUrl}/${link.operationId}?k=${encodeURIComponent(res.k)}` : null;
+    if (res.operation && link.status !== "amount_selection" && link.status !== "expired") {
+      // A payment exists: created (with its page), or an ordinary payment without the opt-in.
+      const paymentUrl = link.status === "created" ? url : null;
+      return c.json({ ...operationJson(res.operation), payment_url: paymentUrl });
+    }
+    const answer = (status: string) => ({
+      operation_id: link.operationId,
+      status,
+      method: link.method,
+      currency: link.currency,
+      recommended_amount: link.recommendedAmount,
+    });
+    if (link.status === "rejected") return c.json({ ...answer("rejected"), payment_url: null });
+    // amount_selection; a retry after the link expired answers the original link unchanged.
+    return c.json({ ...answer("amount_selection"), payment_url: url, expires_at: link.expiresAt });
+  });
+}
