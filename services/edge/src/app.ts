@@ -16,6 +16,7 @@ import { createAdaptorServer } from "@hono/node-server";
 import { OpenAPIHono } from "@hono/zod-openapi";
 import { methodNotAllowed } from "hono/method-not-allowed";
 import { requestId } from "hono/request-id";
+import { backofficeRoutes, inProcessAdmin } from "./backoffice/routes.ts";
 import type { EdgeConfig } from "./config.ts";
 import type { EdgeClients, EdgeDeps, Probe } from "./deps.ts";
 import type { EdgeEnv } from "./env.ts";
@@ -91,6 +92,16 @@ export function buildApp(deps: EdgeDeps): OpenAPIHono<EdgeEnv> {
   app.route("/admin/v1", adminShopRoutes(store, deps.clients));
   app.route("/admin/v1", adminConfigRoutes(deps.clients));
   app.route("/admin/v1", adminReviewRoutes(deps.clients));
+  app.route(
+    "/backoffice",
+    backofficeRoutes({
+      adminToken: deps.adminToken,
+      db: deps.db,
+      logger: deps.logger,
+      receipts: deps.clients.receipts,
+      admin: inProcessAdmin(app, deps.adminToken),
+    }),
+  );
 
   describeUnmanagedRoutes(app);
   describeReceiptRoutes(app, receiptMaxBytes);
