@@ -1,6 +1,7 @@
 import type { OpenAPIHono } from "@hono/zod-openapi";
 import { z } from "@hono/zod-openapi";
 import type { EdgeEnv } from "./env.ts";
+import { describePoolRoutes } from "./routes/pool-openapi.ts";
 import {
   BalancesSchema,
   CancelResultSchema,
@@ -111,6 +112,7 @@ export function describeUnmanagedRoutes(app: OpenAPIHono<EdgeEnv>): void {
       ...errorResponses(401, 404, 413, 503),
     },
   });
+  describePoolRoutes(app);
   for (const [path, description] of [
     ["/livez", "The process runs."],
     ["/healthz", "Postgres and NATS answer."],
