@@ -145,7 +145,12 @@ export async function runConsumer<T>(options: ConsumerOptions<T>): Promise<Runni
         return true;
       });
       m.ack();
-      eventsConsumed.inc({ consumer: durable, outcome: applied ? "applied" : "duplicate" });
+      const outcome = applied ? "applied" : "duplicate";
+      eventsConsumed.inc({ consumer: durable, outcome });
+      // One line per event at debug level; like every line of its handling it names the
+      // trace, the event id and the request id that caused the event.
+      if (logger.isLevelEnabled("debug"))
+        logger.debug({ consumer: durable, subject: m.subject, outcome }, "event handled");
     } catch (err) {
       // Redeliver later with a growing delay (capped at 30 s); the inbox makes the retry safe.
       const delayMs = Math.min(30_000, 200 * 2 ** Math.min(m.info.deliveryCount, 8));

@@ -28,3 +28,16 @@ export const eventsConsumed = new Counter({
   labelNames: ["consumer", "outcome"],
   registers: [metricsRegistry],
 });
+
+/**
+ * Events published, by schema and type (the subject without the prefix, for example
+ * `operations.payment.completed`): the business figures that are state changes, such
+ * as completions, read off the events. A relay restarted mid-batch may count a
+ * republished event twice.
+ */
+export const domainEvents = new Counter({
+  name: "domain_events_total",
+  help: "Events published from the outbox, by schema and type (subject without the prefix).",
+  labelNames: ["schema", "type"],
+  registers: [metricsRegistry],
+});

@@ -3,7 +3,7 @@ import type { Sql } from "@gw/db";
 import type { Logger } from "@gw/log";
 import type { JetStreamClient } from "@nats-io/jetstream";
 import { headers as natsHeaders } from "@nats-io/transport-node";
-import { eventsPublished, outboxUnpublished } from "./metrics.ts";
+import { domainEvents, eventsPublished, outboxUnpublished } from "./metrics.ts";
 
 export interface OutboxRelayOptions {
   sql: Sql;
@@ -103,6 +103,8 @@ export class OutboxRelay {
         }),
       );
       await tx`update ${sql(schema)}.outbox set published_at = now() where seq = any(${rows.map((r) => r.seq)}::bigint[])`;
+      for (const row of rows)
+        domainEvents.inc({ schema, type: row.subject.slice(row.subject.indexOf(".") + 1) });
       return rows.length;
     });
     this.#published += count;

@@ -1,11 +1,14 @@
-import { ConnectError, type ConnectRouter, type Interceptor } from "@connectrpc/connect";
+import { Code, ConnectError, type ConnectRouter, type Interceptor } from "@connectrpc/connect";
 import { commonConfig, port } from "@gw/config";
 import { connect, type Database, migrateSchema, type Sql } from "@gw/db";
 import { connectNats, ensureStream, type Nats } from "@gw/events";
 import { createLogger, type Logger } from "@gw/log";
 import { runAsService, startGrpcServer, startMetricsServer } from "@gw/rpc";
 import { z } from "zod";
+import { businessMetricsInterceptor } from "./business-metrics.ts";
 import { serviceIdentity, startTelemetry } from "./telemetry.ts";
+
+export { businessMetricsInterceptor, operationCreates, receiptVerdicts } from "./business-metrics.ts";
 
 export {
   type PlatformSettings,
@@ -91,7 +94,7 @@ export async function startGrpcService<C extends GrpcServiceConfig>(
     return true;
   };
   const server = await startGrpcServer({
-    interceptors: [logUnexpectedErrors(logger)],
+    interceptors: [businessMetricsInterceptor, logCalls(logger)],
     ...(identity === undefined ? {} : { auth: { keys: identity.keys } }),
     routes: parts.routes,
     serviceNames: spec.serviceNames,
@@ -123,16 +126,31 @@ export async function startGrpcService<C extends GrpcServiceConfig>(
 }
 
 /**
- * Logs every error a handler threw that is not a deliberate ConnectError: the client
- * sees only "internal error", so the cause must be in the service's log.
+ * Logs every error a handler threw that is not a deliberate ConnectError (the client
+ * sees only "internal error", so the cause must be in the service's log), and at debug
+ * level one line per call (method, code, duration), which carries the call's trace id,
+ * request id, shop and operation like every line logged inside it.
  */
-function logUnexpectedErrors(logger: Logger): Interceptor {
+function logCalls(logger: Logger): Interceptor {
   return (next) => async (req) => {
+    const started = performance.now();
+    const method = `${req.service.typeName}/${req.method.name}`;
     try {
-      return await next(req);
+      const res = await next(req);
+      if (logger.isLevelEnabled("debug"))
+        logger.debug(
+          { method, code: "ok", duration_ms: Math.round((performance.now() - started) * 10) / 10 },
+          "rpc",
+        );
+      return res;
     } catch (err) {
       if (!(err instanceof ConnectError))
         logger.error({ err, method: req.method.name }, "unexpected error in handler");
+      else if (logger.isLevelEnabled("debug"))
+        logger.debug(
+          { method, code: Code[err.code], duration_ms: Math.round((performance.now() - started) * 10) / 10 },
+          "rpc",
+        );
       throw err;
     }
   };

@@ -1,8 +1,9 @@
-import { loadConfig, port } from "@gw/config";
+import { loadConfig, platformConfig, port } from "@gw/config";
 import { z } from "zod";
 
 /** Checkout keeps no data of its own: where to listen, and operations to read and confirm through. */
 export const configSchema = z.object({
+  ...platformConfig,
   HOST: z.string().default("127.0.0.1"),
   PORT: port(8081),
   METRICS_PORT: port(9106),

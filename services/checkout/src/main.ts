@@ -1,5 +1,5 @@
-import { stopOnSignals } from "@gw/runtime";
+import { stopOnSignals, withTelemetry } from "@gw/runtime";
 import { startCheckout } from "./app.ts";
 import { readConfig } from "./config.ts";
 
-stopOnSignals(await startCheckout(readConfig()));
+stopOnSignals(await startCheckout(withTelemetry("checkout", readConfig())));

@@ -25,6 +25,7 @@ import { adminAuth } from "./middleware/admin-auth.ts";
 import { apiKeyAuth } from "./middleware/api-key.ts";
 import { jsonBody } from "./middleware/body.ts";
 import { requestLog } from "./middleware/request-log.ts";
+import { traceRequests } from "./middleware/tracing.ts";
 import { DOCS_PAGE, describeUnmanagedRoutes, OPENAPI_INFO } from "./openapi.ts";
 import { adminConfigRoutes } from "./routes/admin-config.ts";
 import { adminReviewRoutes } from "./routes/admin-reviews.ts";
@@ -60,6 +61,7 @@ export function buildApp(deps: EdgeDeps): OpenAPIHono<EdgeEnv> {
   });
 
   app.use(requestId());
+  app.use(traceRequests());
   app.use(requestLog(deps.logger));
   app.use(
     methodNotAllowed({

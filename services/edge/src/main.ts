@@ -1,5 +1,5 @@
-import { stopOnSignals } from "@gw/runtime";
+import { stopOnSignals, withTelemetry } from "@gw/runtime";
 import { startEdge } from "./app.ts";
 import { readConfig } from "./config.ts";
 
-stopOnSignals(await startEdge(readConfig()));
+stopOnSignals(await startEdge(withTelemetry("edge", readConfig())));

@@ -3,6 +3,7 @@ import { OutboxRelay } from "@gw/events";
 import { MatchingService } from "@gw/proto/gateway/matching/v1/matching_pb";
 import { startGrpcService } from "@gw/runtime";
 import type { MatchingConfig } from "./config.ts";
+import { reportPoolDepth } from "./metrics.ts";
 import { PoolStore } from "./pool.ts";
 import { PoolReads, ReadLimiter } from "./reads.ts";
 import { MatchingHandlers } from "./service.ts";
@@ -20,6 +21,7 @@ export function startMatching(config: MatchingConfig) {
     config,
     setup: ({ sql, nats, logger }) => {
       const store = new PoolStore(sql, config.EVENTS_PREFIX);
+      reportPoolDepth(sql);
       // One limiter per process: the spec's one active read per replica.
       const reads = new PoolReads(store, new ReadLimiter(), config.READ_BUDGET_MS);
       const relay = new OutboxRelay({ sql, schema: "matching", js: nats.js, logger });

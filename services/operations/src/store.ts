@@ -1,4 +1,5 @@
 import type { Sql } from "@gw/db";
+import { eventHeaders } from "@gw/events";
 import type { ReceiptItem } from "@gw/proto/gateway/operations/v1/operations_pb";
 import type postgres from "postgres";
 import type { ProviderConfig } from "./connectors/connector.ts";
@@ -199,8 +200,8 @@ export class OperationStore {
         update operations.operations set ${this.#sql(columns)}
         where id = ${before.id} and version = ${before.version} returning id
       ), ev as (
-        insert into operations.outbox (id, subject, payload)
-        select ${event.id}, ${event.subject}, ${Buffer.from(event.payload)} from upd
+        insert into operations.outbox (id, subject, payload, headers)
+        select ${event.id}, ${event.subject}, ${Buffer.from(event.payload)}, ${JSON.stringify(eventHeaders())}::jsonb from upd
       )
       select count(*)::int as changed, pg_notify('outbox_operations', '') from upd`;
     return rows[0]?.changed === 1 ? after : undefined;

@@ -1,10 +1,11 @@
-import { commonConfig, loadConfig, port } from "@gw/config";
+import { commonConfig, loadConfig, platformConfig, port } from "@gw/config";
 import { z } from "zod";
 
 const ms = (fallback: number) => z.coerce.number().int().min(1).max(86_400_000).default(fallback);
 
 /** Settings of the sandbox provider. It needs Postgres but not NATS: it is outside the gateway. */
 export const configSchema = z.object({
+  ...platformConfig,
   DATABASE_URL: commonConfig.DATABASE_URL,
   LOG_LEVEL: commonConfig.LOG_LEVEL,
   HOST: commonConfig.HOST,

@@ -1,5 +1,5 @@
-import { stopOnSignals } from "@gw/runtime";
+import { stopOnSignals, withTelemetry } from "@gw/runtime";
 import { startSandbox } from "./app.ts";
 import { readConfig } from "./config.ts";
 
-stopOnSignals(await startSandbox(readConfig()));
+stopOnSignals(await startSandbox(withTelemetry("sandbox-provider", readConfig())));

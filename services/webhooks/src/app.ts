@@ -63,6 +63,10 @@ export function startWebhooks(config: WebhooksConfig) {
             schema: "webhooks",
             decode: (data) => fromBinary(OperationEventSchema, data),
             handle: (tx, event, eventId) => recordDelivery(tx, event, eventId, logger),
+            logFields: (event) => ({
+              shop_id: event.scope?.shopId ?? "",
+              operation_id: event.operation?.operationId ?? "",
+            }),
             logger,
           });
         },

@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 
@@ -48,6 +49,12 @@ export interface StackSettings {
 
 const url = (port: number) => `http://127.0.0.1:${port}`;
 
+/**
+ * The internal service-token key of the stacks this process runs: random per runner,
+ * so every service of a stack (restarts included) shares it and no two runs do.
+ */
+const STACK_SERVICE_TOKEN_KEYS = `local:${randomBytes(32).toString("base64url")}`;
+
 /** The public addresses of one stack. */
 export function stackUrls(ports: PortPlan) {
   return {
@@ -91,6 +98,8 @@ export function serviceEnv(spec: ServiceSpec, s: StackSettings): Record<string, 
     RECEIPT_URL_BASE: urls.edge,
     // Operations: providers post their results to the edge's callback route.
     PROVIDER_CALLBACK_BASE_URL: urls.edge,
+    // Internal access: every gRPC call carries a service token signed with this key.
+    SERVICE_TOKEN_KEYS: STACK_SERVICE_TOKEN_KEYS,
     // Webhooks: a local stack delivers to receivers on loopback, which production refuses.
     WEBHOOK_ALLOW_PRIVATE_TARGETS: "true",
     // The edge and checkout read PORT, the sandbox HTTP_PORT; each ignores the other.

@@ -1,3 +1,4 @@
+import { addLogContext } from "@gw/log";
 import { createMiddleware } from "hono/factory";
 import type { EdgeEnv } from "../env.ts";
 import { ApiError } from "../errors.ts";
@@ -19,5 +20,6 @@ export const apiKeyAuth = (store: EdgeStore) =>
     const scope = looksLikeApiKey(key) ? await store.scopeOfKey(hashApiKey(key)) : undefined;
     if (!scope) throw new ApiError(401, "invalid_api_key", "invalid api key");
     c.set("scope", scope);
+    addLogContext({ shop_id: scope.shopId });
     await next();
   });
