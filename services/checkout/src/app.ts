@@ -7,6 +7,7 @@ import { Hono } from "hono";
 import { secureHeaders } from "hono/secure-headers";
 import { PAGE_CSS, PAGE_JS } from "./assets.ts";
 import type { CheckoutConfig } from "./config.ts";
+import { flexibleRoutes } from "./flexible-routes.ts";
 import { langOf, type PageDeps, paymentRoutes } from "./payment-routes.ts";
 import { notFoundPage } from "./render.ts";
 
@@ -48,7 +49,10 @@ export function buildCheckoutApp(
   app.get("/assets/page.js", (c) =>
     c.body(PAGE_JS, 200, { "content-type": "text/javascript; charset=utf-8" }),
   );
-  if (options.pages) app.route("/", paymentRoutes(options.pages));
+  if (options.pages) {
+    app.route("/", paymentRoutes(options.pages));
+    app.route("/", flexibleRoutes(options.pages));
+  }
   app.notFound((c) => c.html(notFoundPage(langOf(c)), 404));
   return app;
 }

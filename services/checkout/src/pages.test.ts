@@ -99,7 +99,7 @@ describe("the payer's page", () => {
     expect(await res.text()).toContain("This file is not a PDF");
     const json = await upload(op.operationId, new Uint8Array(0), "empty.pdf", true);
     expect(json.status).toBe(400);
-    expect((await json.json()).message).toContain("empty");
+    expect(((await json.json()) as { message: string }).message).toContain("empty");
     const { page } = await h.operations.getPaymentPage({ operationId: op.operationId });
     expect(page?.outcome).toBe("awaiting_receipt");
   });

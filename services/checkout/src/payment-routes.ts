@@ -37,10 +37,10 @@ export const isNotFound = (err: unknown) =>
   err instanceof ConnectError && (err.code === Code.NotFound || err.code === Code.InvalidArgument);
 
 /** Reads the page of a hosted payment; undefined when there is none to show. */
-export async function readPage(deps: PageDeps, operationId: string) {
+export async function readPage(deps: PageDeps, operationId: string, k?: string) {
   if (!UUID.test(operationId)) return undefined;
   try {
-    const res = await deps.operations.getPaymentPage({ operationId }, { timeoutMs: READ_TIMEOUT_MS });
+    const res = await deps.operations.getPaymentPage({ operationId, k }, { timeoutMs: READ_TIMEOUT_MS });
     return res.page ? { page: res.page, scope: res.scope } : undefined;
   } catch (err) {
     if (isNotFound(err)) return undefined;
@@ -84,7 +84,13 @@ export function paymentRoutes(deps: PageDeps) {
 
   const render = (c: Context, page: PaymentPage, extra: { error?: string; status?: number } = {}) =>
     c.html(
-      paymentPage({ page, lang: langOf(c), maxBytes: deps.receiptMaxBytes, error: extra.error }),
+      paymentPage({
+        page,
+        lang: langOf(c),
+        maxBytes: deps.receiptMaxBytes,
+        error: extra.error,
+        k: c.req.query("k") || undefined,
+      }),
       (extra.status ?? 200) as 200,
     );
 
@@ -97,7 +103,7 @@ export function paymentRoutes(deps: PageDeps) {
   return new Hono()
     .get("/:operation_id/state", async (c) => {
       try {
-        const found = await readPage(deps, c.req.param("operation_id"));
+        const found = await readPage(deps, c.req.param("operation_id"), c.req.query("k") || undefined);
         if (!found) return c.json({ error: "not_found" }, 404);
         return c.json({ outcome: found.page.outcome });
       } catch (err) {
@@ -113,9 +119,10 @@ export function paymentRoutes(deps: PageDeps) {
       const origin = c.req.header("origin");
       if (origin && origin !== "null" && new URL(origin).host !== c.req.header("host"))
         return c.html(notFoundPage(lang), 404);
+      const k = c.req.query("k") || undefined;
       let found: Awaited<ReturnType<typeof readPage>>;
       try {
-        found = await readPage(deps, c.req.param("operation_id"));
+        found = await readPage(deps, c.req.param("operation_id"), k);
       } catch (err) {
         return failed(c, err);
       }
@@ -166,14 +173,16 @@ export function paymentRoutes(deps: PageDeps) {
         );
         const status = res.operation?.status ?? "";
         if (wantsJson) return c.json({ ok: true, status });
-        return c.redirect(`/${found.page.operationId}${pageQuery(lang)}`, 303);
+        return c.redirect(`/${found.page.operationId}${pageQuery(lang, k)}`, 303);
       } catch (err) {
         const refusal = refusalOf(err, lang, maxMb);
         if (refusal.status === 503) deps.logger.warn({ err, path: c.req.path }, "receipt upload failed");
         return refuse(refusal);
       }
     })
-    .get("/:operation_id", async (c) => {
+    .get("/:operation_id", async (c, next) => {
+      // A flexible link's page (`?k=`) is served by the flexible routes.
+      if (c.req.query("k") !== undefined) return next();
       let found: Awaited<ReturnType<typeof readPage>>;
       try {
         found = await readPage(deps, c.req.param("operation_id"));

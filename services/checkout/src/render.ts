@@ -114,11 +114,18 @@ ${page.banknameDetails || page.bankname ? row("req-bank", m.bank, page.banknameD
 }
 
 /** The upload form: works as a plain multipart form; the script adds checks and progress. */
-function uploadForm(page: PaymentPage, m: Messages, lang: Lang, maxBytes: number, error?: string): Safe {
+function uploadForm(
+  page: PaymentPage,
+  m: Messages,
+  lang: Lang,
+  maxBytes: number,
+  error?: string,
+  k?: string,
+): Safe {
   const maxMb = String(Math.floor(maxBytes / (1024 * 1024)) || 1);
   return h`<section class="card" aria-labelledby="upload-title">
 <h2 id="upload-title">${m.receiptTitle}</h2>
-<form method="post" action="/${page.operationId}/receipt${pageQuery(lang)}" enctype="multipart/form-data" data-upload
+<form method="post" action="/${page.operationId}/receipt${pageQuery(lang, k)}" enctype="multipart/form-data" data-upload
  data-max-bytes="${String(maxBytes)}" data-msg-no-file="${m.errNoFile}" data-msg-empty="${m.errEmpty}"
  data-msg-not-pdf="${m.errNotPdf}" data-msg-too-large="${fill(m.errTooLarge, { max: maxMb })}"
  data-msg-network="${m.errNetwork}" data-msg-unavailable="${m.errUnavailable}"
@@ -170,7 +177,7 @@ ${requisites(page, m)}
 ${page.outcome === "awaiting_payment" ? h`<p class="muted" role="status">${m.waiting}</p>` : ""}
 </section>
 </div>
-${page.outcome === "awaiting_receipt" ? uploadForm(page, m, lang, options.maxBytes, options.error) : ""}`;
+${page.outcome === "awaiting_receipt" ? uploadForm(page, m, lang, options.maxBytes, options.error, options.k) : ""}`;
   } else {
     const o = m.outcomes[page.outcome as keyof Messages["outcomes"]] ?? m.outcomes.declined;
     body = h`<section class="card outcome ${page.outcome}" aria-labelledby="outcome-title" role="status">
@@ -192,5 +199,97 @@ ${page.paidAmount ? h`<p>${m.paidAmount}: <strong>${formatMoney(page.paidAmount,
 ${options.notice ? h`<p class="notice" role="status">${options.notice}</p>` : ""}
 ${body}
 </main>`,
+  });
+}
+
+/** One range of amounts the payer can choose from, and the amount it offers. */
+export interface PickerChoice {
+  min: string;
+  max: string;
+  /** The amount of the range nearest to the recommended one. */
+  offer: string;
+}
+
+const rangeText = (c: PickerChoice, currency: string, lang: Lang) =>
+  c.min === c.max
+    ? formatMoney(c.min, currency, lang)
+    : `${formatMoney(c.min, currency, lang)} – ${formatMoney(c.max, currency, lang)}`;
+
+/**
+ * The amount picker of a flexible link: one amount field (with the available ranges as
+ * a hint) or a list of ranges, as the shop is configured. It posts the choice with the
+ * link's `k` in a hidden field.
+ */
+export function pickerPage(options: {
+  operationId: string;
+  k: string;
+  lang: Lang;
+  picker: string;
+  currency: string;
+  recommended: string;
+  choices: PickerChoice[];
+  value?: string;
+  error?: string;
+  notice?: string;
+  expiresAt?: string;
+}): string {
+  const { lang, currency, choices } = options;
+  const m = messages(lang);
+  const action = `/${options.operationId}/amount${pageQuery(lang)}`;
+  const hint = choices.map((c) => rangeText(c, currency, lang)).join("; ");
+  const form =
+    choices.length === 0
+      ? h`<p class="alert" role="alert">${m.pickNone}</p>`
+      : h`<form method="post" action="${action}">
+<input type="hidden" name="k" value="${options.k}">
+${
+  options.picker === "ranges"
+    ? h`<fieldset><legend>${m.pickRangesLabel}</legend>${choices.map(
+        (c, i) =>
+          h`<label class="range" for="range-${String(i)}"><input type="radio" id="range-${String(i)}" name="amount" value="${c.offer}"${
+            (options.value ?? choices[0]?.offer) === c.offer ? h` checked` : ""
+          } required> <span><strong>${formatMoney(c.offer, currency, lang)}</strong>${
+            c.min === c.max ? "" : h` <span class="muted">(${rangeText(c, currency, lang)})</span>`
+          }</span></label>`,
+      )}</fieldset>`
+    : h`<label for="amount">${fill(m.pickAmountLabel, { currency })}</label>
+<input type="text" id="amount" name="amount" inputmode="decimal" autocomplete="off" required value="${
+        options.value ?? choices[0]?.offer ?? ""
+      }" aria-describedby="amount-hint${options.error ? " pick-error" : ""}"${options.error ? h` aria-invalid="true"` : ""}>
+<p class="hint" id="amount-hint">${fill(m.pickAmountHint, { ranges: hint })}</p>`
+}
+<button type="submit">${m.pickConfirm}</button>
+</form>`;
+  return layout({
+    lang,
+    k: options.k,
+    title: m.pickTitle,
+    body: h`<main data-page>
+<div id="live" class="visually-hidden" aria-live="polite"></div>
+<section class="card" aria-labelledby="pick-title">
+<h1 id="pick-title">${m.pickTitle}</h1>
+<p>${m.pickIntro}</p>
+<p class="muted">${m.recommended}: ${formatMoney(options.recommended, currency, lang)}</p>
+${
+  options.expiresAt
+    ? h`<p data-expires="${options.expiresAt}">${m.timeLeft}: <span class="timer" role="timer" aria-live="off">${timeLeft(options.expiresAt)}</span></p>`
+    : ""
+}
+${options.notice ? h`<p class="notice" role="alert">${options.notice}</p>` : ""}
+${options.error ? h`<p class="alert" id="pick-error" role="alert">${options.error}</p>` : ""}
+${form}
+</section>
+</main>`,
+  });
+}
+
+/** A flexible link whose lifetime passed: nothing was created. */
+export function linkExpiredPage(lang: Lang, k?: string): string {
+  const m = messages(lang);
+  return layout({
+    lang,
+    k,
+    title: m.linkExpiredTitle,
+    body: h`<main><section class="card outcome expired" role="status"><p class="icon" aria-hidden="true">⏱</p><h1>${m.linkExpiredTitle}</h1><p>${m.linkExpiredText}</p></section></main>`,
   });
 }

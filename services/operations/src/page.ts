@@ -9,6 +9,7 @@ import {
 } from "@gw/proto/gateway/operations/v1/operations_pb";
 import { Code, failure } from "@gw/rpc";
 import { bankDetails } from "./banks.ts";
+import { credentialMatches } from "./flexible.ts";
 import type { OperationRow } from "./model.ts";
 import type { OperationStore } from "./store.ts";
 
@@ -84,19 +85,25 @@ export async function getPaymentPage(
   if (!UUID.test(req.operationId))
     throw failure(Code.InvalidArgument, "validation_failed", "operation_id must be a UUID", "operation_id");
   const row = await store.findAnyById(req.operationId);
-  if (
-    !row ||
-    !row.hosted_page ||
-    row.type !== "payment" ||
-    row.status === "routing" ||
-    row.request_hash === null
-  )
+  const shown = row?.hosted_page || (req.k !== undefined && (await flexibleCredentialHolds(store, req)));
+  if (!row || !shown || row.type !== "payment" || row.status === "routing" || row.request_hash === null)
     throw failure(Code.NotFound, "operation_not_found", "operation not found");
   return {
     $typeName: "gateway.operations.v1.GetPaymentPageResponse",
     page: toPaymentPage(row),
     scope: create(ScopeSchema, { merchantId: row.merchant_id, shopId: row.shop_id }),
   };
+}
+
+/**
+ * Whether `k` is the credential of the flexible link the payment was created through.
+ * The hash is compared even when there is no link, so timing tells no ids apart.
+ */
+async function flexibleCredentialHolds(store: OperationStore, req: GetPaymentPageRequest): Promise<boolean> {
+  const [link] = await store.sql<{ k_hash: string; status: string }[]>`
+    select k_hash, status from operations.flexible_links where operation_id = ${req.operationId}`;
+  const ok = credentialMatches(req.k ?? "", link?.k_hash ?? "00".repeat(32));
+  return ok && !!req.k && link !== undefined && link.status !== "amount_selection";
 }
 
 /**

@@ -269,6 +269,14 @@ export declare type GetPaymentPageRequest = Message<"gateway.operations.v1.GetPa
    * @generated from field: string operation_id = 1;
    */
   operationId: string;
+
+  /**
+   * The page credential of a flexible link: with the right one, the payment created by
+   * confirming an amount on that link is shown (the link's page needs no other switch).
+   *
+   * @generated from field: optional string k = 2;
+   */
+  k?: string | undefined;
 };
 
 /**
@@ -1439,7 +1447,8 @@ export declare const OperationsService: GenService<{
   /**
    * The hosted page's view of a payment (checkout): only page-safe fields. Errors:
    * NOT_FOUND (operation_not_found) unless the payment was created through a link whose
-   * shop had the hosted page on; INVALID_ARGUMENT for an id that is not a UUID.
+   * shop had the hosted page on, or through a flexible link whose `k` is given;
+   * INVALID_ARGUMENT for an id that is not a UUID.
    *
    * @generated from rpc gateway.operations.v1.OperationsService.GetPaymentPage
    */
