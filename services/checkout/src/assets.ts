@@ -22,7 +22,7 @@ dl.req{margin:0}
 dl.req div{display:flex;flex-wrap:wrap;align-items:center;justify-content:space-between;gap:.5rem;padding:.6rem 0;border-top:1px solid #e3e4e8}
 dl.req div:first-child{border-top:0}
 dl.req dt{flex:1 0 100%;color:#4a4d55;font-size:.9rem}
-dl.req dd{margin:0;font-size:1.15rem;font-weight:600;word-break:break-all;flex:1}
+dl.req dd{margin:0;font-size:1.15rem;font-weight:600;overflow-wrap:anywhere;flex:1 1 12rem;min-width:0}
 button,.button{font:inherit;border-radius:8px;border:2px solid #0b57d0;background:#0b57d0;color:#fff;padding:.55rem 1rem;cursor:pointer;min-height:44px}
 button.secondary{background:#fff;color:#0b57d0}
 button:disabled{opacity:.6;cursor:default}
@@ -47,7 +47,7 @@ legend{font-weight:600;margin-bottom:.5rem}
 .range input{width:1.3rem;height:1.3rem}
 .visually-hidden{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0);white-space:nowrap}
 [hidden]{display:none!important}
-@media (min-width:900px){.wrap{max-width:46rem;padding:2rem}.grid{display:grid;grid-template-columns:1fr 1fr;gap:1rem}.grid .card{margin:0}}
+@media (min-width:900px){.wrap{max-width:46rem;padding:2rem}.grid{display:grid;grid-template-columns:1fr 1fr;gap:1rem;margin-bottom:1rem}.grid .card{margin:0}}
 `;
 
 export const PAGE_JS = `"use strict";
