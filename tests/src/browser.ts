@@ -9,6 +9,17 @@ import { type Browser, type BrowserContext, chromium, type Page } from "playwrig
  * `test-results/screenshots/` as test artifacts.
  */
 
+// The callbacks of `page.evaluate` run in the page, where the DOM exists; the tests'
+// own program is typed for Node without the DOM library, so they are typed loosely.
+// biome-ignore lint/suspicious/noExplicitAny: the page's globals, seen from Node's types.
+declare const document: any;
+// biome-ignore lint/suspicious/noExplicitAny: as above.
+declare const window: any;
+// biome-ignore lint/suspicious/noExplicitAny: as above.
+declare const getComputedStyle: (el: any) => any;
+// biome-ignore lint/suspicious/noExplicitAny: as above.
+type El = any;
+
 export const CHROMIUM = "/usr/bin/chromium";
 export const SCREENSHOTS = join(REPO_ROOT, "test-results", "screenshots");
 
@@ -80,8 +91,8 @@ export function fitsWidth(page: Page): Promise<boolean> {
 export function unlabelledControls(page: Page): Promise<string[]> {
   return page.evaluate(() =>
     [...document.querySelectorAll("input, select, textarea")]
-      .filter((el) => (el as HTMLInputElement).type !== "hidden")
-      .filter((el) => {
+      .filter((el: El) => (el as El).type !== "hidden")
+      .filter((el: El) => {
         const id = el.getAttribute("id");
         return !(
           (id && document.querySelector(`label[for="${id}"]`)) ||
@@ -90,7 +101,7 @@ export function unlabelledControls(page: Page): Promise<string[]> {
           el.getAttribute("aria-labelledby")
         );
       })
-      .map((el) => el.getAttribute("name") ?? el.tagName),
+      .map((el: El) => el.getAttribute("name") ?? el.tagName),
   );
 }
 
@@ -112,7 +123,7 @@ export function lowestContrast(page: Page): Promise<{ ratio: number; text: strin
       };
       return 0.2126 * ch(r) + 0.7152 * ch(g) + 0.0722 * ch(b);
     };
-    const background = (el: Element | null): { r: number; g: number; b: number } => {
+    const background = (el: El): { r: number; g: number; b: number } => {
       for (let e = el; e; e = e.parentElement) {
         const c = parse(getComputedStyle(e).backgroundColor);
         if (c.a > 0.5) return c;
@@ -121,8 +132,8 @@ export function lowestContrast(page: Page): Promise<{ ratio: number; text: strin
     };
     let worst = { ratio: 21, text: "" };
     for (const el of document.body.querySelectorAll("*")) {
-      const own = [...el.childNodes].some((n) => n.nodeType === 3 && n.textContent?.trim());
-      const box = (el as HTMLElement).getBoundingClientRect();
+      const own = [...el.childNodes].some((n: El) => n.nodeType === 3 && n.textContent?.trim());
+      const box = (el as El).getBoundingClientRect();
       if (!own || box.width === 0 || box.height === 0) continue;
       const style = getComputedStyle(el);
       if (style.visibility === "hidden" || Number(style.opacity) < 0.5) continue;
@@ -137,13 +148,13 @@ export function lowestContrast(page: Page): Promise<{ ratio: number; text: strin
 
 /** The accessible names of the first `count` elements that Tab reaches, in order. */
 export async function tabOrder(page: Page, count: number): Promise<string[]> {
-  await page.evaluate(() => (document.activeElement as HTMLElement | null)?.blur());
+  await page.evaluate(() => (document.activeElement as El)?.blur());
   const names: string[] = [];
   for (let i = 0; i < count; i++) {
     await page.keyboard.press("Tab");
     names.push(
       await page.evaluate(() => {
-        const el = document.activeElement as HTMLElement | null;
+        const el = document.activeElement as El;
         if (!el) return "";
         const id = el.getAttribute("id");
         const label = id ? document.querySelector(`label[for="${id}"]`)?.textContent : undefined;

@@ -129,7 +129,7 @@ describe("the payer's hosted page in a browser", () => {
     const page = await context.newPage();
     await page.goto(url);
     await page.getByRole("button", { name: "Copy" }).first().click();
-    await expect.poll(() => page.evaluate(() => navigator.clipboard.readText())).toBe(REQUISITES.card_number);
+    await expect.poll(() => page.evaluate("navigator.clipboard.readText()")).toBe(REQUISITES.card_number);
     await context.close();
   });
 
