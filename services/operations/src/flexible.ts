@@ -262,16 +262,15 @@ async function admit(
   }
 }
 
+/** Timestamps come back as text from the driver here: the row with a Date. */
+const hydrate = (row: LinkRow | undefined): LinkRow | undefined =>
+  row && { ...row, expires_at: new Date(row.expires_at) };
+
 async function findLink(d: FlexibleDeps, id: string): Promise<LinkRow | undefined> {
   const [row] = await d.store.sql<
     LinkRow[]
   >`select * from operations.flexible_links where operation_id = ${id}`;
-  return row;
-}
-
-async function setStatus(d: FlexibleDeps, id: string, status: LinkRow["status"]) {
-  await d.store.sql`
-    update operations.flexible_links set status = ${status}, updated_at = now() where operation_id = ${id}`;
+  return hydrate(row);
 }
 
 /** The stored answer of a link: what a retry of the create, or the page, sees. */
@@ -353,7 +352,7 @@ export async function createFlexibleLink(
   // The link row is written and decided in one transaction: a concurrent retry waits on
   // the insert and then replays the decision.
   const decided = await d.store.sql.begin(async (tx) => {
-    const [row] = await tx<LinkRow[]>`
+    const [inserted] = await tx<LinkRow[]>`
       insert into operations.flexible_links (operation_id, shop_id, merchant_id, merchant_operation_id,
         request_hash, client_id, client_ip, method, currency, recommended_amount, min_amount, max_amount,
         picker, k_hash, status, expires_at)
@@ -362,6 +361,7 @@ export async function createFlexibleLink(
         ${input.min ?? null}, ${input.max ?? null}, ${req.picker || "amount"},
         ${sha256(k).toString("hex")}, 'amount_selection', now() + ${`${d.linkLifetimeMs} milliseconds`}::interval)
       on conflict do nothing returning *`;
+    const row = hydrate(inserted);
     if (!row) return undefined;
     const slotAmount = await admit(d, input, id, input.recommended);
     if (slotAmount !== undefined) {
@@ -419,8 +419,9 @@ export async function confirmFlexibleAmount(
 ): Promise<Answer> {
   const found = await authorised(d, req.operationId, req.k);
   return d.store.sql.begin(async (tx) => {
-    const [row] = await tx<LinkRow[]>`
+    const [locked] = await tx<LinkRow[]>`
       select * from operations.flexible_links where operation_id = ${found.operation_id} for update`;
+    const row = hydrate(locked);
     if (!row) throw failure(Code.NotFound, "flexible_link_not_found", "link not found");
     if (row.status !== "amount_selection")
       return { ...(await answerOf(d, row, undefined, true)), outcome: row.status };

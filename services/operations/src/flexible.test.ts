@@ -1,0 +1,192 @@
+import { randomUUID } from "node:crypto";
+import { Code, ConnectError } from "@connectrpc/connect";
+import { errorInfo } from "@gw/rpc";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { SELF_MATCHING } from "./pool.ts";
+import { type OperationsHarness, startHarness } from "./test-support.ts";
+
+// Flexible links over real operations, matching and ledger: the create's three answers,
+// the page credential, and the payer's confirmation (created, refreshed choice,
+// rejected with its event, expired with nothing).
+
+let h: OperationsHarness;
+let shop: { shopId: string; merchantId: string };
+
+beforeAll(async () => {
+  h = await startHarness({ config: { FLEXIBLE_LINK_SECRET: "flexible-test-secret-0123456789abcdef" } });
+  shop = { shopId: randomUUID(), merchantId: randomUUID() };
+  await h.operations.putRoute({
+    shopId: shop.shopId,
+    method: "WT_RUB_PHONE",
+    payin: [SELF_MATCHING],
+    payout: [SELF_MATCHING],
+    settlementCurrency: "RUB",
+  });
+  const tier = { minAmount: "0.01", maxAmount: "10000000.00", percent: "0", fixed: "0" };
+  await h.ledger.putPricing({ shopId: shop.shopId, method: "WT_RUB_PHONE", payin: [tier], payout: [tier] });
+});
+afterAll(() => h?.stop());
+
+const payout = (amount: string) =>
+  h.operations.createOperation({
+    scope: shop,
+    type: "payout",
+    merchantOperationId: `out-${randomUUID()}`,
+    clientId: "payee",
+    method: "WT_RUB_PHONE",
+    amount,
+    currency: "RUB",
+    number: "+79005556677",
+    bankname: "tinkoff",
+  });
+
+const link = (recommended: string, mop = `flex-${randomUUID()}`) =>
+  h.operations.createFlexibleLink({
+    scope: shop,
+    merchantOperationId: mop,
+    clientId: "payer",
+    method: "WT_RUB_PHONE",
+    currency: "RUB",
+    recommendedAmount: recommended,
+    minAmount: "100.00",
+    maxAmount: "2000.00",
+    optIn: true,
+    picker: "ranges",
+  });
+
+async function failureOf(p: Promise<unknown>) {
+  const err = await p.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(err).toBeInstanceOf(ConnectError);
+  return { code: (err as ConnectError).code, info: errorInfo(err) };
+}
+
+async function untilInPool(id: string) {
+  for (let i = 0; i < 100; i++) {
+    const found = await h.matching.getPoolPayout({ operationId: id }).catch(() => undefined);
+    if (found?.payout?.status === "open") return;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error("payout never reached the pool");
+}
+
+describe("flexible links", () => {
+  it("offers a choice when the recommended amount cannot be admitted, and creates the payment at the confirmed amount", async () => {
+    const out = await payout("1000.00");
+    await untilInPool(out.operation?.operationId ?? "");
+
+    // 950.00 neither closes 1000.00 nor leaves the 100.00 minimum: not admissible.
+    const created = await link("950.00");
+    expect(created.link?.status).toBe("amount_selection");
+    expect(created.operation).toBeUndefined();
+    expect(created.intervals).toEqual([
+      expect.objectContaining({ minAmount: "100.00", maxAmount: "900.00" }),
+      expect.objectContaining({ minAmount: "1000.00", maxAmount: "1000.00" }),
+    ]);
+    const k = created.k ?? "";
+    expect(Buffer.from(k, "base64url").length).toBe(32);
+    const id = created.link?.operationId ?? "";
+
+    const read = await failureOf(
+      h.operations.getOperation({ scope: shop, id: { case: "operationId", value: id } }),
+    );
+    expect(read.code).toBe(Code.NotFound);
+    const wrongK = await failureOf(
+      h.operations.getFlexibleLink({ operationId: id, k: `${k.slice(0, -1)}A` }),
+    );
+    expect(wrongK.info?.code).toBe("flexible_link_not_found");
+    const page = await h.operations.getFlexibleLink({ operationId: id, k });
+    expect(page.link?.status).toBe("amount_selection");
+
+    const outside = await failureOf(
+      h.operations.confirmFlexibleAmount({ operationId: id, k, amount: "2500.00" }),
+    );
+    expect(outside.code).toBe(Code.InvalidArgument);
+    const taken = await h.operations.confirmFlexibleAmount({ operationId: id, k, amount: "950.00" });
+    expect(taken.outcome).toBe("amount_unavailable");
+    expect(taken.intervals.length).toBeGreaterThan(0);
+
+    const chosen = await h.operations.confirmFlexibleAmount({ operationId: id, k, amount: "1000.00" });
+    expect(chosen.outcome).toBe("created");
+    expect(chosen.operation).toMatchObject({
+      operationId: id,
+      status: "awaiting_confirmation",
+      expectedAmount: "1000.00",
+      number: "+79005556677",
+    });
+    const again = await h.operations.confirmFlexibleAmount({ operationId: id, k, amount: "500.00" });
+    expect(again.outcome).toBe("created");
+    expect(again.operation?.expectedAmount).toBe("1000.00");
+    const state = await h.operations.getOperation({ scope: shop, id: { case: "operationId", value: id } });
+    expect(state.operation?.status).toBe("awaiting_confirmation");
+  });
+
+  it("answers a retry with the same link and k, and another body for the key with idempotency_conflict", async () => {
+    await payout("1500.00").then((r) => untilInPool(r.operation?.operationId ?? ""));
+    const mop = `flex-${randomUUID()}`;
+    const first = await link("1450.00", mop);
+    const second = await link("1450.00", mop);
+    expect(second.link).toEqual(first.link);
+    expect(second.k).toBe(first.k);
+    expect(second.replayed).toBe(true);
+    const other = await failureOf(link("1400.00", mop));
+    expect(other.info?.code).toBe("idempotency_conflict");
+  });
+
+  it("rejects with the ordinary event when the chosen amount and everything else was taken meanwhile", async () => {
+    const take = async (amount: string) => {
+      const taken = await h.operations.createOperation({
+        scope: shop,
+        type: "payment",
+        merchantOperationId: `pay-${randomUUID()}`,
+        clientId: "someone",
+        method: "WT_RUB_PHONE",
+        amount,
+        currency: "RUB",
+      });
+      expect(taken.operation?.status).toBe("awaiting_confirmation");
+    };
+    await take("1500.00"); // what the previous test left in the pool
+    const out = await payout("700.00");
+    await untilInPool(out.operation?.operationId ?? "");
+    const created = await link("650.00");
+    expect(created.link?.status).toBe("amount_selection");
+    const id = created.link?.operationId ?? "";
+    // Another payer takes the rest of the pool before this one confirms.
+    await take("700.00");
+    const answer = await h.operations.confirmFlexibleAmount({
+      operationId: id,
+      k: created.k ?? "",
+      amount: "700.00",
+    });
+    expect(answer.outcome).toBe("rejected");
+    expect(answer.operation?.status).toBe("rejected");
+    const outbox = await h.store.sql<{ subject: string }[]>`
+      select subject from operations.outbox where subject like '%payment.rejected'`;
+    expect(outbox.length).toBeGreaterThanOrEqual(1);
+    const state = await h.operations.getOperation({ scope: shop, id: { case: "operationId", value: id } });
+    expect(state.operation?.status).toBe("rejected");
+  });
+
+  it("creates nothing and emits nothing when the link expired", async () => {
+    const out = await payout("800.00");
+    await untilInPool(out.operation?.operationId ?? "");
+    const created = await link("750.00");
+    const id = created.link?.operationId ?? "";
+    await h.store
+      .sql`update operations.flexible_links set expires_at = now() - interval '1 second' where operation_id = ${id}`;
+    const before = await h.store.sql<{ n: number }[]>`select count(*)::int as n from operations.outbox`;
+    const answer = await h.operations.confirmFlexibleAmount({
+      operationId: id,
+      k: created.k ?? "",
+      amount: "800.00",
+    });
+    expect(answer.outcome).toBe("expired");
+    expect(answer.operation).toBeUndefined();
+    expect(await h.store.findAnyById(id)).toBeUndefined();
+    const after = await h.store.sql<{ n: number }[]>`select count(*)::int as n from operations.outbox`;
+    expect(after[0]?.n).toBe(before[0]?.n);
+  });
+});
