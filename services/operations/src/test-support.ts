@@ -92,7 +92,10 @@ export async function startHarness(
     DB_POOL_MAX: "8",
   };
   const ledgerSvc = await startLedger(ledgerConfig.parse(common));
-  const matchingSvc = await startMatching(matchingConfig.parse({ ...common, ...options.matchingConfig }));
+  // A small pool: most tests never route to the pool, and every harness shares one Postgres.
+  const matchingSvc = await startMatching(
+    matchingConfig.parse({ ...common, DB_POOL_MAX: "3", ...options.matchingConfig }),
+  );
   const matchingUrl = `http://127.0.0.1:${matchingSvc.port}`;
   const receiptsSvc = await startReceipts(
     receiptsConfig.parse({
