@@ -59,7 +59,8 @@ describe("traces and log context across the stack", () => {
       currency: "RUB",
     });
     operationId = op.operation_id as string;
-  });
+    // A whole stack starts here; on a loaded machine that takes longer than the default.
+  }, 240_000);
 
   afterAll(async () => {
     await receiver?.stop();
