@@ -120,7 +120,7 @@ export function flexibleRoutes(deps: PageDeps) {
       const lang = langOf(c);
       const m = messages(lang);
       const origin = c.req.header("origin");
-      if (origin && origin !== "null" && new URL(origin).host !== c.req.header("host"))
+      if (origin && URL.canParse(origin) && new URL(origin).host !== c.req.header("host"))
         return c.html(notFoundPage(lang), 404);
       const form = await c.req.parseBody();
       const k = typeof form.k === "string" ? form.k : "";

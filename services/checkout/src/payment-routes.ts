@@ -117,7 +117,7 @@ export function paymentRoutes(deps: PageDeps) {
       const wantsJson = (c.req.header("accept") ?? "").includes("application/json");
       // A form posted from another site is refused: only this page uploads here.
       const origin = c.req.header("origin");
-      if (origin && origin !== "null" && new URL(origin).host !== c.req.header("host"))
+      if (origin && URL.canParse(origin) && new URL(origin).host !== c.req.header("host"))
         return c.html(notFoundPage(lang), 404);
       const k = c.req.query("k") || undefined;
       let found: Awaited<ReturnType<typeof readPage>>;

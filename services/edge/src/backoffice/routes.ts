@@ -74,7 +74,8 @@ export function backofficeRoutes(deps: BackofficeDeps) {
   app.use(async (c, next) => {
     await next();
     c.header("Content-Security-Policy", BACKOFFICE_CSP);
-    c.header("Referrer-Policy", "no-referrer");
+    // Same-origin referrers only: browsers then send a real Origin on the forms' POSTs.
+    c.header("Referrer-Policy", "same-origin");
     c.header("X-Frame-Options", "DENY");
     c.header("X-Content-Type-Options", "nosniff");
     c.header("Cache-Control", "no-store");
@@ -98,9 +99,10 @@ export function backofficeRoutes(deps: BackofficeDeps) {
 
   /** Every POST: same origin, a form body, and (after login) the session's CSRF token. */
   const readForm = async (c: Context): Promise<Form | undefined> => {
+    // A form posted from another site is refused by its origin; an opaque origin ("null")
+    // is left to the CSRF token, which another site cannot read.
     const origin = c.req.header("origin");
-    if (origin && origin !== new URL(c.req.url).origin && new URL(origin).host !== c.req.header("host"))
-      return undefined;
+    if (origin && URL.canParse(origin) && new URL(origin).host !== c.req.header("host")) return undefined;
     const body = await c.req.parseBody();
     const form: Form = {};
     for (const [k, v] of Object.entries(body)) if (typeof v === "string") form[k] = v;
@@ -225,17 +227,19 @@ ${
   });
 
   // One shop: keys, settings, routes, pricing, balances, webhook deliveries.
-  const shopPage = async (c: Context<{ Variables: { sid: string; form: Form } }>, issued?: string) => {
+  const shopPage = async (
+    c: Context<{ Variables: { sid: string; form: Form } }>,
+    issued?: { what: "key" | "webhook"; value: string },
+  ) => {
     const shopId = c.req.param("shop_id") ?? "";
     if (!UUID.test(shopId)) return c.notFound();
     const c1 = ctx(c, "shops");
-    const [keysRes, settingsRes, balancesRes, deliveriesRes] = await Promise.all([
-      deps.admin("GET", `/shops/${shopId}/api-keys`),
-      deps.admin("GET", `/shops/${shopId}/settings`),
-      deps.admin("GET", `/shops/${shopId}/balances`),
-      deps.admin("GET", `/shops/${shopId}/webhooks/deliveries?limit=50`),
-    ]);
+    // One after another: an operator's page is not worth four pooled connections at once.
+    const keysRes = await deps.admin("GET", `/shops/${shopId}/api-keys`);
     if (keysRes.status === 404) return c.notFound();
+    const settingsRes = await deps.admin("GET", `/shops/${shopId}/settings`);
+    const balancesRes = await deps.admin("GET", `/shops/${shopId}/balances`);
+    const deliveriesRes = await deps.admin("GET", `/shops/${shopId}/webhooks/deliveries?limit=50`);
     const [shop] = await deps.db.select().from(shops).where(eqId(shopId)).limit(1);
     const base = `/backoffice/shops/${shopId}`;
     const settings = settingsRes.json ?? {};
@@ -273,8 +277,10 @@ ${field(`${direction}_min`, "Min amount", { value: "0.01" })}${field(`${directio
 ${field(`${direction}_percent`, "Percent", { value: direction === "payin" ? "2.5" : "1" })}${field(`${direction}_fixed`, "Fixed", { value: "0" })}</fieldset>`;
     const body = h`${
       issued
-        ? h`<div class="secret" role="status"><p><strong>New API key.</strong> Copy it now: it is shown only once and only its hash is kept.</p>
-<p><code id="new-key">${issued}</code> <button type="button" data-copy="new-key" hidden>Copy</button></p></div>`
+        ? h`<div class="secret" role="status"><p><strong>${issued.what === "key" ? "New API key." : "Webhook signing secret."}</strong> Copy it now: it is shown only once${
+            issued.what === "key" ? " and only its hash is kept" : ""
+          }.</p>
+<p><code id="new-${issued.what}">${issued.value}</code> <button type="button" data-copy="new-${issued.what}" hidden>Copy</button></p></div>`
         : ""
     }
 <p class="muted">Shop <code>${shopId}</code>${shop ? h` · ${shop.name}` : ""} · <a href="/backoffice/reviews?shop_id=${shopId}">manual checks of this shop</a></p>
@@ -342,7 +348,7 @@ ${
         303,
       );
     // The plaintext is rendered into this answer only (never a redirect URL, never logged).
-    return shopPage(c, res.json.api_key as string);
+    return shopPage(c, { what: "key", value: res.json.api_key as string });
   });
 
   app.post("/shops/:shop_id/keys/:key_id/revoke", (c) =>
@@ -354,19 +360,20 @@ ${
     ),
   );
 
-  app.post("/shops/:shop_id/settings", (c) => {
+  app.post("/shops/:shop_id/settings", async (c) => {
     const form = c.get("form");
-    return act(
-      c,
-      `/backoffice/shops/${c.req.param("shop_id")}`,
-      deps.admin("PUT", `/shops/${c.req.param("shop_id")}/settings`, {
-        hosted_page_enabled: form.hosted_page_enabled === "on",
-        flexible_link_enabled: form.flexible_link_enabled === "on",
-        flexible_picker: form.flexible_picker,
-        ...(form.webhook_url ? { webhook_url: form.webhook_url } : {}),
-      }),
-      "Settings saved.",
-    );
+    const back = `/backoffice/shops/${c.req.param("shop_id")}`;
+    const res = await deps.admin("PUT", `/shops/${c.req.param("shop_id")}/settings`, {
+      hosted_page_enabled: form.hosted_page_enabled === "on",
+      flexible_link_enabled: form.flexible_link_enabled === "on",
+      flexible_picker: form.flexible_picker,
+      ...(form.webhook_url ? { webhook_url: form.webhook_url } : {}),
+    });
+    if (res.status >= 300) return c.redirect(withMessage(back, "error", errorText(res)), 303);
+    // A shop's first webhook URL comes with its signing secret: shown here, once.
+    if (typeof res.json?.webhook_secret === "string")
+      return shopPage(c, { what: "webhook", value: res.json.webhook_secret });
+    return c.redirect(withMessage(back, "notice", "Settings saved."), 303);
   });
 
   const list = (text: string | undefined) =>

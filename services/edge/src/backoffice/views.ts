@@ -16,7 +16,7 @@ header.bar nav{display:flex;flex-wrap:wrap;gap:.4rem 1.2rem}
 header.bar a{color:#fff;text-decoration:none;padding:.35rem 0;font-weight:600}
 header.bar a[aria-current=page]{text-decoration:underline}
 header.bar form{margin-left:auto}
-header.bar button{background:transparent;border-color:#fff}
+header.bar button{background:transparent;border-color:#fff;color:#fff;margin:0}
 main{max-width:72rem;margin:0 auto;padding:1rem}
 h1{font-size:1.45rem;margin:.3rem 0 1rem}
 h2{font-size:1.15rem;margin:0 0 .7rem}

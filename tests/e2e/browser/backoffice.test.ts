@@ -1,0 +1,259 @@
+import { randomBytes } from "node:crypto";
+import { editAmountIncrementally, receiptSpec } from "@gw/receipts/src/testing/receipt-factory.ts";
+import { startWebhookReceiver, type WebhookReceiver } from "@gw/stack/webhook-receiver";
+import type { Browser, BrowserContext, Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  fitsWidth,
+  launchBrowser,
+  lowestContrast,
+  newContext,
+  screenshot,
+  unlabelledControls,
+} from "../../src/browser.ts";
+import { MerchantApi, newMop, paymentBody, send } from "../../src/gateway.ts";
+import { pollUntil } from "../../src/merchant.ts";
+import { startTestStack, type TestStack } from "../../src/stack.ts";
+
+// An operator in the back office, in Debian's Chromium against the whole stack: logs in
+// with the admin token, sets up a merchant and a shop (provider, route, pricing,
+// settings with a webhook, FX rate) through the forms, issues an API key (shown once,
+// copied with its button) and revokes it, reviews a payment in manual check with the
+// receipt beside the requisites, redelivers a webhook and reads the balance.
+
+const REQUISITES = { card_number: "2202201234567890", holder_name: "Иван Иванович Иванов" };
+
+describe("the operator's back office in a browser", () => {
+  let stack: TestStack;
+  let browser: Browser;
+  let context: BrowserContext;
+  let page: Page;
+  let receiver: WebhookReceiver;
+  let requests: string[];
+  let shopPath = "";
+  let apiKey = "";
+
+  beforeAll(async () => {
+    stack = await startTestStack();
+    receiver = await startWebhookReceiver({ secret: () => undefined, status: () => 204 });
+    browser = await launchBrowser();
+    ({ context, requests } = await newContext(browser, "desktop"));
+    await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: stack.urls.edge });
+    page = await context.newPage();
+  });
+
+  afterAll(async () => {
+    await context?.close();
+    await browser?.close();
+    await receiver?.stop();
+    await stack?.stop();
+  });
+
+  const backoffice = (path = "") => `${stack.urls.edge}/backoffice${path}`;
+  const notice = () => page.locator(".notice").textContent();
+  const submit = (section: string, button: string) =>
+    page.locator(`section:has(#${section})`).getByRole("button", { name: button }).click();
+
+  it("asks for the admin token before anything, and refuses a wrong one", async () => {
+    await page.goto(backoffice());
+    expect(new URL(page.url()).pathname).toBe("/backoffice/login");
+    expect(await unlabelledControls(page)).toEqual([]);
+    await screenshot(page, "backoffice-login");
+    await page.getByLabel("Admin token").fill("x".repeat(40));
+    await page.getByRole("button", { name: "Log in" }).click();
+    expect(await page.locator(".alert").textContent()).toBe("That is not the admin token.");
+    await page.getByLabel("Admin token").fill(stack.adminToken);
+    await page.getByRole("button", { name: "Log in" }).click();
+    expect(await page.locator("h1").textContent()).toBe("Merchants and shops");
+    const cookie = (await context.cookies()).find((c) => c.name === "gw_backoffice");
+    expect(cookie).toMatchObject({ httpOnly: true, sameSite: "Strict", path: "/backoffice" });
+  });
+
+  it("sets up a merchant, a shop, its provider, route, pricing, settings and an FX rate through the forms", async () => {
+    await page.getByLabel("Merchant name").fill("Browser Merchant");
+    await page.getByRole("button", { name: "Create merchant" }).click();
+    expect(await notice()).toBe("Merchant created.");
+    await page.getByLabel("Shop name").fill("Browser Shop");
+    await page.getByRole("button", { name: "Create shop" }).click();
+    expect(await notice()).toBe("Shop created.");
+    shopPath = new URL(page.url()).pathname;
+    expect(shopPath).toMatch(/^\/backoffice\/shops\/[0-9a-f-]{36}$/);
+
+    // The provider: its behaviour at the sandbox, its registration in the back office.
+    const name = `rcpt-${randomBytes(3).toString("hex")}`;
+    const credentials = randomBytes(24).toString("base64url");
+    const sandbox = await send("PUT", `${stack.urls.sandbox}/control/providers/${name}`, {
+      json: {
+        credentials,
+        payin: { mode: "accept", receipt_required: true, expires_in_seconds: 1800, requisites: REQUISITES },
+      },
+    });
+    expect(sandbox.status).toBe(200);
+    await page.goto(backoffice("/config"));
+    await page.getByLabel("Name", { exact: true }).fill(name);
+    await page.getByLabel("Base URL").fill(stack.urls.sandbox);
+    await page.getByLabel("Credentials").fill(credentials);
+    await page.getByRole("button", { name: "Save provider" }).click();
+    expect(await notice()).toBe("Provider saved.");
+    await page.getByLabel("Rate", { exact: true }).fill("92.500000");
+    await page.getByRole("button", { name: "Save rate" }).click();
+    expect(await notice()).toBe("FX rate saved.");
+    await screenshot(page, "backoffice-config");
+
+    await page.goto(`${stack.urls.edge}${shopPath}`);
+    await page.getByLabel("Payin providers, in order (comma-separated)").fill(name);
+    await page.getByLabel("Payout providers, in order (comma-separated)").fill(name);
+    await submit("routes", "Save route");
+    expect(await notice()).toBe("Route saved.");
+    await submit("pricing", "Save pricing");
+    expect(await notice()).toBe("Pricing saved.");
+    await page.getByLabel("Hosted payment page").check();
+    await page.getByLabel("Webhook URL (left empty: unchanged)").fill(receiver.url);
+    await submit("settings", "Save settings");
+    // The first webhook URL comes with the signing secret, shown once.
+    expect(await page.locator(".secret").textContent()).toContain("Webhook signing secret");
+  });
+
+  it("issues an API key shown once with a copy button, which works until it is revoked", async () => {
+    await page.goto(`${stack.urls.edge}${shopPath}`);
+    await page.getByRole("button", { name: "Issue a new key" }).click();
+    apiKey = (await page.locator("#new-key").textContent()) ?? "";
+    expect(apiKey.length).toBeGreaterThan(20);
+    await page.locator(".secret").getByRole("button", { name: "Copy" }).click();
+    await expect.poll(() => page.evaluate("navigator.clipboard.readText()")).toBe(apiKey);
+    await screenshot(page, "backoffice-key-issued");
+    expect((await new MerchantApi(stack.urls.edge, apiKey).balances()).status).toBe(200);
+
+    // A second key to revoke; the page never shows a plaintext again.
+    await page.getByRole("button", { name: "Issue a new key" }).click();
+    const second = (await page.locator("#new-key").textContent()) ?? "";
+    await page.goto(`${stack.urls.edge}${shopPath}`);
+    expect(await page.content()).not.toContain(second);
+    expect(await page.content()).not.toContain(apiKey);
+    await page.getByRole("button", { name: `Revoke key ${second.slice(0, 12)}` }).click();
+    expect(await notice()).toBe("Key revoked.");
+    expect((await new MerchantApi(stack.urls.edge, second).balances()).status).toBe(401);
+    expect((await new MerchantApi(stack.urls.edge, apiKey).balances()).status).toBe(200);
+  });
+
+  it("reviews a payment in manual check with the receipt beside the requisites, approving it with the amount", async () => {
+    const api = new MerchantApi(stack.urls.edge, apiKey);
+    const created = await api.link(paymentBody({ amount: "1500.00", merchant_operation_id: newMop() }));
+    expect(created.json.status, created.text).toBe("awaiting_confirmation");
+    const operationId = created.json.operation_id as string;
+    const forged = await editAmountIncrementally(
+      receiptSpec("sberbank", "card", { amount: "150.00" }),
+      "1 500,00 ₽",
+    );
+    const form = new FormData();
+    form.set("operation_id", operationId);
+    form.set("confirmation_type", "receipt");
+    form.set("receipt", new File([Buffer.from(forged)], "receipt.pdf", { type: "application/pdf" }));
+    const confirmed = await fetch(`${stack.urls.edge}/v1/confirm_payment`, {
+      method: "POST",
+      headers: { "x-api-key": apiKey },
+      body: form,
+    });
+    expect(((await confirmed.json()) as { status: string }).status).toBe("manual_check");
+
+    await page.goto(backoffice("/reviews"));
+    const card = page.locator(`section:has(#mc-${operationId})`);
+    expect(await card.getByText("Requisites shown to the payer").count()).toBe(1);
+    expect(await card.locator("dd", { hasText: REQUISITES.card_number }).count()).toBe(1);
+    expect(await card.getByText("incremental_update").count()).toBeGreaterThan(0);
+    expect(await card.locator("dt", { hasText: "Amount on the receipt" }).count()).toBe(1);
+    expect(await unlabelledControls(page)).toEqual([]);
+    const contrast = await lowestContrast(page);
+    expect(contrast.ratio, `lowest contrast at "${contrast.text}"`).toBeGreaterThanOrEqual(4.5);
+    await screenshot(page, "backoffice-manual-check");
+
+    await card.getByLabel("Amount that arrived (with approve)").fill("1500.00");
+    await card.getByLabel("Reason").fill("The bank confirmed the transfer by phone.");
+    await card.getByLabel("Operator").fill("alice");
+    await card.getByRole("button", { name: "Record decision" }).click();
+    expect(await notice()).toBe("Payment approved.");
+    const state = await api.state({ operation_id: operationId });
+    expect(state.json).toMatchObject({ status: "completed", actual_amount: "1500.00" });
+  });
+
+  it("rejects a payment in manual check with a reason", async () => {
+    const api = new MerchantApi(stack.urls.edge, apiKey);
+    const created = await api.link(paymentBody({ amount: "1500.00", merchant_operation_id: newMop() }));
+    const operationId = created.json.operation_id as string;
+    const form = new FormData();
+    form.set("operation_id", operationId);
+    form.set("confirmation_type", "receipt");
+    form.set(
+      "receipt",
+      new File(
+        [
+          Buffer.from(
+            await editAmountIncrementally(
+              receiptSpec("sberbank", "card", { amount: "150.00" }),
+              "1 500,00 ₽",
+            ),
+          ),
+        ],
+        "receipt.pdf",
+        { type: "application/pdf" },
+      ),
+    );
+    await fetch(`${stack.urls.edge}/v1/confirm_payment`, {
+      method: "POST",
+      headers: { "x-api-key": apiKey },
+      body: form,
+    });
+    await page.goto(backoffice("/reviews"));
+    const card = page.locator(`section:has(#mc-${operationId})`);
+    await card.getByLabel("Reject").check();
+    await card.getByLabel("Reason").fill("The receipt was edited after issue.");
+    await card.getByLabel("Operator").fill("alice");
+    await card.getByRole("button", { name: "Record decision" }).click();
+    expect(await notice()).toBe("Payment rejected.");
+    expect((await api.state({ operation_id: operationId })).json.status).toBe("rejected");
+  });
+
+  it("shows the shop's webhook deliveries with redelivery and its balance, at both widths", async () => {
+    await pollUntil(
+      "deliveries of the completed payment",
+      async () => receiver.received.length,
+      (n) => n >= 2,
+    );
+    await page.goto(`${stack.urls.edge}${shopPath}`);
+    const deliveries = page.locator("section:has(#deliveries) tbody tr");
+    expect(await deliveries.count()).toBeGreaterThan(0);
+    const before = receiver.received.length;
+    await deliveries
+      .first()
+      .getByRole("button", { name: /Redeliver/ })
+      .click();
+    expect(await notice()).toBe("Redelivery scheduled.");
+    await pollUntil(
+      "the redelivery",
+      async () => receiver.received.length,
+      (n) => n > before,
+    );
+    const rub = page.locator("section:has(#balances) tbody tr", { hasText: "RUB" });
+    // 1500.00 less 2.5 % commission.
+    expect(await rub.locator("td").nth(1).textContent()).toBe("1462.50");
+    await screenshot(page, "backoffice-shop");
+    const phone = await newContext(browser, "phone");
+    await phone.context.addCookies(await context.cookies());
+    const small = await phone.context.newPage();
+    await small.goto(`${stack.urls.edge}${shopPath}`);
+    expect(await small.locator("h1").textContent()).toBe("Shop Browser Shop");
+    expect(await fitsWidth(small)).toBe(true);
+    await screenshot(small, "backoffice-shop");
+    await small.goto(backoffice("/reviews"));
+    await screenshot(small, "backoffice-reviews");
+    await phone.context.close();
+    expect(phone.requests.filter((r) => !r.startsWith(`${stack.urls.edge}/backoffice`))).toEqual([]);
+  });
+
+  it("loaded nothing from outside the back office and sent a strict CSP", async () => {
+    expect(requests.filter((r) => !r.startsWith(`${stack.urls.edge}/backoffice`))).toEqual([]);
+    const res = await fetch(backoffice("/login"));
+    expect(res.headers.get("content-security-policy")).toMatch(/^default-src 'none';/);
+    expect(res.headers.get("content-security-policy")).not.toMatch(/unsafe|https?:/);
+  });
+});
