@@ -26,6 +26,9 @@ export interface TestStack {
 
 /** Settings that make a test stack quick to recover: short retry delays everywhere. */
 const TEST_ENV: Record<string, string> = {
+  // Eight services per stack, and CI runs a stack beside integration tests on a Postgres
+  // with 100 connections: small pools keep every run under the limit.
+  DB_POOL_MAX: "4",
   WEBHOOK_RETRY_SCHEDULE_MS: "250,500,1000,2000,2000,2000,2000,2000,2000,2000",
   WEBHOOK_POLL_MS: "200",
   CALLBACK_RETRY_BASE_MS: "250",

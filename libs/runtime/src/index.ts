@@ -158,7 +158,10 @@ function logCalls(logger: Logger): Interceptor {
 
 /** Wires SIGTERM and SIGINT to a graceful stop, with a hard deadline. */
 export function stopOnSignals(service: { stop(): Promise<void> }, graceMs = 25_000): void {
+  let stopping = false;
   const onSignal = () => {
+    if (stopping) return;
+    stopping = true;
     setTimeout(() => process.exit(1), graceMs).unref();
     service.stop().then(
       () => process.exit(0),
@@ -167,4 +170,12 @@ export function stopOnSignals(service: { stop(): Promise<void> }, graceMs = 25_0
   };
   process.once("SIGTERM", onSignal);
   process.once("SIGINT", onSignal);
+  // A process whose parent died is re-parented: when a supervisor (the local stack, a
+  // test harness) is killed without a chance to stop its children, they stop themselves
+  // instead of holding ports and database connections. Under Kubernetes or a container
+  // runtime the parent never changes, so this never fires there.
+  const parent = process.ppid;
+  setInterval(() => {
+    if (process.ppid !== parent) onSignal();
+  }, 1000).unref();
 }

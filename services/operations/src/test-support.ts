@@ -89,7 +89,8 @@ export async function startHarness(
     GRPC_PORT: "0",
     METRICS_PORT: "0",
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? "silent",
-    DB_POOL_MAX: "8",
+    // Every harness and e2e stack of a test run shares one Postgres of 100 connections.
+    DB_POOL_MAX: "4",
   };
   const ledgerSvc = await startLedger(ledgerConfig.parse(common));
   // A small pool: most tests never route to the pool, and every harness shares one Postgres.
@@ -107,6 +108,7 @@ export async function startHarness(
   const sandbox = await startSandbox(
     sandboxConfig.parse({
       DATABASE_URL: database.url,
+      DB_POOL_MAX: "3",
       HTTP_PORT: "0",
       METRICS_PORT: "0",
       LOG_LEVEL: "silent",
