@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import { receiptPdf, receiptSpec } from "@gw/receipts/src/testing/receipt-factory.ts";
 import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -31,6 +32,8 @@ describe("pool payments and flexible links in a browser", () => {
   /** Flexible links with a list of ranges. */
   let rangesShop: TestShop;
   const shops = () => [liquidity, pool, amountShop, rangesShop];
+  /** Every link credential handed out, to check that no service logged one. */
+  const credentials: string[] = [];
 
   beforeAll(async () => {
     stack = await startTestStack({ extraEnv: { FLEXIBLE_LINK_LIFETIME_MS: String(LINK_LIFETIME_MS) } });
@@ -93,6 +96,8 @@ describe("pool payments and flexible links in a browser", () => {
       ...body,
     });
     expect(res.status, res.text).toBe(200);
+    const k = res.json.payment_url ? new URL(res.json.payment_url).searchParams.get("k") : null;
+    if (k) credentials.push(k);
     return res.json as {
       operation_id: string;
       status: string;
@@ -273,4 +278,10 @@ describe("pool payments and flexible links in a browser", () => {
     const state = await amountShop.api.state({ operation_id: link.operation_id });
     expect(state.status).toBe(404);
   }, 90_000);
+
+  it("never wrote a link credential into any service's log", () => {
+    expect(credentials.length).toBeGreaterThan(3);
+    const log = readFileSync(stack.logFile, "utf8");
+    for (const k of credentials) expect(log).not.toContain(k);
+  });
 });
