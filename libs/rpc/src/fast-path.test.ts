@@ -178,7 +178,7 @@ describe.each(pairs)("%s", (_name, makeClient) => {
 
   it("moves messages larger than the default flow-control windows both ways", async () => {
     for (const size of [70 * 1024, 3 * 1024 * 1024]) {
-      const big = "x".repeat(size - 7) + "ü-end";
+      const big = `${"x".repeat(size - 7)}ü-end`;
       const res = await client.getPoolDepth({ method: big, currency: "echo" });
       expect(res.freeAmount).toBe(big);
     }

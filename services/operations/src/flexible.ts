@@ -82,7 +82,7 @@ export function credentialMatches(k: string, kHashHex: string): boolean {
 
 function amountOf(text: string | undefined, field: string): Decimal {
   const parsed = text === undefined ? undefined : parseRequestAmount(text);
-  if (!parsed || !parsed.gt(0))
+  if (!parsed?.gt(0))
     throw invalid(field, `${field} must be a decimal string with two decimal places, greater than 0`);
   return parsed;
 }

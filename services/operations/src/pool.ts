@@ -223,7 +223,7 @@ export async function completePayout(
 ): Promise<void> {
   const run = async (tx: postgres.TransactionSql) => {
     const row = await pool.store.lock(payout.operationId, tx);
-    if (!row || row.type !== "payout") {
+    if (row?.type !== "payout") {
       pool.logger.error({ operationId: payout.operationId }, "pool: completed payout unknown to operations");
       return;
     }
@@ -251,7 +251,7 @@ export async function handOff(
   payout: PoolPayout,
 ): Promise<void> {
   const row = await pool.store.lock(payout.operationId, tx);
-  if (!row || row.type !== "payout" || isTerminal(row.status) || row.provider !== SELF_MATCHING) return;
+  if (row?.type !== "payout" || isTerminal(row.status) || row.provider !== SELF_MATCHING) return;
   await recordContributions(tx, row.id, payout);
   const remainder = new Decimal(payout.handedOffAmount || "0");
   if (remainder.lte(0)) return completeWithLegs(pool, tx, row);
