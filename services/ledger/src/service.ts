@@ -6,6 +6,7 @@ import type { Logger } from "@gw/log";
 import { CURRENCIES, type Currency, Decimal, formatAmount, isCurrency, isMethod, METHODS } from "@gw/money";
 import type {
   LedgerService,
+  ListPricingRequest,
   PostAdjustmentRequest,
   PutFxRateRequest,
   PutPricingRequest,
@@ -15,6 +16,7 @@ import type {
 import { Code, failure } from "@gw/rpc";
 import stringify from "safe-stable-stringify";
 import { computeQuote, invalid, isDirection, type Tier, validateTiers } from "./pricing.ts";
+import { listPricing } from "./pricing-read.ts";
 import { type AccountRef, credit, debit, postTransfer } from "./transfers.ts";
 
 /** Positive decimal text for quoted amounts: up to 20 integer digits and 6 fraction digits. */
@@ -212,6 +214,11 @@ export class LedgerHandlers implements ServiceImpl<typeof LedgerService> {
       }),
     );
     return {};
+  }
+
+  /** A shop's pricing per method (pricing-read.ts). */
+  listPricing(req: ListPricingRequest) {
+    return listPricing(this.#sql, req);
   }
 
   /** Sets the rate from one currency to another. Errors: INVALID_ARGUMENT (validation_failed). */

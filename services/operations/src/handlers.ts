@@ -14,6 +14,7 @@ import {
   type GetPoolCoverageRequest,
   type HandleProviderCallbackRequest,
   type ListManualChecksRequest,
+  type ListRoutesRequest,
   type OperationsService,
   type PutProviderRequest,
   type PutRouteRequest,
@@ -23,6 +24,7 @@ import {
 } from "@gw/proto/gateway/operations/v1/operations_pb";
 import { Code, failure } from "@gw/rpc";
 import type postgres from "postgres";
+import { listProviders, listRoutes } from "./admin-reads.ts";
 import {
   confirmPayment,
   listManualChecks,
@@ -334,6 +336,14 @@ export class OperationsHandlers implements ServiceImpl<typeof OperationsService>
       methods: req.methods,
     });
     return {};
+  }
+
+  listProviders() {
+    return listProviders(this.#store.sql);
+  }
+
+  listRoutes(req: ListRoutesRequest) {
+    return listRoutes(this.#store.sql, req);
   }
 
   async putRoute(req: PutRouteRequest) {

@@ -10,6 +10,7 @@ import { type ExpectedSnapshot, receiptResolutions, receiptReviews } from "./db/
 import type { PdfReader } from "./pdf/parse.ts";
 import { decide, type Finding, finding } from "./review/findings.ts";
 import { type ContentReview, type ReviewInput, reviewContent } from "./review/review.ts";
+import { getReviewFile } from "./review-file.ts";
 import type { ReceiptUrlSigner } from "./signing.ts";
 import { type ReceiptStore, sha256Hex } from "./store/receipt-store.ts";
 
@@ -384,6 +385,11 @@ export class ReceiptsHandlers implements ServiceImpl<typeof ReceiptsService> {
       fileName: row.fileName ?? `receipt-${row.id}.pdf`,
       sha256: row.sha256,
     };
+  }
+
+  /** Operators only: a review's stored file (see review-file.ts). */
+  getReviewFile(req: Parameters<typeof getReviewFile>[1]) {
+    return getReviewFile(this.#d, req);
   }
 
   /** Checks a link's MAC against the receipt's owning shop, the caller's shop and the clock. */

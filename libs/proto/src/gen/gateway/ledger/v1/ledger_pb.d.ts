@@ -241,6 +241,68 @@ export declare type PutPricingResponse = Message<"gateway.ledger.v1.PutPricingRe
 export declare const PutPricingResponseSchema: GenMessage<PutPricingResponse>;
 
 /**
+ * @generated from message gateway.ledger.v1.ListPricingRequest
+ */
+export declare type ListPricingRequest = Message<"gateway.ledger.v1.ListPricingRequest"> & {
+  /**
+   * @generated from field: string shop_id = 1;
+   */
+  shopId: string;
+};
+
+/**
+ * Describes the message gateway.ledger.v1.ListPricingRequest.
+ * Use `create(ListPricingRequestSchema)` to create a new message.
+ */
+export declare const ListPricingRequestSchema: GenMessage<ListPricingRequest>;
+
+/**
+ * @generated from message gateway.ledger.v1.MethodPricing
+ */
+export declare type MethodPricing = Message<"gateway.ledger.v1.MethodPricing"> & {
+  /**
+   * @generated from field: string method = 1;
+   */
+  method: string;
+
+  /**
+   * By min_amount.
+   *
+   * @generated from field: repeated gateway.ledger.v1.PricingTier payin = 2;
+   */
+  payin: PricingTier[];
+
+  /**
+   * @generated from field: repeated gateway.ledger.v1.PricingTier payout = 3;
+   */
+  payout: PricingTier[];
+};
+
+/**
+ * Describes the message gateway.ledger.v1.MethodPricing.
+ * Use `create(MethodPricingSchema)` to create a new message.
+ */
+export declare const MethodPricingSchema: GenMessage<MethodPricing>;
+
+/**
+ * @generated from message gateway.ledger.v1.ListPricingResponse
+ */
+export declare type ListPricingResponse = Message<"gateway.ledger.v1.ListPricingResponse"> & {
+  /**
+   * By method; methods without a tier are absent.
+   *
+   * @generated from field: repeated gateway.ledger.v1.MethodPricing methods = 1;
+   */
+  methods: MethodPricing[];
+};
+
+/**
+ * Describes the message gateway.ledger.v1.ListPricingResponse.
+ * Use `create(ListPricingResponseSchema)` to create a new message.
+ */
+export declare const ListPricingResponseSchema: GenMessage<ListPricingResponse>;
+
+/**
  * @generated from message gateway.ledger.v1.PutFxRateRequest
  */
 export declare type PutFxRateRequest = Message<"gateway.ledger.v1.PutFxRateRequest"> & {
@@ -373,6 +435,16 @@ export declare const LedgerService: GenService<{
     methodKind: "unary";
     input: typeof PutPricingRequestSchema;
     output: typeof PutPricingResponseSchema;
+  },
+  /**
+   * Admin read: a shop's tiers per method, both directions.
+   *
+   * @generated from rpc gateway.ledger.v1.LedgerService.ListPricing
+   */
+  listPricing: {
+    methodKind: "unary";
+    input: typeof ListPricingRequestSchema;
+    output: typeof ListPricingResponseSchema;
   },
   /**
    * @generated from rpc gateway.ledger.v1.LedgerService.PutFxRate

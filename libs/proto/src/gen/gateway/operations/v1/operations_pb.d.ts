@@ -979,6 +979,148 @@ export declare type PutRouteResponse = Message<"gateway.operations.v1.PutRouteRe
 export declare const PutRouteResponseSchema: GenMessage<PutRouteResponse>;
 
 /**
+ * @generated from message gateway.operations.v1.ListProvidersRequest
+ */
+export declare type ListProvidersRequest = Message<"gateway.operations.v1.ListProvidersRequest"> & {
+};
+
+/**
+ * Describes the message gateway.operations.v1.ListProvidersRequest.
+ * Use `create(ListProvidersRequestSchema)` to create a new message.
+ */
+export declare const ListProvidersRequestSchema: GenMessage<ListProvidersRequest>;
+
+/**
+ * A registered provider as operators see it: the credentials are never returned.
+ *
+ * @generated from message gateway.operations.v1.ProviderInfo
+ */
+export declare type ProviderInfo = Message<"gateway.operations.v1.ProviderInfo"> & {
+  /**
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * @generated from field: string kind = 2;
+   */
+  kind: string;
+
+  /**
+   * @generated from field: string base_url = 3;
+   */
+  baseUrl: string;
+
+  /**
+   * @generated from field: repeated string methods = 4;
+   */
+  methods: string[];
+
+  /**
+   * RFC 3339.
+   *
+   * @generated from field: string updated_at = 5;
+   */
+  updatedAt: string;
+};
+
+/**
+ * Describes the message gateway.operations.v1.ProviderInfo.
+ * Use `create(ProviderInfoSchema)` to create a new message.
+ */
+export declare const ProviderInfoSchema: GenMessage<ProviderInfo>;
+
+/**
+ * @generated from message gateway.operations.v1.ListProvidersResponse
+ */
+export declare type ListProvidersResponse = Message<"gateway.operations.v1.ListProvidersResponse"> & {
+  /**
+   * By name.
+   *
+   * @generated from field: repeated gateway.operations.v1.ProviderInfo providers = 1;
+   */
+  providers: ProviderInfo[];
+};
+
+/**
+ * Describes the message gateway.operations.v1.ListProvidersResponse.
+ * Use `create(ListProvidersResponseSchema)` to create a new message.
+ */
+export declare const ListProvidersResponseSchema: GenMessage<ListProvidersResponse>;
+
+/**
+ * @generated from message gateway.operations.v1.ListRoutesRequest
+ */
+export declare type ListRoutesRequest = Message<"gateway.operations.v1.ListRoutesRequest"> & {
+  /**
+   * @generated from field: string shop_id = 1;
+   */
+  shopId: string;
+};
+
+/**
+ * Describes the message gateway.operations.v1.ListRoutesRequest.
+ * Use `create(ListRoutesRequestSchema)` to create a new message.
+ */
+export declare const ListRoutesRequestSchema: GenMessage<ListRoutesRequest>;
+
+/**
+ * @generated from message gateway.operations.v1.RouteInfo
+ */
+export declare type RouteInfo = Message<"gateway.operations.v1.RouteInfo"> & {
+  /**
+   * @generated from field: string method = 1;
+   */
+  method: string;
+
+  /**
+   * @generated from field: repeated string payin = 2;
+   */
+  payin: string[];
+
+  /**
+   * @generated from field: repeated string payout = 3;
+   */
+  payout: string[];
+
+  /**
+   * @generated from field: string settlement_currency = 4;
+   */
+  settlementCurrency: string;
+
+  /**
+   * RFC 3339.
+   *
+   * @generated from field: string updated_at = 5;
+   */
+  updatedAt: string;
+};
+
+/**
+ * Describes the message gateway.operations.v1.RouteInfo.
+ * Use `create(RouteInfoSchema)` to create a new message.
+ */
+export declare const RouteInfoSchema: GenMessage<RouteInfo>;
+
+/**
+ * @generated from message gateway.operations.v1.ListRoutesResponse
+ */
+export declare type ListRoutesResponse = Message<"gateway.operations.v1.ListRoutesResponse"> & {
+  /**
+   * By method.
+   *
+   * @generated from field: repeated gateway.operations.v1.RouteInfo routes = 1;
+   */
+  routes: RouteInfo[];
+};
+
+/**
+ * Describes the message gateway.operations.v1.ListRoutesResponse.
+ * Use `create(ListRoutesResponseSchema)` to create a new message.
+ */
+export declare const ListRoutesResponseSchema: GenMessage<ListRoutesResponse>;
+
+/**
  * @generated from message gateway.operations.v1.GetPoolCoverageRequest
  */
 export declare type GetPoolCoverageRequest = Message<"gateway.operations.v1.GetPoolCoverageRequest"> & {
@@ -1354,6 +1496,24 @@ export declare const OperationsService: GenService<{
     methodKind: "unary";
     input: typeof PutRouteRequestSchema;
     output: typeof PutRouteResponseSchema;
+  },
+  /**
+   * Admin reads: every provider (never its credentials), and a shop's routes per method.
+   *
+   * @generated from rpc gateway.operations.v1.OperationsService.ListProviders
+   */
+  listProviders: {
+    methodKind: "unary";
+    input: typeof ListProvidersRequestSchema;
+    output: typeof ListProvidersResponseSchema;
+  },
+  /**
+   * @generated from rpc gateway.operations.v1.OperationsService.ListRoutes
+   */
+  listRoutes: {
+    methodKind: "unary";
+    input: typeof ListRoutesRequestSchema;
+    output: typeof ListRoutesResponseSchema;
   },
   /**
    * A payer's receipt for a payment awaiting confirmation: reviewed by the receipts

@@ -641,6 +641,79 @@ export declare type GetReceiptFileResponse = Message<"gateway.receipts.v1.GetRec
 export declare const GetReceiptFileResponseSchema: GenMessage<GetReceiptFileResponse>;
 
 /**
+ * @generated from message gateway.receipts.v1.GetReviewFileRequest
+ */
+export declare type GetReviewFileRequest = Message<"gateway.receipts.v1.GetReviewFileRequest"> & {
+  /**
+   * @generated from oneof gateway.receipts.v1.GetReviewFileRequest.id
+   */
+  id: {
+    /**
+     * @generated from field: string operation_id = 1;
+     */
+    value: string;
+    case: "operationId";
+  } | {
+    /**
+     * @generated from field: string receipt_id = 2;
+     */
+    value: string;
+    case: "receiptId";
+  } | { case: undefined; value?: undefined };
+};
+
+/**
+ * Describes the message gateway.receipts.v1.GetReviewFileRequest.
+ * Use `create(GetReviewFileRequestSchema)` to create a new message.
+ */
+export declare const GetReviewFileRequestSchema: GenMessage<GetReviewFileRequest>;
+
+/**
+ * @generated from message gateway.receipts.v1.GetReviewFileResponse
+ */
+export declare type GetReviewFileResponse = Message<"gateway.receipts.v1.GetReviewFileResponse"> & {
+  /**
+   * The exact stored bytes.
+   *
+   * @generated from field: bytes file = 1;
+   */
+  file: Uint8Array;
+
+  /**
+   * As declared by the uploader; the edge serves it as application/pdf regardless.
+   *
+   * @generated from field: string content_type = 2;
+   */
+  contentType: string;
+
+  /**
+   * @generated from field: string file_name = 3;
+   */
+  fileName: string;
+
+  /**
+   * @generated from field: string sha256 = 4;
+   */
+  sha256: string;
+
+  /**
+   * @generated from field: string receipt_id = 5;
+   */
+  receiptId: string;
+
+  /**
+   * @generated from field: string shop_id = 6;
+   */
+  shopId: string;
+};
+
+/**
+ * Describes the message gateway.receipts.v1.GetReviewFileResponse.
+ * Use `create(GetReviewFileResponseSchema)` to create a new message.
+ */
+export declare const GetReviewFileResponseSchema: GenMessage<GetReviewFileResponse>;
+
+/**
  * ReceiptsService owns receipt files and their reviews. A payer's bank receipt (a PDF)
  * is stored durably first, then checked in a bounded worker, and the verdict is
  * recorded with the evidence of every check that fired. A completed review is the
@@ -739,6 +812,20 @@ export declare const ReceiptsService: GenService<{
     methodKind: "unary";
     input: typeof GetReceiptFileRequestSchema;
     output: typeof GetReceiptFileResponseSchema;
+  },
+  /**
+   * Operators only (the edge's admin API): the stored file of one review by id, or of
+   * an operation's latest review, whatever its verdict, so the manual-check queue can
+   * show the receipt beside the requisites. No shop scope: never call it for a merchant.
+   * Errors: INVALID_ARGUMENT (validation_failed), NOT_FOUND (not_found), UNAVAILABLE
+   * (receipt_evidence_unavailable: the file is missing from the store).
+   *
+   * @generated from rpc gateway.receipts.v1.ReceiptsService.GetReviewFile
+   */
+  getReviewFile: {
+    methodKind: "unary";
+    input: typeof GetReviewFileRequestSchema;
+    output: typeof GetReviewFileResponseSchema;
   },
 }>;
 
