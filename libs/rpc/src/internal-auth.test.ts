@@ -2,11 +2,15 @@ import { randomBytes } from "node:crypto";
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import type { Client, ServiceImpl } from "@connectrpc/connect";
 import * as grpc from "@grpc/grpc-js";
+import { LedgerService } from "@gw/proto/gateway/ledger/v1/ledger_pb";
 import {
   GetPoolDepthRequestSchema,
   GetPoolDepthResponseSchema,
   MatchingService,
 } from "@gw/proto/gateway/matching/v1/matching_pb";
+import { OperationsService } from "@gw/proto/gateway/operations/v1/operations_pb";
+import { ReceiptsService } from "@gw/proto/gateway/receipts/v1/receipts_pb";
+import { WebhooksService } from "@gw/proto/gateway/webhooks/v1/webhooks_pb";
 import { Health, HealthCheckResponse_ServingStatus } from "@gw/proto/grpc/health/v1/health_pb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { AccessPolicy } from "./access-policy.ts";
@@ -230,6 +234,26 @@ describe("service tokens and the gateway's policy", () => {
     const token = signServiceToken(serverKeys, { caller: "edge", audience: "svc" }, 1_000_000);
     const verdict = verifyServiceToken(serverKeys, token, new Set(["svc"]), 1_000_000);
     expect(verdict).toEqual({ ok: true, claims: { iss: "edge", aud: "svc", exp: 1_000 + 300 } });
+  });
+
+  it("has a rule for every RPC of every gateway service, so a new RPC is never refused by surprise", () => {
+    for (const service of [
+      OperationsService,
+      LedgerService,
+      MatchingService,
+      ReceiptsService,
+      WebhooksService,
+    ]) {
+      const rules = GATEWAY_ACCESS_POLICY[service.typeName];
+      expect(rules, service.typeName).toBeDefined();
+      for (const method of service.methods) {
+        const callers = rules?.[method.name] ?? rules?.["*"];
+        expect(
+          callers?.length,
+          `${service.typeName}/${method.name} has no line in access-policy.ts`,
+        ).toBeGreaterThan(0);
+      }
+    }
   });
 
   it("lets only the edge call admin RPCs and only operations quote", () => {
