@@ -6,7 +6,7 @@ import { createTestDatabase } from "@gw/db";
 import { connectNats, streamName } from "@gw/events";
 import { ensureNats } from "@gw/stack/infra";
 import type { StackUrls } from "@gw/stack/services";
-import { freePorts, REPO_ROOT, type Stack, startStack } from "@gw/stack/stack";
+import { freePorts, type Instance, REPO_ROOT, type Stack, startStack } from "@gw/stack/stack";
 
 export interface TestStack {
   urls: StackUrls;
@@ -17,10 +17,17 @@ export interface TestStack {
   databaseUrl: string;
   /** Every line every service printed, prefixed with its name. */
   logFile: string;
-  /** Kills one service (SIGKILL by default); it stays down until `restart`. */
+  /**
+   * Kills one service, all its replicas (SIGKILL by default), or one replica by its
+   * instance name (`edge#2`); it stays down until `restart`.
+   */
   kill(name: string, signal?: NodeJS.Signals): Promise<void>;
   /** Starts a killed service again and waits until it is ready. */
   restart(name: string): Promise<void>;
+  pid(name: string): number | undefined;
+  /** Every process of the stack with its own ports. */
+  instances(): Promise<Instance[]>;
+  replicas: number;
   stop(): Promise<void>;
 }
 
@@ -43,13 +50,24 @@ const TEST_ENV: Record<string, string> = {
  * thrown with the error when the stack does not come up.
  */
 export async function startTestStack(
-  options: { extraEnv?: Record<string, string> } = {},
+  options: {
+    extraEnv?: Record<string, string>;
+    /** Processes per service behind a balancer each; defaults to `E2E_REPLICAS` or 1. */
+    replicas?: number;
+    /** Postgres and NATS to use instead of a fresh database and the machine's NATS. */
+    infra?: { databaseUrl: string; natsUrl: string };
+  } = {},
 ): Promise<TestStack> {
+  const replicas = options.replicas ?? Number(process.env.E2E_REPLICAS ?? 1);
   const eventsPrefix = `t_${randomBytes(5).toString("hex")}`;
-  const database = await createTestDatabase();
+  const database = options.infra
+    ? { url: options.infra.databaseUrl, drop: async () => {} }
+    : await createTestDatabase();
   // Used only when no NATS answers and the harness starts its own nats-server.
   const natsDir = mkdtempSync(join(tmpdir(), "gw-e2e-"));
-  const nats = await ensureNats(natsDir, process.env.NATS_URL);
+  const nats = options.infra
+    ? { url: options.infra.natsUrl, stop: async () => {} }
+    : await ensureNats(natsDir, process.env.NATS_URL);
   const adminToken = randomBytes(32).toString("base64url");
   const receiptUrlSecret = randomBytes(32).toString("base64url");
   const logDir = join(REPO_ROOT, "test-results", "e2e");
@@ -69,22 +87,27 @@ export async function startTestStack(
     eventsPrefix,
     adminToken,
     receiptUrlSecret,
+    flexibleLinkSecret: randomBytes(32).toString("base64url"),
     logLevel: process.env.E2E_LOG_LEVEL ?? "info",
     ports: await freePorts(),
     output: {
       line: (service, text) => write(`[${service}] ${text}`),
       notice: (text) => write(`[stack] ${text}`),
     },
-    readyTimeoutMs: 120_000,
-    extraEnv: { ...TEST_ENV, ...options.extraEnv },
+    readyTimeoutMs: replicas > 1 ? 240_000 : 120_000,
+    replicas,
+    // Replicas: 3 × 8 processes share one Postgres of 100 connections.
+    extraEnv: { ...TEST_ENV, ...(replicas > 1 ? { DB_POOL_MAX: "2" } : {}), ...options.extraEnv },
   });
 
   const stop = async () => {
     await stack.stop();
     await new Promise((r) => log.end(r));
-    const { nc, jsm } = await connectNats(nats.url, "e2e-cleanup");
-    await jsm.streams.delete(streamName(eventsPrefix)).catch(() => false);
-    await nc.close();
+    if (!options.infra) {
+      const { nc, jsm } = await connectNats(nats.url, "e2e-cleanup");
+      await jsm.streams.delete(streamName(eventsPrefix)).catch(() => false);
+      await nc.close();
+    }
     await nats.stop();
     rmSync(natsDir, { recursive: true, force: true });
     await database.drop();
@@ -107,6 +130,9 @@ export async function startTestStack(
     logFile,
     kill: (name, signal) => stack.kill(name, signal),
     restart: (name) => stack.restart(name),
+    pid: (name) => stack.pid(name),
+    instances: () => stack.instances(),
+    replicas,
     stop,
   };
 }

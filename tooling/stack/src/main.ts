@@ -6,7 +6,7 @@ import {
   LOCAL_WEBHOOK_PORT,
   LOCAL_WEBHOOK_URL,
   localAdminToken,
-  localReceiptUrlSecret,
+  localFlexibleLinkSecret, localReceiptUrlSecret,
   readSecret,
   WEBHOOK_SECRET_FILE,
 } from "./local.ts";
@@ -17,6 +17,10 @@ import { startWebhookReceiver, type WebhookReceiver } from "./webhook-receiver.t
 
 const out = consoleOutput([...SERVICES.map((s) => s.name), "webhooks-in"]);
 const env = process.env;
+/** `--replicas=N`: N processes of every service behind a round-robin balancer each. */
+const replicas = Number(
+  process.argv.find((a) => a.startsWith("--replicas="))?.slice(11) ?? env.STACK_REPLICAS ?? 1,
+);
 const cleanups: (() => Promise<void>)[] = [];
 
 let stopping = false;
@@ -59,12 +63,17 @@ try {
     eventsPrefix: env.EVENTS_PREFIX ?? "gw",
     adminToken,
     receiptUrlSecret: localReceiptUrlSecret(),
+    flexibleLinkSecret: localFlexibleLinkSecret(),
     logLevel: env.LOG_LEVEL ?? "info",
     ports: defaultPorts(),
     output: out,
     readyTimeoutMs: 120_000,
+    replicas,
+    // Every replica holds its own pool; one Postgres of 100 connections serves them all.
+    ...(replicas > 1 && !env.DB_POOL_MAX ? { extraEnv: { DB_POOL_MAX: "3" } } : {}),
   });
   cleanups.push(() => stack.stop());
+  if (replicas > 1) out.notice(`${replicas} replicas of every service, each behind a balancer on its port`);
   if (stack.missing.length > 0) out.notice(`not in the tree yet, not started: ${stack.missing.join(", ")}`);
 
   try {

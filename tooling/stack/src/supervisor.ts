@@ -11,7 +11,8 @@ export interface SupervisorOutput {
 export interface SupervisorOptions {
   /** The repository root; services are `services/<name>/src/main.ts` under it. */
   root: string;
-  env: (spec: ServiceSpec) => Record<string, string>;
+  /** The environment of one process; `instance` is the name given to `start`. */
+  env: (spec: ServiceSpec, instance: string) => Record<string, string>;
   output: SupervisorOutput;
   /** First restart delay; it doubles up to `maxBackoffMs`, and resets after a long run. */
   backoffMs?: number;
@@ -20,6 +21,8 @@ export interface SupervisorOptions {
 
 interface Child {
   spec: ServiceSpec;
+  /** The name this process goes by: the service's, or `<service>#<n>` for a replica. */
+  instance: string;
   process?: ChildProcess;
   exited?: Promise<void>;
   /** Set while the child is meant to stay down (stopping, or held by a fault test). */
@@ -54,12 +57,15 @@ export class Supervisor {
     this.#o = { backoffMs: 500, maxBackoffMs: 15_000, ...options };
   }
 
-  /** Starts a service (again, after `kill`), and keeps it running. */
-  start(spec: ServiceSpec): void {
-    let child = this.#children.get(spec.name);
+  /**
+   * Starts a service (again, after `kill`), and keeps it running. `instance` names one
+   * of several processes of the same service (replicas); it defaults to the service's name.
+   */
+  start(spec: ServiceSpec, instance = spec.name): void {
+    let child = this.#children.get(instance);
     if (!child) {
-      child = { spec, held: false, failures: 0, startedAt: 0 };
-      this.#children.set(spec.name, child);
+      child = { spec, instance, held: false, failures: 0, startedAt: 0 };
+      this.#children.set(instance, child);
     }
     child.held = false;
     if (!child.process) this.#spawn(child);
@@ -105,7 +111,7 @@ export class Supervisor {
   }
 
   #spawn(child: Child): void {
-    const { spec } = child;
+    const { spec, instance } = child;
     const { output } = this.#o;
     const env: Record<string, string> = {};
     // The runner's own environment passes through (PATH, locale), but not the test
@@ -114,7 +120,7 @@ export class Supervisor {
       if (v !== undefined && !k.startsWith("VITEST")) env[k] = v;
     const proc = spawn(process.execPath, [serviceMain(this.#o.root, spec.name)], {
       cwd: this.#o.root,
-      env: { ...env, ...this.#o.env(spec) },
+      env: { ...env, ...this.#o.env(spec, instance) },
       stdio: ["ignore", "pipe", "pipe"],
     });
     child.process = proc;
@@ -122,7 +128,7 @@ export class Supervisor {
     alive.add(proc);
     for (const stream of [proc.stdout, proc.stderr]) {
       createInterface({ input: stream, crlfDelay: Number.POSITIVE_INFINITY }).on("line", (l) =>
-        output.line(spec.name, l),
+        output.line(instance, l),
       );
     }
     child.exited = new Promise<void>((resolve) => {
@@ -135,14 +141,14 @@ export class Supervisor {
         if (Date.now() - child.startedAt > HEALTHY_RUN_MS) child.failures = 0;
         const delay = Math.min(this.#o.backoffMs * 2 ** child.failures, this.#o.maxBackoffMs);
         child.failures++;
-        output.notice(`${spec.name} exited (${signal ?? `code ${code}`}); restarting in ${delay} ms`);
+        output.notice(`${instance} exited (${signal ?? `code ${code}`}); restarting in ${delay} ms`);
         child.timer = setTimeout(() => {
           if (!child.held && !child.process) this.#spawn(child);
         }, delay);
       };
       // A spawn that fails (no such executable) emits "error" and never "exit".
       proc.once("error", (err) => {
-        output.notice(`${spec.name} could not start: ${err.message}`);
+        output.notice(`${instance} could not start: ${err.message}`);
         if (proc.pid === undefined) onExit(null, null);
       });
       proc.once("exit", onExit);
