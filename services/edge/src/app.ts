@@ -16,7 +16,7 @@ import { createAdaptorServer } from "@hono/node-server";
 import { OpenAPIHono } from "@hono/zod-openapi";
 import { methodNotAllowed } from "hono/method-not-allowed";
 import { requestId } from "hono/request-id";
-import { backofficeRoutes, inProcessAdmin } from "./backoffice/routes.ts";
+import { backofficeRoutes, inProcessAdmin, inProcessAdminFile } from "./backoffice/routes.ts";
 import type { EdgeConfig } from "./config.ts";
 import type { EdgeClients, EdgeDeps, Probe } from "./deps.ts";
 import type { EdgeEnv } from "./env.ts";
@@ -28,6 +28,8 @@ import { requestLog } from "./middleware/request-log.ts";
 import { traceRequests } from "./middleware/tracing.ts";
 import { DOCS_PAGE, describeUnmanagedRoutes, OPENAPI_INFO } from "./openapi.ts";
 import { adminConfigRoutes } from "./routes/admin-config.ts";
+import { adminReadRoutes } from "./routes/admin-reads.ts";
+import { adminReceiptRoutes } from "./routes/admin-receipt.ts";
 import { adminReviewRoutes } from "./routes/admin-reviews.ts";
 import { adminShopRoutes } from "./routes/admin-shops.ts";
 import { availabilityRoutes } from "./routes/availability.ts";
@@ -94,6 +96,8 @@ export function buildApp(deps: EdgeDeps): OpenAPIHono<EdgeEnv> {
   app.route("/admin/v1", adminShopRoutes(store, deps.clients));
   app.route("/admin/v1", adminConfigRoutes(deps.clients));
   app.route("/admin/v1", adminReviewRoutes(deps.clients));
+  app.route("/admin/v1", adminReadRoutes(deps.clients));
+  app.route("/admin/v1", adminReceiptRoutes(deps.clients));
   app.route(
     "/backoffice",
     backofficeRoutes({
@@ -102,6 +106,7 @@ export function buildApp(deps: EdgeDeps): OpenAPIHono<EdgeEnv> {
       logger: deps.logger,
       receipts: deps.clients.receipts,
       admin: inProcessAdmin(app, deps.adminToken),
+      adminFile: inProcessAdminFile(app, deps.adminToken),
     }),
   );
 

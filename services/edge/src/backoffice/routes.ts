@@ -8,6 +8,7 @@ import { type Context, Hono } from "hono";
 import { getCookie, setCookie } from "hono/cookie";
 import { merchants, shops } from "../db/schema.ts";
 import { secretsEqual } from "../keys.ts";
+import { receiptFileHeaders } from "../routes/admin-receipt.ts";
 import { h, type Safe } from "./html.ts";
 import { LOGIN_COOKIE, loginNonce, SESSION_COOKIE, SESSION_TTL_MS, SessionKeys } from "./session.ts";
 import {
@@ -42,6 +43,8 @@ export interface BackofficeDeps {
   logger: Logger;
   /** Calls the edge's admin API in process. */
   admin(method: string, path: string, body?: unknown): Promise<AdminAnswer>;
+  /** A GET of the admin API answered with a file (the receipt), in process; absent in some tests. */
+  adminFile?(path: string): Promise<Response>;
   /** The receipts service, for what a receipt in manual check says; absent in some tests. */
   receipts?: Client<typeof ReceiptsService>;
 }
@@ -49,6 +52,12 @@ export interface BackofficeDeps {
 export const BACKOFFICE_CSP =
   "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; " +
   "base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
+
+/** The manual-check page embeds each receipt from `/backoffice/reviews/{id}/receipt`, and nothing else. */
+export const REVIEWS_CSP = BACKOFFICE_CSP.replace(
+  "connect-src 'self';",
+  "connect-src 'self'; frame-src 'self';",
+);
 
 const METHOD_NAMES = Object.keys(METHODS);
 const CURRENCY_NAMES = Object.keys(CURRENCIES);
@@ -69,11 +78,13 @@ const withMessage = (path: string, kind: "notice" | "error", text: string) =>
 /** The back office routes, mounted at `/backoffice`. */
 export function backofficeRoutes(deps: BackofficeDeps) {
   const keys = new SessionKeys(deps.adminToken);
-  const app = new Hono<{ Variables: { sid: string; form: Form } }>();
+  const app = new Hono<{ Variables: { sid: string; form: Form; file?: boolean; frames?: boolean } }>();
 
   app.use(async (c, next) => {
     await next();
-    c.header("Content-Security-Policy", BACKOFFICE_CSP);
+    // The receipt file sets its own headers: a sandbox, framed by this origin only.
+    if (c.get("file")) return;
+    c.header("Content-Security-Policy", c.get("frames") ? REVIEWS_CSP : BACKOFFICE_CSP);
     // Same-origin referrers only: browsers then send a real Origin on the forms' POSTs.
     c.header("Referrer-Policy", "same-origin");
     c.header("X-Frame-Options", "DENY");
@@ -147,7 +158,10 @@ export function backofficeRoutes(deps: BackofficeDeps) {
     return next();
   });
 
-  const ctx = (c: Context<{ Variables: { sid: string; form: Form } }>, current: PageContext["current"]) => ({
+  const ctx = (
+    c: Context<{ Variables: { sid: string; form: Form; frames?: boolean } }>,
+    current: PageContext["current"],
+  ) => ({
     csrf: keys.csrf(c.get("sid")),
     current,
     notice: c.req.query("notice"),
@@ -228,7 +242,7 @@ ${
 
   // One shop: keys, settings, routes, pricing, balances, webhook deliveries.
   const shopPage = async (
-    c: Context<{ Variables: { sid: string; form: Form } }>,
+    c: Context<{ Variables: { sid: string; form: Form; frames?: boolean } }>,
     issued?: { what: "key" | "webhook"; value: string },
   ) => {
     const shopId = c.req.param("shop_id") ?? "";
@@ -240,6 +254,13 @@ ${
     const settingsRes = await deps.admin("GET", `/shops/${shopId}/settings`);
     const balancesRes = await deps.admin("GET", `/shops/${shopId}/balances`);
     const deliveriesRes = await deps.admin("GET", `/shops/${shopId}/webhooks/deliveries?limit=50`);
+    const routesRes = await deps.admin("GET", `/shops/${shopId}/routes`);
+    const pricingRes = await deps.admin("GET", `/shops/${shopId}/pricing`);
+    const currentRoutes = (routesRes.json?.routes ?? []) as RouteItem[];
+    const currentPricing = (pricingRes.json?.pricing ?? []) as PricingItem[];
+    // The forms start from the first configured method's values.
+    const route0 = currentRoutes[0];
+    const pricing0 = currentPricing[0];
     const [shop] = await deps.db.select().from(shops).where(eqId(shopId)).limit(1);
     const base = `/backoffice/shops/${shopId}`;
     const settings = settingsRes.json ?? {};
@@ -271,10 +292,34 @@ ${
           h`<button type="submit" class="secondary" aria-label="Redeliver ${d.event_type} of ${d.operation_id}">Redeliver</button>`,
         )}</td></tr>`,
     );
-    const tierFields = (direction: "payin" | "payout") =>
-      h`<fieldset><legend>${direction}</legend>
-${field(`${direction}_min`, "Min amount", { value: "0.01" })}${field(`${direction}_max`, "Max amount", { value: "10000000.00" })}
-${field(`${direction}_percent`, "Percent", { value: direction === "payin" ? "2.5" : "1" })}${field(`${direction}_fixed`, "Fixed", { value: "0" })}</fieldset>`;
+    const tierFields = (direction: "payin" | "payout") => {
+      const t = pricing0?.[direction][0];
+      return h`<fieldset><legend>${direction}</legend>
+${field(`${direction}_min`, "Min amount", { value: t?.min_amount ?? "0.01" })}${field(`${direction}_max`, "Max amount", { value: t?.max_amount ?? "10000000.00" })}
+${field(`${direction}_percent`, "Percent", { value: t?.percent ?? (direction === "payin" ? "2.5" : "1") })}${field(`${direction}_fixed`, "Fixed", { value: t?.fixed ?? "0" })}</fieldset>`;
+    };
+    const routeTable =
+      routesRes.status >= 300
+        ? h`<p class="alert">${errorText(routesRes)}</p>`
+        : currentRoutes.length === 0
+          ? h`<p class="muted">No route yet.</p>`
+          : h`<table aria-label="Current routes"><thead><tr><th scope="col">Method</th><th scope="col">Payin</th><th scope="col">Payout</th><th scope="col">Settles in</th></tr></thead><tbody>${currentRoutes.map(
+              (r) =>
+                h`<tr><td>${r.method}</td><td>${r.payin.join(", ") || "—"}</td><td>${r.payout.join(", ") || "—"}</td><td>${r.settlement_currency}</td></tr>`,
+            )}</tbody></table>`;
+    const tierText = (tiers: PricingItem["payin"]) =>
+      tiers.length === 0
+        ? "—"
+        : tiers.map((t) => h`${t.percent}% + ${t.fixed} (${t.min_amount}–${t.max_amount})<br>`);
+    const pricingTable =
+      pricingRes.status >= 300
+        ? h`<p class="alert">${errorText(pricingRes)}</p>`
+        : currentPricing.length === 0
+          ? h`<p class="muted">No pricing yet.</p>`
+          : h`<table aria-label="Current pricing"><thead><tr><th scope="col">Method</th><th scope="col">Payin</th><th scope="col">Payout</th></tr></thead><tbody>${currentPricing.map(
+              (p) =>
+                h`<tr><td>${p.method}</td><td class="mono">${tierText(p.payin)}</td><td class="mono">${tierText(p.payout)}</td></tr>`,
+            )}</tbody></table>`;
     const body = h`${
       issued
         ? h`<div class="secret" role="status"><p><strong>${issued.what === "key" ? "New API key." : "Webhook signing secret."}</strong> Copy it now: it is shown only once${
@@ -308,21 +353,23 @@ ${
 }
 </section>
 <section aria-labelledby="routes"><h2 id="routes">Route</h2>
+${routeTable}
 ${postForm(
   `${base}/routes`,
   c1.csrf,
-  h`${select("route_method", "Method", METHOD_NAMES)}
-${field("payin", "Payin providers, in order (comma-separated)", { placeholder: "sandbox, self_matching" })}
-${field("payout", "Payout providers, in order (comma-separated)")}
-${select("settlement_currency", "Settlement currency", CURRENCY_NAMES, "RUB")}
+  h`${select("route_method", "Method", METHOD_NAMES, route0?.method)}
+${field("payin", "Payin providers, in order (comma-separated)", { placeholder: "sandbox, self_matching", value: route0?.payin.join(", ") })}
+${field("payout", "Payout providers, in order (comma-separated)", { value: route0?.payout.join(", ") })}
+${select("settlement_currency", "Settlement currency", CURRENCY_NAMES, route0?.settlement_currency ?? "RUB")}
 <button type="submit">Save route</button>`,
 )}
 </section>
 <section aria-labelledby="pricing"><h2 id="pricing">Pricing</h2>
+${pricingTable}
 ${postForm(
   `${base}/pricing`,
   c1.csrf,
-  h`${select("pricing_method", "Method", METHOD_NAMES)}${tierFields("payin")}${tierFields("payout")}<button type="submit">Save pricing</button>`,
+  h`${select("pricing_method", "Method", METHOD_NAMES, pricing0?.method)}${tierFields("payin")}${tierFields("payout")}<button type="submit">Save pricing</button>`,
 )}
 </section>
 </div>
@@ -433,9 +480,23 @@ ${
   );
 
   // Providers and FX rates.
-  app.get("/config", (c) => {
+  app.get("/config", async (c) => {
     const c1 = ctx(c, "config");
-    const body = h`<div class="cols">
+    const providersRes = await deps.admin("GET", "/providers");
+    const providers = (providersRes.json?.providers ?? []) as ProviderItem[];
+    const body = h`<section aria-labelledby="providers"><h2 id="providers">Providers</h2>
+${
+  providersRes.status >= 300
+    ? h`<p class="alert">${errorText(providersRes)}</p>`
+    : providers.length === 0
+      ? h`<p class="muted">No provider yet.</p>`
+      : h`<table><thead><tr><th scope="col">Name</th><th scope="col">Kind</th><th scope="col">Base URL</th><th scope="col">Methods</th><th scope="col">Updated</th></tr></thead><tbody>${providers.map(
+          (p) =>
+            h`<tr><td>${p.name}</td><td>${p.kind}</td><td class="mono">${p.base_url}</td><td>${p.methods.join(", ")}</td><td>${p.updated_at}</td></tr>`,
+        )}</tbody></table>`
+}
+</section>
+<div class="cols">
 <section aria-labelledby="provider"><h2 id="provider">Provider</h2>
 <p class="muted">Registers a provider or replaces its settings. Credentials are never shown again.</p>
 ${postForm(
@@ -507,7 +568,9 @@ ${field("rate", "Rate", { required: true, placeholder: "92.500000" })}${field("s
     if (res.status >= 300) return c.html(layout("Manual checks", { ...c1, error: errorText(res) }, h``));
     const items = (res.json?.items ?? []) as ManualCheckItem[];
     const reviews = await Promise.all(items.map((i) => reviewOf(deps, i)));
-    const cards = items.map((item, n) => reviewCard(item, reviews[n], c1.csrf));
+    const embed = deps.adminFile !== undefined;
+    if (embed && items.some((i) => i.receipt_id)) c.set("frames", true);
+    const cards = items.map((item, n) => reviewCard(item, reviews[n], c1.csrf, embed));
     return c.html(
       layout(
         "Manual checks",
@@ -515,6 +578,28 @@ ${field("rate", "Rate", { required: true, placeholder: "92.500000" })}${field("s
         items.length === 0 ? h`<section><p>No payment is waiting for a decision.</p></section>` : h`${cards}`,
       ),
     );
+  });
+
+  // The receipt itself, embedded in the review card: same origin, behind the session.
+  app.get("/reviews/:operation_id/receipt", async (c) => {
+    const id = c.req.param("operation_id");
+    if (!UUID.test(id) || !deps.adminFile) return c.notFound();
+    const res = await deps.adminFile(`/manual-checks/${id}/receipt`);
+    if (res.status !== 200) {
+      await res.body?.cancel();
+      return c.text(
+        res.status === 404 ? "This payment has no receipt." : "The receipt is unavailable.",
+        res.status === 404 ? 404 : 503,
+      );
+    }
+    const file = new Uint8Array(await res.arrayBuffer());
+    const receiptId =
+      /filename="receipt-([0-9a-f-]+)\.pdf"/.exec(res.headers.get("content-disposition") ?? "")?.[1] ?? id;
+    c.set("file", true);
+    return c.body(file, 200, {
+      ...receiptFileHeaders(receiptId, file.length, "'self'"),
+      "x-frame-options": "SAMEORIGIN",
+    });
   });
 
   app.post("/reviews/:operation_id", (c) => {
@@ -537,6 +622,26 @@ ${field("rate", "Rate", { required: true, placeholder: "92.500000" })}${field("s
 }
 
 const eqId = (id: string) => eq(shops.id, id);
+
+/** The admin API's reads of the configuration. */
+interface RouteItem {
+  method: string;
+  payin: string[];
+  payout: string[];
+  settlement_currency: string;
+}
+interface PricingItem {
+  method: string;
+  payin: { min_amount: string; max_amount: string; percent: string; fixed: string }[];
+  payout: { min_amount: string; max_amount: string; percent: string; fixed: string }[];
+}
+interface ProviderItem {
+  name: string;
+  kind: string;
+  base_url: string;
+  methods: string[];
+  updated_at: string;
+}
 
 /** One item of the admin manual-check queue. */
 interface ManualCheckItem {
@@ -561,7 +666,7 @@ async function reviewOf(deps: BackofficeDeps, item: ManualCheckItem): Promise<Re
   }
 }
 
-function reviewCard(item: ManualCheckItem, review: Review | undefined, csrf: string): Safe {
+function reviewCard(item: ManualCheckItem, review: Review | undefined, csrf: string, embed: boolean): Safe {
   const op = item.operation;
   const id = op.operation_id ?? "";
   const row = (label: string, value: string | undefined) =>
@@ -581,6 +686,13 @@ ${review ? h`${row("Amount on the receipt", review.actualAmount)}${row("Layout",
 <ul>${item.findings.map((f) => h`<li><strong>${f.check}</strong> (${f.outcome}): ${f.detail}</li>`)}</ul>
 </div>
 </div>
+${
+  embed && item.receipt_id
+    ? h`<h3>The receipt file</h3>
+<iframe class="receipt" src="/backoffice/reviews/${id}/receipt" title="Receipt of payment ${id}"></iframe>
+<p><a href="/backoffice/reviews/${id}/receipt" target="_blank" rel="noopener">Open the receipt in a new tab</a></p>`
+    : ""
+}
 ${postForm(
   `/backoffice/reviews/${id}`,
   csrf,
@@ -593,6 +705,15 @@ ${field(`operator-${id}`, "Operator", { name: "operator", required: true })}
 <button type="submit">Record decision</button>`,
 )}
 </section>`;
+}
+
+/** A file answer of the admin API (a GET), in process with the admin bearer token. */
+export function inProcessAdminFile(
+  app: { request(path: string, init: RequestInit): Response | Promise<Response> },
+  adminToken: string,
+): NonNullable<BackofficeDeps["adminFile"]> {
+  return async (path) =>
+    app.request(`/admin/v1${path}`, { method: "GET", headers: { authorization: `Bearer ${adminToken}` } });
 }
 
 /**

@@ -42,6 +42,7 @@ dl{margin:0}
 dl div{display:flex;gap:.5rem;padding:.25rem 0;border-bottom:1px solid #eee}
 dt{min-width:9rem;color:#3d4048}
 dd{margin:0;font-weight:600;word-break:break-all}
+iframe.receipt{display:block;width:100%;height:36rem;border:1px solid #c9cbd1;border-radius:6px;background:#fff}
 fieldset{border:1px solid #c9cbd1;border-radius:6px;margin:.5rem 0;padding:.5rem .8rem}
 @media (min-width:800px){.cols{grid-template-columns:1fr 1fr}.cols3{grid-template-columns:1fr 1fr 1fr}}
 `;
