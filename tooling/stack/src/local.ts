@@ -35,6 +35,18 @@ export function localAdminToken(): string {
   return token;
 }
 
+/** The HMAC key of flexible links' `k` credentials (`FLEXIBLE_LINK_SECRET`). */
+export const FLEXIBLE_LINK_SECRET_FILE = join(DATA_DIR, "flexible-link-secret");
+
+/** The local flexible-link secret, kept across restarts so a retried link keeps its URL. */
+export function localFlexibleLinkSecret(): string {
+  const existing = readSecret(FLEXIBLE_LINK_SECRET_FILE);
+  if (existing) return existing;
+  const secret = randomBytes(32).toString("base64url");
+  writeSecret(FLEXIBLE_LINK_SECRET_FILE, secret);
+  return secret;
+}
+
 /** The local receipt link secret: reused from `.data/receipt-url-secret`, or generated (256 bits) and saved there. */
 export function localReceiptUrlSecret(): string {
   const existing = readSecret(RECEIPT_URL_SECRET_FILE);

@@ -6,7 +6,8 @@ import {
   LOCAL_WEBHOOK_PORT,
   LOCAL_WEBHOOK_URL,
   localAdminToken,
-  localFlexibleLinkSecret, localReceiptUrlSecret,
+  localFlexibleLinkSecret,
+  localReceiptUrlSecret,
   readSecret,
   WEBHOOK_SECRET_FILE,
 } from "./local.ts";

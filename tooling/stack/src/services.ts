@@ -43,6 +43,8 @@ export interface StackSettings {
   adminToken: string;
   /** The HMAC key of signed receipt links (at least 32 characters); unset, links cannot be signed. */
   receiptUrlSecret?: string;
+  /** The HMAC key of flexible links' `k`; the same for every replica and restart of a stack. */
+  flexibleLinkSecret?: string;
   logLevel: string;
   ports: PortPlan;
 }
@@ -96,6 +98,9 @@ export function serviceEnv(spec: ServiceSpec, s: StackSettings): Record<string, 
     // Receipts: signed receipt links point at the edge's download route.
     ...(s.receiptUrlSecret ? { RECEIPT_URL_SECRET: s.receiptUrlSecret } : {}),
     RECEIPT_URL_BASE: urls.edge,
+    // Operations: one key for the `k` of flexible links, so every replica and restart
+    // answers a retried link with the same URL.
+    ...(s.flexibleLinkSecret ? { FLEXIBLE_LINK_SECRET: s.flexibleLinkSecret } : {}),
     // Operations: providers post their results to the edge's callback route.
     PROVIDER_CALLBACK_BASE_URL: urls.edge,
     // Internal access: every gRPC call carries a service token signed with this key.
