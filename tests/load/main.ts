@@ -1,0 +1,298 @@
+/**
+ * The load suite: the whole stack on loopback under autocannon, bounded in time. Not a
+ * test and not part of `pnpm test`; it prints figures and the overload verdict, and
+ * exits 1 only when the overload phase saw an answer outside the design (anything but
+ * 200, 429 or 503, or a 429/503 without `Retry-After`).
+ *
+ *   pnpm --filter @gw/tests load [--replicas=3] [--duration=8000] [--soak=60000]
+ *                                [--connections=32]
+ *
+ * Phases: (1) closed loop per endpoint at a fixed number of connections, (2) open loop
+ * per endpoint at a fixed rate (half the closed-loop throughput), (3) pgbench beside it
+ * as the baseline, every throughput printed as a ratio to it, (4) overload: the create
+ * path at 150 % of its measured peak, (5) a soak at 60 % of the peak, reporting each
+ * process's RSS growth and the p99 drift between its first and last 10 s.
+ */
+import { readFileSync } from "node:fs";
+import { loadavg } from "node:os";
+import { runPgbench } from "@gw/bench";
+import { provisionShop } from "@gw/stack/provision";
+import autocannon from "autocannon";
+import { MerchantClient } from "../src/merchant.ts";
+import { startTestStack, type TestStack } from "../src/stack.ts";
+
+const arg = (name: string, fallback: string) =>
+  process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3) ?? fallback;
+const replicas = Number(arg("replicas", process.env.E2E_REPLICAS ?? "1"));
+const durationMs = Number(arg("duration", "8000"));
+const soakMs = Number(arg("soak", "60000"));
+const connections = Number(arg("connections", "32"));
+const SLICE_MS = 10_000;
+
+interface Endpoint {
+  name: string;
+  method: "GET" | "POST";
+  path: string;
+  /** A fresh body per request (a new merchant_operation_id for creates). */
+  body?: () => string;
+}
+
+interface Run {
+  endpoint: string;
+  mode: string;
+  ok: number;
+  okPerSec: number;
+  p50: number;
+  p99: number;
+  codes: Record<string, number>;
+  errors: number;
+  timeouts: number;
+  missingRetryAfter: number;
+}
+
+const uuid = () => crypto.randomUUID();
+
+function fire(
+  stack: TestStack,
+  apiKey: string,
+  ep: Endpoint,
+  opts: { mode: string; durationMs: number; connections: number; rate?: number },
+): Promise<Run> {
+  let missingRetryAfter = 0;
+  return new Promise((resolve, reject) => {
+    autocannon(
+      {
+        url: stack.urls.edge,
+        connections: opts.connections,
+        duration: Math.max(1, Math.round(opts.durationMs / 1000)),
+        timeout: 10,
+        ...(opts.rate ? { overallRate: Math.max(1, Math.round(opts.rate)) } : {}),
+        headers: { "x-api-key": apiKey, "content-type": "application/json" },
+        requests: [
+          {
+            method: ep.method,
+            path: ep.path,
+            setupRequest: (req: Record<string, unknown>) => (ep.body ? { ...req, body: ep.body() } : req),
+            onResponse: (status: number, _body: string, _ctx: unknown, headers: unknown) => {
+              if ((status === 429 || status === 503) && !hasHeader(headers, "retry-after"))
+                missingRetryAfter++;
+            },
+          },
+        ],
+      },
+      (err: Error | null, r: AutocannonResult) => {
+        if (err) return reject(err);
+        const codes: Record<string, number> = {};
+        for (const [code, { count }] of Object.entries(r.statusCodeStats ?? {})) codes[code] = Number(count);
+        const ok = codes["200"] ?? 0;
+        resolve({
+          endpoint: ep.name,
+          mode: opts.mode,
+          ok,
+          okPerSec: ok / (r.duration || opts.durationMs / 1000),
+          p50: r.latency.p50,
+          p99: r.latency.p99,
+          codes,
+          errors: r.errors,
+          timeouts: r.timeouts,
+          missingRetryAfter,
+        });
+      },
+    );
+  });
+}
+
+interface AutocannonResult {
+  duration: number;
+  errors: number;
+  timeouts: number;
+  latency: { p50: number; p99: number };
+  statusCodeStats?: Record<string, { count: number | string }>;
+}
+
+/** autocannon hands headers as an object or as a flat [name, value, ...] list by version. */
+function hasHeader(headers: unknown, name: string): boolean {
+  if (Array.isArray(headers)) {
+    for (let i = 0; i < headers.length; i += 2) if (String(headers[i]).toLowerCase() === name) return true;
+    return false;
+  }
+  if (headers && typeof headers === "object")
+    return Object.keys(headers).some((k) => k.toLowerCase() === name);
+  return false;
+}
+
+/** Resident memory of a process in bytes, from /proc; undefined when it is gone. */
+function rss(pid: number | undefined): number | undefined {
+  if (pid === undefined) return undefined;
+  try {
+    const kb = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1];
+    return kb === undefined ? undefined : Number(kb) * 1024;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The suite's report goes to stdout, line by line. */
+const print = (line: string) => process.stdout.write(`${line}\n`);
+const fmt = (n: number, digits = 0) => n.toFixed(digits);
+const codesText = (codes: Record<string, number>) =>
+  Object.entries(codes)
+    .map(([c, n]) => `${c}:${n}`)
+    .join(" ");
+
+print(
+  `load suite: ${replicas} replica(s) per service, ${durationMs} ms per phase, soak ${soakMs} ms, ${connections} connections; load average ${loadavg()
+    .map((l) => l.toFixed(2))
+    .join(" ")}`,
+);
+const stack = await startTestStack({ replicas, extraEnv: { LOG_LEVEL: "warn" } });
+let exitCode = 0;
+try {
+  const shop = await provisionShop({
+    edgeUrl: stack.urls.edge,
+    sandboxUrl: stack.urls.sandbox,
+    adminToken: stack.adminToken,
+    webhookUrl: "http://127.0.0.1:9/unused",
+    name: "load",
+  });
+  const merchant = new MerchantClient(stack.urls.edge, shop.apiKey);
+  // Operations to read back: get_operation_state asks for one of these at random.
+  const known: string[] = [];
+  for (let i = 0; i < 50; i++) {
+    const mop = `seed-${uuid()}`;
+    await merchant.createPayment({
+      merchant_operation_id: mop,
+      client_id: "load",
+      method: "WT_RUB_C2C",
+      amount: "1000.00",
+      currency: "RUB",
+    });
+    known.push(mop);
+  }
+  const create: Endpoint = {
+    name: "POST /v1/payment",
+    method: "POST",
+    path: "/v1/payment",
+    body: () =>
+      JSON.stringify({
+        merchant_operation_id: `load-${uuid()}`,
+        client_id: "load",
+        method: "WT_RUB_C2C",
+        amount: "1000.00",
+        currency: "RUB",
+      }),
+  };
+  const endpoints: Endpoint[] = [
+    create,
+    {
+      name: "POST /v1/get_operation_state",
+      method: "POST",
+      path: "/v1/get_operation_state",
+      body: () => JSON.stringify({ merchant_operation_id: known[Math.floor(Math.random() * known.length)] }),
+    },
+    { name: "GET /v1/balances", method: "GET", path: "/v1/balances" },
+    {
+      name: "GET /v1/payment/availability",
+      method: "GET",
+      path: "/v1/payment/availability?method=WT_RUB_C2C&currency=RUB&min_amount=500.00&max_amount=5000.00",
+    },
+  ];
+
+  const runs: Run[] = [];
+  for (const ep of endpoints) {
+    const closed = await fire(stack, shop.apiKey, ep, { mode: "closed", durationMs, connections });
+    runs.push(closed);
+    // Open loop: a fixed rate of half what the closed loop reached (at least 5/s), with
+    // connections to spare so the rate, not the replies, paces the requests.
+    const rate = Math.max(5, closed.okPerSec / 2);
+    runs.push(
+      await fire(stack, shop.apiKey, ep, {
+        mode: `open ${fmt(rate)}/s`,
+        durationMs,
+        connections: connections * 2,
+        rate,
+      }),
+    );
+  }
+
+  const db = new URL(stack.databaseUrl);
+  const pg = await runPgbench({
+    clients: 16,
+    durationMs: 5000,
+    host: db.hostname,
+    port: Number(db.port || 5432),
+    user: decodeURIComponent(db.username || "postgres"),
+  });
+
+  print(
+    `\npgbench baseline: ${pg.rowsPerTransaction} inserts per transaction, ${pg.clients} clients: ${fmt(pg.tps)} tps (avg ${fmt(pg.latencyAvgMs, 1)} ms)`,
+  );
+  print("endpoint                       | mode         | 200/s  | × pgbench | p50 ms | p99 ms | answers");
+  for (const r of runs) {
+    print(
+      `${r.endpoint.padEnd(30)} | ${r.mode.padEnd(12)} | ${fmt(r.okPerSec).padStart(6)} | ${fmt(r.okPerSec / pg.tps, 3).padStart(9)} | ${fmt(r.p50).padStart(6)} | ${fmt(r.p99).padStart(6)} | ${codesText(r.codes)}${r.errors ? ` errors:${r.errors}` : ""}${r.timeouts ? ` timeouts:${r.timeouts}` : ""}`,
+    );
+  }
+
+  // Overload: the create path at 150 % of its measured peak, with plenty of connections.
+  const peak = Math.max(...runs.filter((r) => r.endpoint === create.name).map((r) => r.okPerSec), 1);
+  const over = await fire(stack, shop.apiKey, create, {
+    mode: "150 %",
+    durationMs: Math.max(durationMs, 10_000),
+    connections: 256,
+    rate: peak * 1.5,
+  });
+  const unexpected = Object.entries(over.codes).filter(([c]) => !["200", "429", "503"].includes(c));
+  print(
+    `\noverload: POST /v1/payment offered ${fmt(peak * 1.5)}/s (150 % of ${fmt(peak)}/s): ${fmt(over.okPerSec)} 200/s, p50 ${fmt(over.p50)} ms, p99 ${fmt(over.p99)} ms, answers ${codesText(over.codes)}, socket errors ${over.errors}, timeouts ${over.timeouts}`,
+  );
+  const verdicts: string[] = [];
+  if (unexpected.length > 0)
+    verdicts.push(`answers outside 200/429/503: ${codesText(Object.fromEntries(unexpected))}`);
+  if (over.missingRetryAfter > 0)
+    verdicts.push(`${over.missingRetryAfter} 429/503 answers without Retry-After`);
+  if (over.errors + over.timeouts > 0)
+    verdicts.push(`${over.errors} socket errors and ${over.timeouts} timeouts (no answer at all)`);
+  print(
+    verdicts.length === 0
+      ? "overload verdict: only the designed answers appeared"
+      : `overload verdict: NOT AS DESIGNED: ${verdicts.join("; ")}`,
+  );
+  if (verdicts.length > 0) exitCode = 1;
+
+  // Soak: 60 % of peak, in slices of 10 s; RSS of every process before and after.
+  const instances = await stack.instances();
+  const before = new Map(instances.map((i) => [i.name, rss(stack.pid(i.name))]));
+  const slices: Run[] = [];
+  const soakRate = peak * 0.6;
+  for (let t = 0; t < soakMs; t += SLICE_MS) {
+    slices.push(
+      await fire(stack, shop.apiKey, create, {
+        mode: "soak",
+        durationMs: Math.min(SLICE_MS, soakMs - t),
+        connections: connections * 2,
+        rate: soakRate,
+      }),
+    );
+  }
+  print(
+    `\nsoak: POST /v1/payment at ${fmt(soakRate)}/s for ${soakMs / 1000} s; 200/s per 10 s slice: ${slices.map((s) => fmt(s.okPerSec)).join(", ")}`,
+  );
+  const first = slices[0]!;
+  const last = slices[slices.length - 1]!;
+  print(
+    `p99 drift: first 10 s ${fmt(first.p99)} ms, last 10 s ${fmt(last.p99)} ms (× ${fmt(last.p99 / Math.max(first.p99, 1), 2)}); p99 per slice: ${slices.map((s) => fmt(s.p99)).join(", ")}`,
+  );
+  print("process             | RSS before MiB | after MiB | growth MiB");
+  for (const i of instances) {
+    const a = before.get(i.name);
+    const b = rss(stack.pid(i.name));
+    const mib = (n: number | undefined) => (n === undefined ? "gone" : fmt(n / 2 ** 20, 1));
+    print(
+      `${i.name.padEnd(19)} | ${mib(a).padStart(14)} | ${mib(b).padStart(9)} | ${a !== undefined && b !== undefined ? fmt((b - a) / 2 ** 20, 1).padStart(10) : "n/a"}`,
+    );
+  }
+} finally {
+  await stack.stop();
+}
+process.exit(exitCode);
