@@ -11,16 +11,18 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 export async function listProviders(sql: Sql) {
   const rows = await sql<
-    { name: string; kind: string; base_url: string; methods: string[]; updated_at: Date }[]
+    { name: string; kind: string; base_url: string; methods: string[]; updated_at: string }[]
   >`
-    select name, kind, base_url, methods, updated_at from operations.providers order by name limit 1000`;
+    select name, kind, base_url, methods,
+           to_char(updated_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as updated_at
+      from operations.providers order by name limit 1000`;
   return {
     providers: rows.map((r) => ({
       name: r.name,
       kind: r.kind,
       baseUrl: r.base_url,
       methods: r.methods,
-      updatedAt: r.updated_at.toISOString(),
+      updatedAt: r.updated_at,
     })),
   };
 }
@@ -29,9 +31,11 @@ export async function listRoutes(sql: Sql, req: ListRoutesRequest) {
   if (!UUID.test(req.shopId))
     throw failure(Code.InvalidArgument, "validation_failed", "shop_id must be a UUID", "shop_id");
   const rows = await sql<
-    { method: string; payin: string[]; payout: string[]; settlement_currency: string; updated_at: Date }[]
+    { method: string; payin: string[]; payout: string[]; settlement_currency: string; updated_at: string }[]
   >`
-    select method, payin, payout, settlement_currency, updated_at from operations.routes
+    select method, payin, payout, settlement_currency,
+           to_char(updated_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as updated_at
+      from operations.routes
      where shop_id = ${req.shopId} order by method`;
   return {
     routes: rows.map((r) => ({
@@ -39,7 +43,7 @@ export async function listRoutes(sql: Sql, req: ListRoutesRequest) {
       payin: r.payin,
       payout: r.payout,
       settlementCurrency: r.settlement_currency,
-      updatedAt: r.updated_at.toISOString(),
+      updatedAt: r.updated_at,
     })),
   };
 }
