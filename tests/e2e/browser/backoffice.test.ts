@@ -95,6 +95,12 @@ describe("the operator's back office in a browser", () => {
     await page.getByLabel("Credentials").fill(credentials);
     await page.getByRole("button", { name: "Save provider" }).click();
     expect(await notice()).toBe("Provider saved.");
+    // Listed back with its kind, base URL and methods; the credentials never.
+    expect(await page.locator("section:has(#providers)").textContent()).toContain(name);
+    const listed = page.locator("section:has(#providers) tbody tr", { hasText: name });
+    expect(await listed.locator("td").nth(1).textContent()).toBe("sandbox");
+    expect(await listed.locator("td").nth(2).textContent()).toBe(stack.urls.sandbox);
+    expect(await page.content()).not.toContain(credentials);
     await page.getByLabel("Rate", { exact: true }).fill("92.500000");
     await page.getByRole("button", { name: "Save rate" }).click();
     expect(await notice()).toBe("FX rate saved.");
@@ -107,6 +113,14 @@ describe("the operator's back office in a browser", () => {
     expect(await notice()).toBe("Route saved.");
     await submit("pricing", "Save pricing");
     expect(await notice()).toBe("Pricing saved.");
+    // The current route and pricing are shown, and the forms start from them.
+    const route = page.locator("section:has(#routes) tbody tr", { hasText: "WT_RUB_C2C" });
+    expect(await route.locator("td").nth(1).textContent()).toBe(name);
+    expect(await route.locator("td").nth(3).textContent()).toBe("RUB");
+    expect(await page.getByLabel("Payin providers, in order (comma-separated)").inputValue()).toBe(name);
+    const tiers = page.locator("section:has(#pricing) tbody tr", { hasText: "WT_RUB_C2C" });
+    expect(await tiers.locator("td").nth(1).textContent()).toBe("2.5% + 0 (0.01–10000000)");
+    expect(await page.getByLabel("Percent").first().inputValue()).toBe("2.5");
     await page.getByLabel("Hosted payment page").check();
     await page.getByLabel("Webhook URL (left empty: unchanged)").fill(receiver.url);
     await submit("settings", "Save settings");
@@ -156,8 +170,21 @@ describe("the operator's back office in a browser", () => {
     });
     expect(((await confirmed.json()) as { status: string }).status).toBe("manual_check");
 
+    const receiptPath = `/backoffice/reviews/${operationId}/receipt`;
+    const framed = page.waitForResponse((r) => new URL(r.url()).pathname === receiptPath);
     await page.goto(backoffice("/reviews"));
     const card = page.locator(`section:has(#mc-${operationId})`);
+    // The receipt itself, embedded beside the requisites from a same-origin URL.
+    expect(await card.locator("iframe.receipt").getAttribute("src")).toBe(receiptPath);
+    const file = await framed;
+    expect(file.status()).toBe(200);
+    const fetched = await page.request.get(`${stack.urls.edge}${receiptPath}`);
+    expect(fetched.headers()["content-type"]).toBe("application/pdf");
+    expect(fetched.headers()["content-disposition"]).toMatch(/^inline; /);
+    expect(fetched.headers()["content-security-policy"]).toBe(
+      "default-src 'none'; sandbox; frame-ancestors 'self'",
+    );
+    expect(Buffer.from(await fetched.body()).equals(Buffer.from(forged))).toBe(true);
     expect(await card.getByText("Requisites shown to the payer").count()).toBe(1);
     expect(await card.locator("dd", { hasText: REQUISITES.card_number }).count()).toBe(1);
     expect(await card.getByText("incremental_update").count()).toBeGreaterThan(0);
@@ -251,7 +278,9 @@ describe("the operator's back office in a browser", () => {
   });
 
   it("loaded nothing from outside the back office and sent a strict CSP", async () => {
-    expect(requests.filter((r) => !r.startsWith(`${stack.urls.edge}/backoffice`))).toEqual([]);
+    // The browser's own PDF viewer (chrome:// and chrome-extension://) is not the network.
+    const own = (r: string) => r.startsWith("chrome://") || r.startsWith("chrome-extension://");
+    expect(requests.filter((r) => !own(r) && !r.startsWith(`${stack.urls.edge}/backoffice`))).toEqual([]);
     const res = await fetch(backoffice("/login"));
     expect(res.headers.get("content-security-policy")).toMatch(/^default-src 'none';/);
     expect(res.headers.get("content-security-policy")).not.toMatch(/unsafe|https?:/);
