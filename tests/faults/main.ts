@@ -219,8 +219,10 @@ try {
     const [o] = await sql`
       select (select count(*) from operations.outbox where published_at is null)::int as unpublished,
              (select count(*) from webhooks.deliveries where status = 'pending')::int as pending,
-             (select count(*) from operations.operations where status = 'routing')::int as routing`;
-    return o!.unpublished === 0 && o!.pending === 0 && o!.routing === 0;
+             (select count(*) from operations.operations where status = 'routing')::int as routing,
+             (select count(*) from operations.outbox e where not exists
+                (select 1 from webhooks.deliveries d where d.event_id = e.id))::int as undelivered`;
+    return o!.unpublished === 0 && o!.pending === 0 && o!.routing === 0 && o!.undelivered === 0;
   };
   await waitFor("the stack to quiesce", quiet, 180_000, 1000).catch((e) => print(String(e)));
   await sleep(3000);
