@@ -328,6 +328,15 @@ describe("payments over HTTP", () => {
       expect(errorOf(notUuid)).toEqual({ status: 400, code: "validation_failed", field: "operation_id" });
     });
 
+    it("carries no ETag header and no version field, by either identifier", async () => {
+      for (const ref of [{ operation_id: created.json.operation_id }, { merchant_operation_id: mop }]) {
+        const res = await main.api.state(ref);
+        expect(res.status).toBe(200);
+        expect(res.headers.get("etag")).toBeNull();
+        expect(Object.keys(res.json).filter((k) => /version|etag/i.test(k))).toEqual([]);
+      }
+    });
+
     it("answers 404 for an operation id nobody issued", async () => {
       const res = await main.api.state({ operation_id: randomUUID() });
       expect(res.status).toBe(404);

@@ -110,6 +110,36 @@ describe("the self-matching pool over HTTP", () => {
     expect(bad.status).toBe(400);
   });
 
+  it("recommends the pool's exact remainders first, then the requested amount, three by default, and reserves nothing", async () => {
+    const query = "method=WT_RUB_C2C&currency=RUB&min_amount=100.00&max_amount=3000.00";
+    const before = await availability(payer, query);
+    expect(before.status).toBe(200);
+    const res = await payer.api.post("/payment/recommendations", {
+      method: "WT_RUB_C2C",
+      currency: "RUB",
+      amount: "1500.00",
+      min_amount: "100.00",
+      max_amount: "3000.00",
+    });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("cache-control")).toBe("no-store");
+    expect(res.json).toMatchObject({
+      method: "WT_RUB_C2C",
+      currency: "RUB",
+      coverage: "full",
+      reserved: false,
+      truncated: false,
+    });
+    expect(res.json.evaluated_at).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/);
+    expect(res.json.recommendations).toEqual([
+      { amount: "1000.00", delta: "-500.00" },
+      { amount: "2000.00", delta: "500.00" },
+      { amount: "1500.00", delta: "0.00" },
+    ]);
+    const after = await availability(payer, query);
+    expect(after.json.intervals).toEqual(before.json.intervals);
+  });
+
   it("creates the payment with a k link when the recommended amount is available, and a retry answers it unchanged", async () => {
     const mop = newMop("flex-now");
     const first = await flexible(payer, { merchant_operation_id: mop, recommended_amount: "1000.00" });
@@ -212,5 +242,14 @@ describe("the self-matching pool over HTTP", () => {
     const crossed = await flexible(payer, { min_amount: "2000.00", max_amount: "1000.00" });
     expect(crossed.status).toBe(400);
     expect(crossed.json.error.field).toBe("min_amount");
+  });
+
+  it("refuses a zero recommended amount and a zero bound with 400 naming the field", async () => {
+    const zero = await flexible(payer, { recommended_amount: "0.00" });
+    expect(zero.status).toBe(400);
+    expect(zero.json.error.field).toBe("recommended_amount");
+    const zeroMin = await flexible(payer, { min_amount: "0.00" });
+    expect(zeroMin.status).toBe(400);
+    expect(zeroMin.json.error.field).toBe("min_amount");
   });
 });
