@@ -126,13 +126,19 @@ export async function applyProviderResult(
     }
     return "already_terminal";
   }
-  if (result.status === "rejected") {
+  // A pool payout handed off to this provider already holds what the pool paid into it
+  // (legs): the provider's rejection ends it as a self-matching partial, as a hand-off
+  // nobody took does, never `rejected` (that would return the whole reserve to the shop).
+  const paid = result.status === "rejected" && row.type === "payout" ? await deps.store.legs(row.id, tx) : [];
+  if (result.status === "rejected" && paid.length === 0) {
     const next = await deps.store.transition(row, { status: "rejected" }, { emit: true, tx });
     if (!next) throw failure(Code.Aborted, "dependency_unavailable", "operation changed concurrently; retry");
     return "applied";
   }
-  let total = new Decimal(0);
-  for (const leg of result.legs) {
+  // A rejection reports no legs of its own: only what the pool paid counts.
+  const reported = result.status === "rejected" ? [] : result.legs;
+  let total = paid.reduce((sum, l) => sum.plus(l.amount), new Decimal(0));
+  for (const leg of reported) {
     const amount = new Decimal(leg.amount);
     if (!amount.isFinite() || amount.lte(0))
       throw failure(Code.InvalidArgument, "validation_failed", "leg amount");
@@ -142,11 +148,11 @@ export async function applyProviderResult(
       values (${randomUUID()}, ${row.id}, ${providerName}, ${leg.id}, ${amount.toFixed(2)}, ${leg.completedAt.toISOString()})
       on conflict (operation_id, provider_leg_id) do nothing`;
   }
-  if (result.legs.length === 0) total = new Decimal(row.expected_amount ?? "0");
+  if (result.status === "completed" && reported.length === 0) total = new Decimal(row.expected_amount ?? "0");
   const legs = await deps.store.legs(row.id, tx);
   // A pool payout handed off to this provider already holds the pool's contributions as
   // legs: the actual amount is every leg, not only this provider's.
-  if (result.legs.length > 0) total = legs.reduce((sum, l) => sum.plus(l.amount), new Decimal(0));
+  if (reported.length > 0) total = legs.reduce((sum, l) => sum.plus(l.amount), new Decimal(0));
   const completed = { ...row, status: "completed" as const, actual_amount: total.toFixed(2) };
   const { receipts } = receiptsOf(completed, legs);
   const next = await deps.store.transition(

@@ -248,4 +248,36 @@ describe("a payout routed to self_matching", () => {
     const total = done.receipts.reduce((sum, r) => sum.plus(r.amount), new Decimal(0));
     expect(total.toFixed(2)).toBe("1000.00");
   }, 40_000);
+
+  it("completes as a self-matching partial when the provider it was handed off to rejects, so the ledger keeps what the pool paid", async () => {
+    const payer = await shop([SELF_MATCHING], [SELF_MATCHING]);
+    const payee = await shop([SELF_MATCHING], [SELF_MATCHING, "acme"]);
+    const out = (await payout(payee, "1100.00")).operation;
+    const id = out?.operationId ?? "";
+    await eventually(
+      () => poolPayout(id),
+      (p) => expect(p?.status).toBe("open"),
+    );
+    const pay = (await payment(payer, "400.00")).operation;
+    await completeByReceipt(pay?.operationId ?? "", "400.00");
+    await eventually(
+      () => h.store.findAnyById(id),
+      (row) => expect(row?.provider).toBe("acme"),
+      WINDOW_MS + 15_000,
+    );
+    const settled = await h.settle(id, { status: "rejected" });
+    expect(settled.ok).toBe(true);
+    const done = await eventually(
+      () => state(payee, id),
+      (r) => expect(["completed", "rejected"]).toContain(r.operation?.status),
+    );
+    expect(done.operation?.status).toBe("completed");
+    expect(done.operation?.actualAmount).toBe("400.00");
+    expect(done.receipts.map((r) => r.amount)).toEqual(["400.00"]);
+    // The payee shop paid 400.00 through the pool: that much leaves it, the rest of its reserve returns.
+    await eventually(
+      () => balance(payee.shopId),
+      (b) => expect(b).toMatchObject({ balance: "-400.00", reserved: "0.00" }),
+    );
+  }, 40_000);
 });
