@@ -312,7 +312,20 @@ export class OperationsHandlers implements ServiceImpl<typeof OperationsService>
         values (${provider.name}, ${result.callbackId}, ${result.operationId})
         on conflict do nothing returning 1`;
       if (seen.length === 0) return; // a replay: applied before
-      await applyProviderResult(this.#d, tx, provider.name, result, "callback");
+      const outcome = await applyProviderResult(this.#d, tx, provider.name, result, "callback");
+      if (
+        outcome === "not_routed" &&
+        (await this.#store.findAnyById(result.operationId, tx))?.status === "routing"
+      ) {
+        // The provider answered our create and called back before the create recorded
+        // it. Refuse for now, so the callback id is not recorded and the provider's retry
+        // applies the result once routing is written.
+        throw failure(
+          Code.Unavailable,
+          "dependency_unavailable",
+          "the operation is still being routed; retry",
+        );
+      }
     });
     return {};
   }

@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { errorInfo } from "@gw/rpc";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { operationIdFor } from "./create.ts";
 import { type OperationsHarness, startHarness } from "./test-support.ts";
 
 let h: OperationsHarness;
@@ -12,6 +13,9 @@ beforeAll(async () => {
   await h.provider("refuser", { mode: "decline" });
   await h.provider("sleeper", { mode: "no_answer" });
   await h.provider("receipts", { mode: "accept", receipt_required: true });
+  // Records the operation at once and answers 700 ms later, so a settlement can be
+  // called back while our create is still routing.
+  await h.provider("slowpoke", { mode: "accept", delay_ms: 700 });
 });
 afterAll(() => h?.stop());
 
@@ -138,6 +142,27 @@ describe("create", () => {
 });
 
 describe("settlement by provider callback", () => {
+  it("applies a callback that arrives while the create is still routing, once routing is recorded", async () => {
+    const shop = await h.shop(["slowpoke"]);
+    const req = paymentRequest(shop);
+    const id = operationIdFor(shop.shopId, req.merchantOperationId);
+    const created = h.operations.createOperation(req);
+    // The sandbox knows the operation before it answers our create.
+    await eventually(
+      () => fetch(`${h.sandboxUrl}/control/operations/${id}`),
+      (res) => expect(res.status).toBe(200),
+      5_000,
+    );
+    const settled = await h.settle(id, { legs: ["1000.00"] });
+    expect(settled.ok).toBe(true);
+    expect((await created).operation?.status).toBe("pending");
+    const done = await eventually(
+      () => h.operations.getOperation({ scope: shop, id: { case: "operationId", value: id } }),
+      (r) => expect(r.operation?.status).toBe("completed"),
+    );
+    expect(done.operation?.actualAmount).toBe("1000.00");
+  });
+
   it("completes a payment settled in two legs with one receipt item per leg, in completion order", async () => {
     const shop = await h.shop(["acme"], { percent: "2.5", fixed: "0" });
     const { operation } = await h.operations.createOperation(paymentRequest(shop));
