@@ -222,7 +222,9 @@ async function resume(
   let current = row;
   while (current.status === "routing") {
     const routingDeadline = current.routing_deadline?.getTime() ?? 0;
-    if (Date.now() > routingDeadline + 1000) {
+    // The deadline was set by another replica's clock: a grace of 5 s (as the reconciler
+    // keeps) absorbs skew and a slow final write before a second driver takes over.
+    if (Date.now() > routingDeadline + 5000) {
       // The request that claimed the key died mid-routing: drive it again. Providers are
       // idempotent on our operation id, so one that had accepted answers the same again.
       return { row: await reroute(deps, current, deadline, signal), replayed: false };
