@@ -31,6 +31,10 @@ export default defineConfig({
         test: {
           name: "e2e",
           include: ["tests/e2e/**/*.test.ts"],
+          // After every other test file, and one file at a time: a whole stack takes
+          // eight processes, free ports and up to 32 Postgres connections, which must not
+          // race the integration tests' own servers and pools.
+          sequence: { groupOrder: 1 },
           fileParallelism: false,
           testTimeout: 60_000,
         },
