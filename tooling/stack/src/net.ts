@@ -15,10 +15,22 @@ export function probeTcp(host: string, port: number, timeoutMs = 1000): Promise<
 }
 
 /**
- * A TCP port on 127.0.0.1 that was free a moment ago. Another process could take it
- * before ours binds it; on a developer machine or a CI run that race is rare enough.
+ * A TCP port on 127.0.0.1 that is free now, chosen below Linux's ephemeral range
+ * (32768–60999). Ports from `listen(0)` come from that range, and so does the local
+ * port of every outgoing connection: a port picked there can be taken by some client
+ * socket (a database pool connecting, say) before the service binds it. Below the range
+ * only another explicit listener could take it.
  */
-export function freePort(): Promise<number> {
+export async function freePort(): Promise<number> {
+  // Bounded: a busy range is retried a few hundred times, then the OS picks.
+  for (let attempt = 0; attempt < 300; attempt++) {
+    const candidate = 20000 + Math.floor(Math.random() * 12000);
+    if (taken.has(candidate)) continue;
+    if (await canListen(candidate)) {
+      taken.add(candidate);
+      return candidate;
+    }
+  }
   return new Promise((resolve, reject) => {
     const server = createServer();
     server.once("error", reject);
@@ -26,6 +38,17 @@ export function freePort(): Promise<number> {
       const { port } = server.address() as { port: number };
       server.close(() => resolve(port));
     });
+  });
+}
+
+/** Ports this process handed out already, so two stacks of one run never share one. */
+const taken = new Set<number>();
+
+function canListen(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const server = createServer();
+    server.once("error", () => resolve(false));
+    server.listen(port, "127.0.0.1", () => server.close(() => resolve(true)));
   });
 }
 
