@@ -1,5 +1,5 @@
+import { h, type Safe } from "@gw/html";
 import type { PaymentPage } from "@gw/proto/gateway/operations/v1/operations_pb";
-import { h, type Safe } from "./html.ts";
 import { fill, type Lang, type Messages, messages } from "./i18n.ts";
 
 /**

@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { Code, ConnectError } from "@connectrpc/connect";
+import { Code } from "@connectrpc/connect";
 import { ReceiptsService } from "@gw/proto/gateway/receipts/v1/receipts_pb";
 import {
   editAmountIncrementally,
@@ -7,9 +7,9 @@ import {
   receiptPdf,
   receiptSpec,
 } from "@gw/receipts/src/testing/receipt-factory.ts";
-import { createServiceClient, errorInfo } from "@gw/rpc";
+import { createServiceClient } from "@gw/rpc";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type OperationsHarness, startHarness } from "./test-support.ts";
+import { eventually, failureOf, type OperationsHarness, startHarness } from "./test-support.ts";
 
 // Receipt confirmation over the real operations, receipts, ledger and sandbox services:
 // the receipts service's verdicts move the payment, an operator resolves manual checks,
@@ -57,29 +57,6 @@ function confirm(operationId: string, file: Uint8Array, scope = shop) {
     contentType: "application/pdf",
     fileName: "receipt.pdf",
   });
-}
-
-async function failureOf(p: Promise<unknown>) {
-  const err = await p.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(ConnectError);
-  return { code: (err as ConnectError).code, info: errorInfo(err) };
-}
-
-async function eventually<T>(fn: () => Promise<T>, check: (v: T) => void, timeoutMs = 10_000): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    try {
-      check(v);
-      return v;
-    } catch (err) {
-      if (Date.now() > end) throw err;
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  }
 }
 
 describe("confirm_payment", () => {

@@ -1,9 +1,8 @@
 import { randomUUID } from "node:crypto";
-import { Code, ConnectError } from "@connectrpc/connect";
-import { errorInfo } from "@gw/rpc";
+import { Code } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SELF_MATCHING } from "./pool.ts";
-import { type OperationsHarness, startHarness } from "./test-support.ts";
+import { failureOf, type OperationsHarness, startHarness } from "./test-support.ts";
 
 // Flexible links over real operations, matching and ledger: the create's three answers,
 // the page credential, and the payer's confirmation (created, refreshed choice,
@@ -53,15 +52,6 @@ const link = (recommended: string, mop = `flex-${randomUUID()}`) =>
     optIn: true,
     picker: "ranges",
   });
-
-async function failureOf(p: Promise<unknown>) {
-  const err = await p.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(ConnectError);
-  return { code: (err as ConnectError).code, info: errorInfo(err) };
-}
 
 async function untilInPool(id: string) {
   for (let i = 0; i < 100; i++) {

@@ -1,9 +1,9 @@
 import { randomUUID } from "node:crypto";
-import { Code, ConnectError } from "@connectrpc/connect";
+import { Code } from "@connectrpc/connect";
 import { errorInfo } from "@gw/rpc";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { operationIdFor } from "./create.ts";
-import { type OperationsHarness, startHarness } from "./test-support.ts";
+import { eventually, failureOf, type OperationsHarness, startHarness } from "./test-support.ts";
 
 let h: OperationsHarness;
 
@@ -32,30 +32,6 @@ const paymentRequest = (
   currency: "RUB",
   ...over,
 });
-
-async function failureOf(p: Promise<unknown>) {
-  const err = await p.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(ConnectError);
-  return { code: (err as ConnectError).code, info: errorInfo(err) };
-}
-
-/** Polls until `check` passes or the deadline runs out (then its last failure is thrown). */
-async function eventually<T>(fn: () => Promise<T>, check: (v: T) => void, timeoutMs = 10_000): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    try {
-      check(v);
-      return v;
-    } catch (err) {
-      if (Date.now() > end) throw err;
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  }
-}
 
 describe("create", () => {
   it("routes a payment to the first accepting provider and answers pending with requisites", async () => {

@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { Decimal } from "@gw/money";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SELF_MATCHING } from "./pool.ts";
-import { type OperationsHarness, startHarness } from "./test-support.ts";
+import { eventually, type OperationsHarness, startHarness } from "./test-support.ts";
 
 // The self-matching pool as a route entry, over real matching, ledger, receipts and
 // sandbox services. The pool is shared by every shop of a method, so each test uses
@@ -23,20 +23,6 @@ beforeAll(async () => {
   await h.provider("acme", { mode: "accept", expires_in_seconds: 900 }, { mode: "accept" });
 });
 afterAll(() => h?.stop());
-
-async function eventually<T>(fn: () => Promise<T>, check: (v: T) => void, timeoutMs = 20_000): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    try {
-      check(v);
-      return v;
-    } catch (err) {
-      if (Date.now() > end) throw err;
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  }
-}
 
 /** A shop whose routes are given per direction, with the given pricing on both methods. */
 async function shop(payin: string[], payout: string[], pricing = { percent: "0", fixed: "0" }) {

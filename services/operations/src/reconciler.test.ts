@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { operationIdFor, parseCreate, requestHash } from "./create.ts";
 import { stuckOperations } from "./reconciler.ts";
 import type { ReconcileRow } from "./store.ts";
-import { type OperationsHarness, startHarness } from "./test-support.ts";
+import { eventually, type OperationsHarness, startHarness } from "./test-support.ts";
 
 let h: OperationsHarness;
 
@@ -45,21 +45,6 @@ const paymentRequest = (shop: Shop, over: Record<string, unknown> = {}) => ({
   currency: "RUB",
   ...over,
 });
-
-/** Polls until `check` passes or the deadline runs out (then its last failure is thrown). */
-async function eventually<T>(fn: () => Promise<T>, check: (v: T) => void, timeoutMs = 15_000): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    try {
-      check(v);
-      return v;
-    } catch (err) {
-      if (Date.now() > end) throw err;
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  }
-}
 
 /** The events operations queued for one operation, in commit order. */
 async function eventsOf(operationId: string): Promise<OperationEvent[]> {

@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Client } from "@connectrpc/connect";
+import { ConnectError } from "@connectrpc/connect";
 import { connect, createTestDatabase } from "@gw/db";
 import { startLedger } from "@gw/ledger/src/app.ts";
 import { configSchema as ledgerConfig } from "@gw/ledger/src/config.ts";
@@ -13,9 +14,10 @@ import { MatchingService } from "@gw/proto/gateway/matching/v1/matching_pb";
 import { OperationsService } from "@gw/proto/gateway/operations/v1/operations_pb";
 import { startReceipts } from "@gw/receipts/src/app.ts";
 import { configSchema as receiptsConfig } from "@gw/receipts/src/config.ts";
-import { createServiceClient } from "@gw/rpc";
+import { createServiceClient, errorInfo } from "@gw/rpc";
 import type { RunningService } from "@gw/runtime";
 import { configSchema as sandboxConfig, startSandbox } from "@gw/sandbox-provider";
+import { expect } from "vitest";
 import { startOperations } from "./app.ts";
 import { configSchema, type OperationsConfig } from "./config.ts";
 import { connectorFor } from "./connectors/index.ts";
@@ -249,4 +251,33 @@ export async function startHarness(
       await database.drop();
     },
   };
+}
+
+/** Awaits a call that must fail with a ConnectError; returns its code and ErrorInfo. */
+export async function failureOf(p: Promise<unknown>) {
+  const err = await p.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(err).toBeInstanceOf(ConnectError);
+  return { code: (err as ConnectError).code, info: errorInfo(err) };
+}
+
+/** Polls until `check` passes or the deadline runs out (then its last failure is thrown). */
+export async function eventually<T>(
+  fn: () => Promise<T>,
+  check: (v: T) => void,
+  timeoutMs = 20_000,
+): Promise<T> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn();
+    try {
+      check(v);
+      return v;
+    } catch (err) {
+      if (Date.now() > end) throw err;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
 }

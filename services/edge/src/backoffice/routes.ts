@@ -1,5 +1,6 @@
 import type { Client } from "@connectrpc/connect";
 import type { Database } from "@gw/db";
+import { h, type Safe } from "@gw/html";
 import type { Logger } from "@gw/log";
 import { CURRENCIES, METHODS } from "@gw/money";
 import type { ReceiptsService, Review } from "@gw/proto/gateway/receipts/v1/receipts_pb";
@@ -9,7 +10,6 @@ import { getCookie, setCookie } from "hono/cookie";
 import { merchants, shops } from "../db/schema.ts";
 import { secretsEqual } from "../keys.ts";
 import { receiptFileHeaders } from "../routes/admin-receipt.ts";
-import { h, type Safe } from "./html.ts";
 import { LOGIN_COOKIE, loginNonce, SESSION_COOKIE, SESSION_TTL_MS, SessionKeys } from "./session.ts";
 import {
   BACKOFFICE_CSS,

@@ -1,4 +1,4 @@
-import { h, type Safe } from "./html.ts";
+import { h, type Safe } from "@gw/html";
 
 /**
  * The back office's pages, rendered on the server. Every form posts to the back office

@@ -1,8 +1,8 @@
 /**
- * The back office's HTML template tag (the same small one as checkout's): every
- * interpolated value is escaped unless it is already `Safe` (another `h` template);
- * arrays are joined; null, undefined and false render nothing. Every page is built with
- * it, so text from a service or an operator can never become markup.
+ * A small HTML template tag: every interpolated value is escaped unless it is already
+ * `Safe` (the result of another `h` template); arrays are joined; null, undefined and
+ * false render nothing. Every page of checkout and of the back office is built with it,
+ * so text from a service or an operator can never become markup.
  */
 
 export class Safe {
