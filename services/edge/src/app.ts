@@ -16,6 +16,7 @@ import { createAdaptorServer } from "@hono/node-server";
 import { OpenAPIHono } from "@hono/zod-openapi";
 import { methodNotAllowed } from "hono/method-not-allowed";
 import { requestId } from "hono/request-id";
+import { Admission, admissionControl, DEFAULT_ADMISSION } from "./admission.ts";
 import { backofficeRoutes, inProcessAdmin, inProcessAdminFile } from "./backoffice/routes.ts";
 import type { EdgeConfig } from "./config.ts";
 import type { EdgeClients, EdgeDeps, Probe } from "./deps.ts";
@@ -76,6 +77,8 @@ export function buildApp(deps: EdgeDeps): OpenAPIHono<EdgeEnv> {
   );
   // confirm_payment reads its own multipart body (bounded by the receipt limit) after the key check.
   const v1Json = jsonBody();
+  // Overload is shed first, before the key lookup costs a query: 503 with Retry-After.
+  app.use("/v1/*", admissionControl(new Admission(deps.admission ?? DEFAULT_ADMISSION)));
   app.use("/v1/*", apiKeyAuth(store), (c, next) => (c.req.path === CONFIRM_PATH ? next() : v1Json(c, next)));
   app.use("/admin/*", adminAuth(deps.adminToken), jsonBody());
   // Every admin route under a shop answers 404 for a shop the edge does not know.
@@ -185,6 +188,11 @@ export async function startEdge(
     adminToken: config.ADMIN_TOKEN,
     payUrl: config.PAY_URL,
     receiptMaxBytes: config.RECEIPT_STORE_MAX_BYTES,
+    admission: {
+      maxInFlight: config.MAX_IN_FLIGHT,
+      maxQueue: config.MAX_QUEUE,
+      queueTimeoutMs: config.QUEUE_TIMEOUT_MS,
+    },
     probes: {
       self: {
         postgres: async () => {

@@ -1,5 +1,6 @@
 import { commonConfig, loadConfig, port, serviceUrls } from "@gw/config";
 import { z } from "zod";
+import { DEFAULT_ADMISSION } from "./admission.ts";
 
 /** The edge's settings: the common ones, its two ports, the downstream services and its own secrets. */
 export const configSchema = z.object({
@@ -17,6 +18,12 @@ export const configSchema = z.object({
     .int()
     .min(1024)
     .default(20 * 1024 * 1024),
+  /** Admission control per replica: merchant API requests served at once. */
+  MAX_IN_FLIGHT: z.coerce.number().int().min(1).default(DEFAULT_ADMISSION.maxInFlight),
+  /** ... how many more may wait for a slot (one more is answered 503 at once). */
+  MAX_QUEUE: z.coerce.number().int().min(0).default(DEFAULT_ADMISSION.maxQueue),
+  /** ... and for how long, before it is answered 503 with Retry-After. */
+  QUEUE_TIMEOUT_MS: z.coerce.number().int().min(1).default(DEFAULT_ADMISSION.queueTimeoutMs),
   PAY_URL: z
     .string()
     .url()

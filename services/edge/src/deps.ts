@@ -6,6 +6,7 @@ import type { MatchingService } from "@gw/proto/gateway/matching/v1/matching_pb"
 import type { OperationsService } from "@gw/proto/gateway/operations/v1/operations_pb";
 import type { ReceiptsService } from "@gw/proto/gateway/receipts/v1/receipts_pb";
 import type { WebhooksService } from "@gw/proto/gateway/webhooks/v1/webhooks_pb";
+import type { AdmissionLimits } from "./admission.ts";
 
 /** The downstream gRPC services the edge maps requests to. */
 export interface EdgeClients {
@@ -29,6 +30,8 @@ export interface EdgeDeps {
   adminToken: string;
   /** Base of hosted page links, without a trailing slash. */
   payUrl: string;
+  /** Admission control of the merchant API (`/v1`); `DEFAULT_ADMISSION` when not given. */
+  admission?: AdmissionLimits;
   /** The largest receipt `POST /v1/confirm_payment` takes (the receipts storage limit); default 20 MiB. */
   receiptMaxBytes?: number;
   probes: {

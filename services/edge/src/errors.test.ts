@@ -214,6 +214,8 @@ describe("mapping of downstream errors", () => {
         error: { code: publicCode, message: "a message for the merchant", field: "amount" },
         request_id: expect.any(String),
       });
+      // Every "come back later" says when; no other status carries the header.
+      expect(res.headers.get("retry-after")).toBe(status === 429 || status === 503 ? "1" : null);
     },
   );
 

@@ -60,20 +60,34 @@ const SAFE_MESSAGE_BY_STATUS: Partial<Record<number, string>> = {
   503: "a dependency is unavailable, retry later",
 };
 
-/** An error the edge answers with as is: status, public code, message and optional field. */
+/**
+ * An error the edge answers with as is: status, public code, message and optional field.
+ * `retryAfterSeconds` is sent as `Retry-After` on a `429` or `503` (1 s when not given).
+ */
 export class ApiError extends Error {
   readonly status: ContentfulStatusCode;
   readonly code: string;
   readonly field: string | undefined;
+  readonly retryAfterSeconds: number | undefined;
 
-  constructor(status: ContentfulStatusCode, code: string, message: string, field?: string) {
+  constructor(
+    status: ContentfulStatusCode,
+    code: string,
+    message: string,
+    field?: string,
+    options: { retryAfterSeconds?: number } = {},
+  ) {
     super(message);
     this.name = "ApiError";
     this.status = status;
     this.code = code;
     this.field = field;
+    this.retryAfterSeconds = options.retryAfterSeconds;
   }
 }
+
+/** Statuses that tell the client to come back later, so they always carry `Retry-After`. */
+const RETRYABLE_STATUSES = new Set<number>([429, 503]);
 
 /** 400 for a request field that is missing or malformed, naming the field. */
 export const invalidField = (field: string | undefined, message: string) =>
@@ -165,11 +179,18 @@ export interface ErrorBody {
   request_id: string;
 }
 
-/** Renders an ApiError as the one JSON error body, with the request id of the context. */
+/**
+ * Renders an ApiError as the one JSON error body, with the request id of the context. A
+ * `429` or `503` carries `Retry-After` (the error's own delay, else 1 s): every "come back
+ * later" the gateway gives says when.
+ */
 export function errorResponse(c: Context, error: ApiError, headers?: Record<string, string>): Response {
   const body: ErrorBody = {
     error: { code: error.code, message: error.message, ...(error.field ? { field: error.field } : {}) },
     request_id: (c.get("requestId") as string | undefined) ?? "",
   };
+  if (RETRYABLE_STATUSES.has(error.status)) {
+    headers = { "Retry-After": String(error.retryAfterSeconds ?? 1), ...headers };
+  }
   return c.json(body, error.status, headers);
 }

@@ -27,9 +27,9 @@ const STATUS_DESCRIPTIONS: Record<number, string> = {
   412: "Precondition failed (for example an idempotency conflict).",
   413: "Request body too large.",
   415: "Request body is not application/json.",
-  429: "Rate limit exceeded.",
+  429: "Rate limit exceeded; `Retry-After` says when to retry.",
   500: "Internal error.",
-  503: "A dependency is unavailable; retry later.",
+  503: "A dependency is unavailable or the gateway is busy (`overloaded`); retry after `Retry-After` seconds.",
 };
 
 /** OpenAPI responses for the given error statuses, all in the one error body. */

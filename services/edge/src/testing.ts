@@ -19,6 +19,7 @@ import {
 import { ReceiptsService } from "@gw/proto/gateway/receipts/v1/receipts_pb";
 import { WebhooksService } from "@gw/proto/gateway/webhooks/v1/webhooks_pb";
 import { type Logger, pino } from "pino";
+import type { AdmissionLimits } from "./admission.ts";
 import { buildApp, migrationsFolder } from "./app.ts";
 import type { EdgeClients, EdgeDeps, Probe } from "./deps.ts";
 
@@ -120,6 +121,7 @@ export function testApp(
     downstream?: Record<string, Probe>;
     self?: Record<string, Probe>;
     receiptMaxBytes?: number;
+    admission?: AdmissionLimits;
   } = {},
 ) {
   const deps: EdgeDeps = {
@@ -129,6 +131,7 @@ export function testApp(
     adminToken: ADMIN_TOKEN,
     payUrl: PAY_URL,
     receiptMaxBytes: options.receiptMaxBytes,
+    admission: options.admission,
     probes: {
       self: options.self ?? {
         postgres: async () => {

@@ -104,11 +104,12 @@ function rateLimit(buckets: TokenBuckets) {
   return createMiddleware<EdgeEnv>(async (c, next) => {
     const taken = buckets.take(c.get("scope").shopId);
     if (!taken.ok) {
-      c.header("Retry-After", String(taken.retryAfterSeconds));
       throw new ApiError(
         429,
         "rate_limited",
         `at most ${READS_PER_SECOND} availability requests per second; retry after ${taken.retryAfterSeconds} s`,
+        undefined,
+        { retryAfterSeconds: taken.retryAfterSeconds },
       );
     }
     await next();
