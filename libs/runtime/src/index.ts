@@ -94,7 +94,7 @@ export async function startGrpcService<C extends GrpcServiceConfig>(
     return true;
   };
   const server = await startGrpcServer({
-    interceptors: [businessMetricsInterceptor, logCalls(logger)],
+    interceptors: serviceInterceptors(logger),
     ...(identity === undefined ? {} : { auth: { keys: identity.keys } }),
     routes: parts.routes,
     serviceNames: spec.serviceNames,
@@ -123,6 +123,15 @@ export async function startGrpcService<C extends GrpcServiceConfig>(
       return stopping;
     },
   };
+}
+
+/**
+ * The interceptors every gRPC service adds to those of `startGrpcServer` (metrics,
+ * tracing, internal access): business figures and the per-call log. Exported so that the
+ * hop benchmark serves calls exactly as a service does.
+ */
+export function serviceInterceptors(logger: Logger): Interceptor[] {
+  return [businessMetricsInterceptor, logCalls(logger)];
 }
 
 /**

@@ -9,14 +9,16 @@ import { fromBinary, toBinary } from "@bufbuild/protobuf";
 import { createClient } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
 import * as grpcJs from "@grpc/grpc-js";
+import { MatchingService } from "@gw/proto/gateway/matching/v1/matching_pb";
 import {
   Health,
   HealthCheckRequestSchema,
   type HealthCheckResponse,
   HealthCheckResponseSchema,
 } from "@gw/proto/grpc/health/v1/health_pb";
-import { createServiceClient } from "@gw/rpc";
-import type { HopClientKind, HopMessage } from "./grpc-hop-shared.ts";
+import { createServiceClient, parseServiceTokenKeys } from "@gw/rpc";
+import { startTelemetry } from "@gw/runtime";
+import { benchKeys, type HopClientKind, type HopMessage } from "./grpc-hop-shared.ts";
 import { type ClosedLoop, cpuPercent, measure } from "./measure.ts";
 import { Http2SessionPool } from "./session-pool.ts";
 
@@ -37,6 +39,17 @@ function makeCall(): { call: ClosedLoop; close: () => void } {
     case "gw": {
       const client = createServiceClient(Health, baseUrl, { defaultTimeoutMs: timeoutMs });
       return { call: () => client.check({ service: "" }), close: () => {} };
+    }
+    case "gw-service": {
+      // As a service's client: the process tracer (no exporter, as without
+      // OTEL_EXPORTER_OTLP_ENDPOINT) and the identity of operations, which the gateway's
+      // access policy allows to call GetPoolDepth.
+      startTelemetry({ serviceName: "operations" });
+      const client = createServiceClient(MatchingService, baseUrl, {
+        defaultTimeoutMs: timeoutMs,
+        identity: { name: "operations", keys: parseServiceTokenKeys(benchKeys()) },
+      });
+      return { call: () => client.getPoolDepth({ method: "WT_RUB_C2C", currency: "RUB" }), close: () => {} };
     }
     case "grpc-tuned": {
       // createServiceClient as it was before the lean path: connect-node's gRPC transport

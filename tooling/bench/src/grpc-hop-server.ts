@@ -7,15 +7,21 @@
  * defaults (the baseline), `tuned` is connect-node's adapter with startGrpcServer's
  * HTTP/2 settings (startGrpcServer before the lean path), `connect` serves the Connect
  * protocol (not gRPC) with the same settings, `gw` is our `startGrpcServer` (the lean
- * unary path), `raw` answers the same bytes straight from node:http2 (the floor of what
- * the hop can cost).
+ * unary path) serving health alone, `gw-service` is `startGrpcServer` set up as
+ * `startGrpcService` sets it up for a service (the process tracer without an exporter,
+ * token checks under the gateway's access policy, the runtime's interceptors) serving
+ * MatchingService/GetPoolDepth, and `raw` answers the same bytes straight from
+ * node:http2 (the floor of what the hop can cost).
  */
 import * as http2 from "node:http2";
 import type { AddressInfo } from "node:net";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
+import { createLogger } from "@gw/log";
+import { MatchingService } from "@gw/proto/gateway/matching/v1/matching_pb";
 import { Health } from "@gw/proto/grpc/health/v1/health_pb";
-import { healthService, rpcMetricsInterceptor, startGrpcServer } from "@gw/rpc";
-import { type HopServerMode, tuneHttp2Server } from "./grpc-hop-shared.ts";
+import { healthService, parseServiceTokenKeys, rpcMetricsInterceptor, startGrpcServer } from "@gw/rpc";
+import { serviceInterceptors, startTelemetry } from "@gw/runtime";
+import { benchKeys, type HopServerMode, tuneHttp2Server } from "./grpc-hop-shared.ts";
 
 const mode = process.argv[2] as HopServerMode;
 const host = "127.0.0.1";
@@ -41,6 +47,25 @@ function rawServer(): http2.Http2Server {
 async function start(): Promise<{ port: number; close: () => Promise<void> }> {
   if (mode === "gw")
     return startGrpcServer({ routes: () => {}, serviceNames: [], port: 0, host, check: ready });
+  if (mode === "gw-service") {
+    // As startGrpcService does it, without Postgres and NATS (the handler needs neither).
+    startTelemetry({ serviceName: "matching" });
+    const logger = createLogger("matching", "info");
+    return startGrpcServer({
+      interceptors: serviceInterceptors(logger),
+      auth: { keys: parseServiceTokenKeys(benchKeys()) },
+      routes: (router) =>
+        router.service(MatchingService, {
+          async getPoolDepth() {
+            return { payouts: 3n, freeAmount: "1500.00" };
+          },
+        }),
+      serviceNames: [MatchingService.typeName],
+      port: 0,
+      host,
+      check: ready,
+    });
+  }
   if (mode === "raw") return listen(rawServer());
   const grpc = mode === "defaults" || mode === "tuned";
   const handler = connectNodeAdapter({

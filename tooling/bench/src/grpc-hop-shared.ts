@@ -4,7 +4,7 @@ import { HTTP2_SERVER_OPTIONS, tuneServerSession } from "@gw/rpc";
 import type { Measurement } from "./measure.ts";
 
 /** How the bench server serves: see grpc-hop-server.ts. */
-export type HopServerMode = "defaults" | "tuned" | "connect" | "raw" | "gw";
+export type HopServerMode = "defaults" | "tuned" | "connect" | "raw" | "gw" | "gw-service";
 
 /** A client of the hop: see grpc-hop-client.ts. */
 export type HopClientKind =
@@ -14,11 +14,14 @@ export type HopClientKind =
   | "connect"
   | "grpc-js"
   | "raw"
-  | "gw";
+  | "gw"
+  | "gw-service";
 
 /** One line of the comparison: which server serves which client. */
 export interface HopVariant {
   name: string;
+  /** The issue's letter, accepted by `--variants` as well as the name. */
+  letter?: string;
   label: string;
   server: HopServerMode;
   client: HopClientKind;
@@ -32,34 +35,61 @@ export interface HopVariant {
  * The variants of the issue (the first, connect-node on both sides, is the baseline the
  * ratios refer to), then extra ones for finding where the time goes. (b) and (c) are
  * connect-node with @gw/rpc's HTTP/2 settings, as startGrpcServer and
- * createServiceClient were before the lean path; (f) is what they are now.
+ * createServiceClient were before the lean path; (f) is what they are now, set up as a
+ * service sets them up (see grpc-hop-server.ts): the process tracer without an exporter,
+ * a service identity and token checks, the runtime's interceptors, and a method of a
+ * gateway service (health checks skip the token check). `gw-bare` is (f) as it was
+ * measured before: Health/Check with none of that.
  */
 export const HOP_VARIANTS: HopVariant[] = [
   {
     name: "baseline",
+    letter: "a",
     label: "(a) connect-node gRPC, Node defaults",
     server: "defaults",
     client: "grpc-defaults",
   },
-  { name: "tuned", label: "(b) connect-node gRPC, @gw/rpc settings", server: "tuned", client: "grpc-tuned" },
-  { name: "connect", label: "(c) Connect protocol, same settings", server: "connect", client: "connect" },
+  {
+    name: "tuned",
+    letter: "b",
+    label: "(b) connect-node gRPC, @gw/rpc settings",
+    server: "tuned",
+    client: "grpc-tuned",
+  },
+  {
+    name: "connect",
+    letter: "c",
+    label: "(c) Connect protocol, same settings",
+    server: "connect",
+    client: "connect",
+  },
   {
     name: "grpc-js",
+    letter: "d",
     label: "(d) @grpc/grpc-js client -> startGrpcServer",
     server: "gw",
     client: "grpc-js",
   },
   {
     name: "raw-h2",
+    letter: "e",
     label: "(e) floor: node:http2 with gRPC framing, no connect",
     server: "raw",
     client: "raw",
   },
   {
     name: "gw",
-    label: "(f) @gw/rpc lean path: createServiceClient -> startGrpcServer",
+    letter: "f",
+    label: "(f) createServiceClient -> startGrpcServer, as services run them",
+    server: "gw-service",
+    client: "gw-service",
+  },
+  {
+    name: "gw-bare",
+    label: "(f) without telemetry or tokens: Health/Check, no tracer, no identity",
     server: "gw",
     client: "gw",
+    extra: true,
   },
   {
     name: "gw-server",
@@ -93,6 +123,16 @@ export const HOP_VARIANTS: HopVariant[] = [
     extra: true,
   },
 ];
+
+/** The environment variable that hands the run's service-token key set to both processes. */
+export const BENCH_KEYS_ENV = "GW_BENCH_SERVICE_TOKEN_KEYS";
+
+/** The run's key set (made fresh by grpc-hop.ts for every variant). */
+export function benchKeys(): string {
+  const keys = process.env[BENCH_KEYS_ENV];
+  if (keys === undefined) throw new Error(`${BENCH_KEYS_ENV} is not set (run through grpc-hop.ts)`);
+  return keys;
+}
 
 /** What a client process reports for one concurrency level. */
 export interface HopLevelResult extends Measurement {

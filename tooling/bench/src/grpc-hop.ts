@@ -4,8 +4,15 @@
  * in flight, for each variant of HOP_VARIANTS. See docs/architecture.md, "Benchmarks".
  */
 import { type ChildProcess, fork } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import { fileURLToPath } from "node:url";
-import { HOP_VARIANTS, type HopLevelResult, type HopMessage, type HopVariant } from "./grpc-hop-shared.ts";
+import {
+  BENCH_KEYS_ENV,
+  HOP_VARIANTS,
+  type HopLevelResult,
+  type HopMessage,
+  type HopVariant,
+} from "./grpc-hop-shared.ts";
 
 export interface GrpcHopOptions {
   /** Calls in flight, one measured window each. */
@@ -34,7 +41,9 @@ export async function runGrpcHop(options: GrpcHopOptions = {}): Promise<GrpcHopR
   const levels = options.levels ?? [1, 16, 64, 256];
   const durationMs = options.durationMs ?? 2_000;
   const warmupMs = options.warmupMs ?? 500;
-  const wanted = options.variants ?? HOP_VARIANTS.filter((v) => !v.extra).map((v) => v.name);
+  const wanted = (options.variants ?? HOP_VARIANTS.filter((v) => !v.extra).map((v) => v.name)).map(
+    (name) => HOP_VARIANTS.find((v) => v.letter === name)?.name ?? name,
+  );
   const unknown = wanted.filter((name) => !HOP_VARIANTS.some((v) => v.name === name));
   if (unknown.length > 0) throw new Error(`unknown variant(s) ${unknown.join(", ")}`);
   const reports: GrpcHopReport[] = [];
@@ -55,7 +64,8 @@ async function runVariant(
   warmupMs: number,
   execArgv: string[],
 ): Promise<HopLevelResult[]> {
-  const server = fork(here("./grpc-hop-server.ts"), [variant.server], { execArgv, stdio: "inherit" });
+  const env = { ...process.env, [BENCH_KEYS_ENV]: `bench:${randomBytes(32).toString("base64url")}` };
+  const server = fork(here("./grpc-hop-server.ts"), [variant.server], { execArgv, env, stdio: "inherit" });
   const deadline = levels.length * (durationMs + warmupMs) + CHILD_GRACE_MS;
   const killer = setTimeout(() => server.kill("SIGKILL"), deadline);
   try {
@@ -74,7 +84,7 @@ async function runVariant(
         String(warmupMs),
         String(variant.sessions ?? 0),
       ],
-      { execArgv, stdio: "inherit" },
+      { execArgv, env, stdio: "inherit" },
     );
     const clientKiller = setTimeout(() => client.kill("SIGKILL"), deadline);
     try {

@@ -62,7 +62,7 @@ for (const name of names) {
     }
     const reports = medianOfRuns(runs);
     print(
-      `grpc-hop: unary grpc.health.v1 Check over h2c on 127.0.0.1, server and client in separate processes${repeat > 1 ? `, median of ${repeat} runs` : ""}`,
+      `grpc-hop: unary calls over h2c on 127.0.0.1 (grpc.health.v1 Check; (f): MatchingService/GetPoolDepth with a service token), server and client in separate processes${repeat > 1 ? `, median of ${repeat} runs` : ""}`,
     );
     print(formatGrpcHop(reports));
     print();
