@@ -215,6 +215,11 @@ try {
     );
   }
 
+  // The create path's peak: a closed loop with twice as many connections as one edge
+  // replica admits at once (MAX_IN_FLIGHT, 64 by default), so the gateway, not the
+  // client, bounds it.
+  runs.push(await fire(stack, shop.apiKey, create, { mode: "closed 128", durationMs, connections: 128 }));
+
   const db = new URL(stack.databaseUrl);
   const pg = await runPgbench({
     clients: 16,
@@ -234,12 +239,15 @@ try {
     );
   }
 
-  // Overload: the create path at 150 % of its measured peak, with plenty of connections.
+  // Overload: 150 % of the create path's peak, with connections enough that the rate, not
+  // waiting connections, paces the offer.
   const peak = Math.max(...runs.filter((r) => r.endpoint === create.name).map((r) => r.okPerSec), 1);
   const over = await fire(stack, shop.apiKey, create, {
     mode: "150 %",
     durationMs: Math.max(durationMs, 10_000),
-    connections: 256,
+    // autocannon paces each connection at rate / connections: enough connections for
+    // about 4 s of replies in flight, but not so many that each one's rate rounds away.
+    connections: Math.min(512, Math.max(64, Math.ceil(peak * 1.5 * 4))),
     rate: peak * 1.5,
   });
   const unexpected = Object.entries(over.codes).filter(([c]) => !["200", "429", "503"].includes(c));
@@ -249,10 +257,14 @@ try {
   const verdicts: string[] = [];
   if (unexpected.length > 0)
     verdicts.push(`answers outside 200/429/503: ${codesText(Object.fromEntries(unexpected))}`);
-  if (over.missingRetryAfter > 0)
-    verdicts.push(`${over.missingRetryAfter} 429/503 answers without Retry-After`);
+  const missingRetryAfter = [...runs, over].reduce((n, r) => n + r.missingRetryAfter, 0);
+  if (missingRetryAfter > 0) verdicts.push(`${missingRetryAfter} 429/503 answers without Retry-After`);
   if (over.errors + over.timeouts > 0)
     verdicts.push(`${over.errors} socket errors and ${over.timeouts} timeouts (no answer at all)`);
+  const shed = (over.codes["429"] ?? 0) + (over.codes["503"] ?? 0);
+  print(
+    `overload: ${shed} of ${Object.values(over.codes).reduce((a, b) => a + b, 0)} answers refused with 429/503 + Retry-After`,
+  );
   print(
     verdicts.length === 0
       ? "overload verdict: only the designed answers appeared"
