@@ -45,6 +45,11 @@ export const commonConfig = {
     .string()
     .regex(/^[a-z][a-z0-9_]*$/, "lowercase letters, digits and underscores")
     .default("gw"),
+  /**
+   * Copies JetStream keeps of the events stream: 1 on a single server, 3 on a three-node
+   * cluster (so one server can fail without losing an acknowledged event).
+   */
+  EVENTS_REPLICAS: z.coerce.number().int().min(1).max(5).default(1),
   LOG_LEVEL: z.enum(["trace", "debug", "info", "warn", "error", "fatal", "silent"]).default("info"),
   HOST: z.string().default("127.0.0.1"),
 };

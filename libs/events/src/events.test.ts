@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import { connect, createTestDatabase, type Database, type Sql, type TestDatabase } from "@gw/db";
 import { createLogger } from "@gw/log";
 import { metricsRegistry } from "@gw/rpc";
+import { StorageType } from "@nats-io/jetstream";
 import { nanos } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { randomPrefix, readStream, until } from "../test-fixtures/helpers.ts";
@@ -71,7 +72,16 @@ describe("ensureStream", () => {
 
     expect(created.config.subjects).toEqual([`${prefix}.>`]);
     expect(created.config.duplicate_window).toBe(nanos(10 * 60 * 1000));
+    expect(created.config.storage).toBe(StorageType.File);
+    expect(created.config.num_replicas).toBe(1);
     expect(again.created).toBe(created.created);
+  });
+
+  it("asks for the configured number of copies: a single server refuses 3 with its own error", async () => {
+    const prefix = randomPrefix();
+    prefixes.push(prefix);
+    await expect(ensureStream(nats.jsm, prefix, { replicas: 3 })).rejects.toThrow(/replicas|cluster/i);
+    await expect(nats.jsm.streams.info(streamName(prefix))).rejects.toThrow(/not found/i);
   });
 
   it("updates a stream left with an older configuration instead of failing", async () => {

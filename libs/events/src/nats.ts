@@ -4,6 +4,7 @@ import {
   type JetStreamManager,
   jetstream,
   jetstreamManager,
+  StorageType,
 } from "@nats-io/jetstream";
 import { connect, type NatsConnection, nanos } from "@nats-io/transport-node";
 
@@ -31,17 +32,24 @@ const STREAM_NAME_IN_USE = 10058;
 /**
  * Creates the events stream, or updates it to this configuration, so every service can
  * call it at start in any order. The duplicate window is where Nats-Msg-Id deduplicates
- * a relay's republish after a crash; consumers are idempotent beyond it.
+ * a relay's republish after a crash; consumers are idempotent beyond it. Events are kept
+ * on file, in `replicas` copies (`EVENTS_REPLICAS`: 3 on a three-node cluster).
  *
  * Creating a stream that exists with the same configuration succeeds, so concurrent
  * starts need no coordination; only a stream left by an older configuration is updated.
  * Any other failure (NATS unreachable, JetStream off, overlapping subjects) is thrown as
  * it is, rather than hidden behind a confusing failure of the update.
  */
-export async function ensureStream(jsm: JetStreamManager, prefix: string): Promise<void> {
+export async function ensureStream(
+  jsm: JetStreamManager,
+  prefix: string,
+  options: { replicas?: number } = {},
+): Promise<void> {
   const config = {
     name: streamName(prefix),
     subjects: [`${prefix}.>`],
+    storage: StorageType.File,
+    num_replicas: options.replicas ?? 1,
     duplicate_window: nanos(10 * 60 * 1000),
     max_age: nanos(7 * 24 * 3600 * 1000),
   };

@@ -85,7 +85,7 @@ export async function startGrpcService<C extends GrpcServiceConfig>(
   const { sql, db } = connect(config.DATABASE_URL, { max: config.DB_POOL_MAX, application: spec.name });
   await migrateSchema(sql, db, spec.schema, spec.migrationsFolder);
   const nats = await connectNats(config.NATS_URL, spec.name);
-  await ensureStream(nats.jsm, config.EVENTS_PREFIX);
+  await ensureStream(nats.jsm, config.EVENTS_PREFIX, { replicas: config.EVENTS_REPLICAS });
   const parts = await runAsService(identity, () => spec.setup({ config, logger, sql, db, nats }));
 
   const check = async () => {
@@ -142,15 +142,15 @@ export function serviceInterceptors(logger: Logger): Interceptor[] {
  */
 function logCalls(logger: Logger): Interceptor {
   return (next) => async (req) => {
-    const started = performance.now();
-    const method = `${req.service.typeName}/${req.method.name}`;
     // Probes call health every few seconds; their lines would bury the rest.
     if (req.service.typeName === "grpc.health.v1.Health") return next(req);
+    const started = performance.now();
+    const method = () => `${req.service.typeName}/${req.method.name}`;
     try {
       const res = await next(req);
       if (logger.isLevelEnabled("debug"))
         logger.debug(
-          { method, code: "ok", duration_ms: Math.round((performance.now() - started) * 10) / 10 },
+          { method: method(), code: "ok", duration_ms: Math.round((performance.now() - started) * 10) / 10 },
           "rpc",
         );
       return res;
@@ -159,7 +159,11 @@ function logCalls(logger: Logger): Interceptor {
         logger.error({ err, method: req.method.name }, "unexpected error in handler");
       else if (logger.isLevelEnabled("debug"))
         logger.debug(
-          { method, code: Code[err.code], duration_ms: Math.round((performance.now() - started) * 10) / 10 },
+          {
+            method: method(),
+            code: Code[err.code],
+            duration_ms: Math.round((performance.now() - started) * 10) / 10,
+          },
           "rpc",
         );
       throw err;
