@@ -222,7 +222,10 @@ export function providerApi(deps: ProviderApiDeps) {
     if (behaviour.delay_ms && (await deps.held.wait(behaviour.delay_ms, signal)) === "aborted") {
       throw new ApiError(503, "no_answer", "the request was abandoned before the answer");
     }
-    return c.json(providerView(row, await legsOf(row.id)));
+    // A row this request has just inserted has no legs: only a repeat, or an answer held
+    // back by a delay (the control API may settle it meanwhile), can have any to show.
+    const fresh = row.id === id && !behaviour.delay_ms;
+    return c.json(providerView(row, fresh ? [] : await legsOf(row.id)));
   }
 
   api.post("/:name/v1/payins", (c) => create(c, "payin"));
