@@ -29,6 +29,7 @@ import {
   type UnaryResponse,
 } from "@connectrpc/connect";
 import { parseTimeout, setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
+import { LeanHeaders } from "./lean-headers.ts";
 
 type UnaryImpl = (req: unknown, ctx: HandlerContext) => unknown;
 
@@ -156,17 +157,17 @@ class UnaryCall implements HandlerContext {
   }
 
   get requestHeader(): Headers {
-    this.#requestHeader ??= toHeaders(this.#headers);
+    this.#requestHeader ??= LeanHeaders.fromIncoming(this.#headers);
     return this.#requestHeader;
   }
 
   get responseHeader(): Headers {
-    this.#responseHeader ??= new Headers();
+    this.#responseHeader ??= new LeanHeaders();
     return this.#responseHeader;
   }
 
   get responseTrailer(): Headers {
-    this.#responseTrailer ??= new Headers();
+    this.#responseTrailer ??= new LeanHeaders();
     return this.#responseTrailer;
   }
 
@@ -409,17 +410,9 @@ function intercepted(
   return next as (req: UnaryRequest) => Promise<UnaryResponse>;
 }
 
-/** Request headers as WHATWG Headers, without HTTP/2 pseudo-headers. */
+/** Received headers as `Headers` (a LeanHeaders), without HTTP/2 pseudo-headers. */
 export function toHeaders(raw: http2.IncomingHttpHeaders): Headers {
-  const headers = new Headers();
-  for (const key in raw) {
-    if (key.startsWith(":")) continue;
-    const value = raw[key];
-    if (value === undefined) continue;
-    if (Array.isArray(value)) for (const v of value) headers.append(key, v);
-    else headers.set(key, String(value));
-  }
-  return headers;
+  return LeanHeaders.fromIncoming(raw);
 }
 
 function copyInto(target: http2.OutgoingHttpHeaders, source: Headers): void {

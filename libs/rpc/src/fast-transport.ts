@@ -11,6 +11,7 @@ import {
   type DescMessage,
   type DescMethodStreaming,
   type DescMethodUnary,
+  type DescService,
   fromBinary,
   type MessageInitShape,
   type MessageShape,
@@ -30,6 +31,7 @@ import {
 import { codeFromHttpStatus, findTrailerError } from "@connectrpc/connect/protocol-grpc";
 import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
 import { MAX_MESSAGE_BYTES, toHeaders } from "./fast-server.ts";
+import { LeanHeaders } from "./lean-headers.ts";
 
 type HeadersInit = ConstructorParameters<typeof Headers>[0];
 
@@ -77,6 +79,7 @@ export function createFastGrpcTransport(options: FastTransportOptions): FastTran
     }
     return path;
   };
+  const base = options.baseUrl.replace(/\/$/, "");
 
   return {
     unary<I extends DescMessage, O extends DescMessage>(
@@ -95,20 +98,19 @@ export function createFastGrpcTransport(options: FastTransportOptions): FastTran
         return callUnary(sessions, path, method, message, signal, timeout, header);
       }
       const inner = (req: UnaryRequest<I, O>) =>
-        callUnary(sessions, path, req.method, req.message, req.signal, timeout, req.header);
+        callUnary(
+          sessions,
+          path,
+          req.method,
+          req.message,
+          // The caller's own signal, unless an interceptor asked for the request's.
+          req instanceof ClientRequest ? req.givenSignal() : req.signal,
+          timeout,
+          req.header,
+        );
       let next = inner as unknown as Parameters<Interceptor>[0];
       for (let i = interceptors.length - 1; i >= 0; i--) next = (interceptors[i] as Interceptor)(next);
-      const req: UnaryRequest<I, O> = {
-        stream: false,
-        service: method.parent,
-        method,
-        requestMethod: "POST",
-        url: `${options.baseUrl.replace(/\/$/, "")}${path}`,
-        signal: signal ?? new AbortController().signal,
-        header: new Headers(header),
-        contextValues: contextValues ?? createContextValues(),
-        message,
-      };
+      const req = new ClientRequest<I, O>(method, base, path, message, signal, header, contextValues);
       return next(req) as Promise<UnaryResponse<I, O>>;
     },
 
@@ -143,6 +145,66 @@ export function createFastGrpcTransport(options: FastTransportOptions): FastTran
       streaming?.manager.abort();
     },
   };
+}
+
+/**
+ * The request the client interceptors see. Its `url`, `signal` and `contextValues` are
+ * made on first use: most calls have no signal, and an AbortController nobody aborts
+ * was a cost per call.
+ */
+class ClientRequest<I extends DescMessage, O extends DescMessage> implements UnaryRequest<I, O> {
+  readonly stream = false;
+  readonly requestMethod = "POST";
+  readonly service: DescService;
+  readonly method: DescMethodUnary<I, O>;
+  readonly header: Headers;
+  readonly message: MessageShape<I>;
+  readonly #base: string;
+  readonly #path: string;
+  #signal: AbortSignal | undefined;
+  #signalMade = false;
+  #values: ContextValues | undefined;
+
+  constructor(
+    method: DescMethodUnary<I, O>,
+    base: string,
+    path: string,
+    message: MessageShape<I>,
+    signal: AbortSignal | undefined,
+    header: HeadersInit | undefined,
+    values: ContextValues | undefined,
+  ) {
+    this.service = method.parent;
+    this.method = method;
+    this.message = message;
+    this.header = new LeanHeaders(header);
+    this.#base = base;
+    this.#path = path;
+    this.#signal = signal;
+    this.#values = values;
+  }
+
+  get url(): string {
+    return `${this.#base}${this.#path}`;
+  }
+
+  get signal(): AbortSignal {
+    if (this.#signal === undefined) {
+      this.#signal = new AbortController().signal;
+      this.#signalMade = true;
+    }
+    return this.#signal;
+  }
+
+  /** The signal the caller gave (one made here on request can never abort). */
+  givenSignal(): AbortSignal | undefined {
+    return this.#signalMade ? undefined : this.#signal;
+  }
+
+  get contextValues(): ContextValues {
+    this.#values ??= createContextValues();
+    return this.#values;
+  }
 }
 
 /** One HTTP/2 session to the target, replaced when it closes, fails or stops answering pings. */
@@ -305,7 +367,8 @@ function callUnary<I extends DescMessage, O extends DescMessage>(
         "content-type": "application/grpc+proto",
         te: "trailers",
       };
-      if (header !== undefined) for (const [k, v] of new Headers(header)) headers[k] = v;
+      if (header !== undefined)
+        (header instanceof LeanHeaders ? header : new LeanHeaders(header)).copyInto(headers);
       if (deadline !== undefined) headers["grpc-timeout"] = `${Math.max(1, deadline - Date.now())}m`;
       new UnaryExchange(conn, method, headers, frame, signal, deadline, resolve, reject, (refused) => {
         // The server refused the stream before looking at it (a GOAWAY raced the call):
@@ -491,7 +554,7 @@ class UnaryExchange<I extends DescMessage, O extends DescMessage> {
         return toHeaders(headers);
       },
       get trailer() {
-        return trailers === undefined ? new Headers() : toHeaders(trailers);
+        return trailers === undefined ? new LeanHeaders() : toHeaders(trailers);
       },
     };
   }
