@@ -16,17 +16,7 @@ const rpcDuration = new Histogram({
 });
 
 /** Records rate, errors and duration of every unary and streaming RPC served. */
-export const rpcMetricsInterceptor: Interceptor = (next) => async (req) => {
-  const end = rpcDuration.startTimer({ method: `${req.service.typeName}/${req.method.name}` });
-  try {
-    const res = await next(req);
-    end({ code: "ok" });
-    return res;
-  } catch (err) {
-    end({ code: Code[ConnectError.from(err).code] ?? "unknown" });
-    throw err;
-  }
-};
+export const rpcMetricsInterceptor: Interceptor = timedBy(rpcDuration);
 
 const rpcClientDuration = new Histogram({
   name: "rpc_client_duration_seconds",
@@ -37,17 +27,55 @@ const rpcClientDuration = new Histogram({
 });
 
 /** Records rate, errors and duration of every RPC a client of ours makes. */
-export const rpcClientMetricsInterceptor: Interceptor = (next) => async (req) => {
-  const end = rpcClientDuration.startTimer({ method: `${req.service.typeName}/${req.method.name}` });
-  try {
-    const res = await next(req);
-    end({ code: "ok" });
-    return res;
-  } catch (err) {
-    end({ code: Code[ConnectError.from(err).code] ?? "unknown" });
-    throw err;
-  }
-};
+export const rpcClientMetricsInterceptor: Interceptor = timedBy(rpcClientDuration);
+
+/** The children of a histogram for one method, one per result code, made on first use. */
+interface MethodSeries {
+  ok: Observer;
+  byCode: Map<Code, Observer>;
+  method: string;
+}
+type Observer = { observe(seconds: number): void };
+
+/**
+ * An interceptor that observes each call's duration under `method` and `code`. The
+ * labelled children are made once per method and code and kept (both sets are small and
+ * fixed), so a call costs one lookup and one observation instead of prom-client's
+ * label merging, validation and hashing on every call.
+ */
+export function timedBy(histogram: Histogram<"method" | "code">): Interceptor {
+  const series = new WeakMap<object, MethodSeries>();
+  const seriesOf = (req: { service: { typeName: string }; method: { name: string } }) => {
+    let s = series.get(req.method);
+    if (s === undefined) {
+      const method = `${req.service.typeName}/${req.method.name}`;
+      s = { ok: histogram.labels({ method, code: "ok" }), byCode: new Map(), method };
+      series.set(req.method, s);
+    }
+    return s;
+  };
+  const failed = (s: MethodSeries, err: unknown): Observer => {
+    const code = ConnectError.from(err).code;
+    let o = s.byCode.get(code);
+    if (o === undefined) {
+      o = histogram.labels({ method: s.method, code: Code[code] ?? "unknown" });
+      s.byCode.set(code, o);
+    }
+    return o;
+  };
+  return (next) => async (req) => {
+    const s = seriesOf(req);
+    const started = performance.now();
+    try {
+      const res = await next(req);
+      s.ok.observe((performance.now() - started) / 1000);
+      return res;
+    } catch (err) {
+      failed(s, err).observe((performance.now() - started) / 1000);
+      throw err;
+    }
+  };
+}
 
 /** Serves `GET /metrics` in the Prometheus text format on its own port. */
 export function startMetricsServer(port: number, host: string): Promise<Server> {
