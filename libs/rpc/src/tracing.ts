@@ -6,7 +6,7 @@
  * call names. Without a tracer provider (telemetry not started) the spans are the API's
  * no-op ones and an incoming `traceparent` is still passed on.
  */
-import type { Interceptor, UnaryRequest } from "@connectrpc/connect";
+import type { Interceptor } from "@connectrpc/connect";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { currentLogContext, type LogContext, withLogContext } from "@gw/log";
 import {
@@ -17,9 +17,12 @@ import {
   ROOT_CONTEXT,
   type Span,
   SpanKind,
+  type SpanOptions,
   SpanStatusCode,
   type TextMapGetter,
   type TextMapSetter,
+  type Tracer,
+  type TracerProvider,
   trace,
 } from "@opentelemetry/api";
 
@@ -59,9 +62,14 @@ export function traceHeaders(ctx: Context = context.active()): Record<string, st
   return out;
 }
 
+let tracerOf: { provider: TracerProvider; tracer: Tracer } | undefined;
+
 /** The tracer of our own instrumentation; the global provider decides what it records. */
-export function gatewayTracer() {
-  return trace.getTracer(TRACER);
+export function gatewayTracer(): Tracer {
+  // Asked once per provider, not per call (the API's lookup builds a cache key each time).
+  const provider = trace.getTracerProvider();
+  if (tracerOf?.provider !== provider) tracerOf = { provider, tracer: provider.getTracer(TRACER) };
+  return tracerOf.tracer;
 }
 
 /**
@@ -91,13 +99,41 @@ export async function inSpan<T>(
   }
 }
 
-function rpcAttributes(req: UnaryRequest | { service: { typeName: string }; method: { name: string } }) {
-  return {
-    "rpc.system": "grpc",
-    "rpc.service": req.service.typeName,
-    "rpc.method": req.method.name,
-  } satisfies Attributes;
+/** A method's span name and attributes, made once per method. */
+interface MethodNames {
+  name: string;
+  attributes: Attributes;
 }
+const methodNames = new WeakMap<object, MethodNames>();
+
+function namesOf(req: { service: { typeName: string }; method: { name: string } }): MethodNames {
+  let names = methodNames.get(req.method);
+  if (names === undefined) {
+    names = {
+      name: `${req.service.typeName}/${req.method.name}`,
+      attributes: Object.freeze({
+        "rpc.system": "grpc",
+        "rpc.service": req.service.typeName,
+        "rpc.method": req.method.name,
+      }),
+    };
+    methodNames.set(req.method, names);
+  }
+  return names;
+}
+
+/**
+ * Starts a span of the hop. Its attributes are set only on a span that records: the SDK
+ * would otherwise copy and check them on every call just to drop them (our samplers,
+ * ParentBased over AlwaysOn or AlwaysOff, do not look at attributes).
+ */
+function startRpcSpan(names: MethodNames, options: SpanOptions, parent: Context): Span {
+  const span = gatewayTracer().startSpan(names.name, options, parent);
+  if (span.isRecording()) span.setAttributes(names.attributes);
+  return span;
+}
+const SERVER_SPAN: SpanOptions = Object.freeze({ kind: SpanKind.SERVER });
+const CLIENT_SPAN: SpanOptions = Object.freeze({ kind: SpanKind.CLIENT });
 
 function markCode(span: Span, err: unknown): void {
   const code = ConnectError.from(err).code;
@@ -134,11 +170,7 @@ function fieldsOf(message: unknown, requestId: string | null): LogContext {
 export const tracingServerInterceptor: Interceptor = (next) => async (req) => {
   const header = req.header;
   const parent = propagation.extract(ROOT_CONTEXT, header, headersGetter);
-  const span = gatewayTracer().startSpan(
-    `${req.service.typeName}/${req.method.name}`,
-    { kind: SpanKind.SERVER, attributes: rpcAttributes(req) },
-    parent,
-  );
+  const span = startRpcSpan(namesOf(req), SERVER_SPAN, parent);
   const fields = fieldsOf(req.stream ? undefined : req.message, header.get(REQUEST_ID_HEADER));
   try {
     return await context.with(trace.setSpan(parent, span), () => withLogContext(fields, () => next(req)));
@@ -155,11 +187,9 @@ export const tracingServerInterceptor: Interceptor = (next) => async (req) => {
  * goes out in the metadata; the request id of the log context goes along.
  */
 export const tracingClientInterceptor: Interceptor = (next) => async (req) => {
-  const span = gatewayTracer().startSpan(`${req.service.typeName}/${req.method.name}`, {
-    kind: SpanKind.CLIENT,
-    attributes: rpcAttributes(req),
-  });
-  propagation.inject(trace.setSpan(context.active(), span), req.header, headersSetter);
+  const active = context.active();
+  const span = startRpcSpan(namesOf(req), CLIENT_SPAN, active);
+  propagation.inject(trace.setSpan(active, span), req.header, headersSetter);
   const requestId = currentLogContext().request_id;
   if (requestId !== undefined && !req.header.has(REQUEST_ID_HEADER))
     req.header.set(REQUEST_ID_HEADER, requestId);
