@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
-import type { Client, ServiceImpl } from "@connectrpc/connect";
+import type { Client, Interceptor, ServiceImpl } from "@connectrpc/connect";
 import * as grpc from "@grpc/grpc-js";
 import { LedgerService } from "@gw/proto/gateway/ledger/v1/ledger_pb";
 import {
@@ -12,7 +12,7 @@ import { OperationsService } from "@gw/proto/gateway/operations/v1/operations_pb
 import { ReceiptsService } from "@gw/proto/gateway/receipts/v1/receipts_pb";
 import { WebhooksService } from "@gw/proto/gateway/webhooks/v1/webhooks_pb";
 import { Health, HealthCheckResponse_ServingStatus } from "@gw/proto/grpc/health/v1/health_pb";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import type { AccessPolicy } from "./access-policy.ts";
 import { GATEWAY_ACCESS_POLICY, isAllowed } from "./access-policy.ts";
 import { createServiceClient } from "./client.ts";
@@ -149,6 +149,63 @@ describe("internal access to a gRPC service", () => {
   it("calls as the service being set up when no identity is given", async () => {
     const scoped = runAsService(as("operations"), () => createServiceClient(MatchingService, url));
     expect(await codeOf(scoped.getPoolDepth({}))).toBe("ok");
+  });
+});
+
+describe("the token caches", () => {
+  it("signs one token per target service on the client and reuses it", async () => {
+    const seen: string[] = [];
+    const spy: Interceptor = (next) => (req) => {
+      seen.push(req.header.get("authorization") ?? "");
+      return next(req);
+    };
+    const options = { identity: as("operations"), interceptors: [spy] };
+    const matchingClient = createServiceClient(MatchingService, url, options);
+    await matchingClient.getPoolDepth({});
+    await matchingClient.getPoolDepth({});
+    await createServiceClient(Health, url, options).check({ service: "" });
+    expect(seen[0]).toMatch(/^Bearer gw1\./);
+    expect(seen[1]).toBe(seen[0]);
+    const audience = (header: string | undefined) => {
+      const verdict = verifyServiceToken(
+        serverKeys,
+        (header ?? "").slice(7),
+        new Set([MatchingService.typeName, Health.typeName]),
+      );
+      return verdict.ok ? verdict.claims.aud : verdict.reason;
+    };
+    expect(audience(seen[0])).toBe(MatchingService.typeName);
+    expect(audience(seen[2])).toBe(Health.typeName);
+  });
+
+  it("still applies the policy per method to a token the server has verified before", async () => {
+    const token = signServiceToken(serverKeys, { caller: "operations", audience: MatchingService.typeName });
+    const headers = { authorization: `Bearer ${token}` };
+    expect(await codeOf(client(null).getPoolDepth({}, { headers }))).toBe("ok");
+    expect(await codeOf(client(null).getPoolPayout({}, { headers }))).toBe(Code.PermissionDenied);
+    expect(await codeOf(client(null).getPoolDepth({}, { headers }))).toBe("ok");
+  });
+
+  it("refuses a token the server has verified before once it expired", async () => {
+    const token = signServiceToken(serverKeys, { caller: "operations", audience: MatchingService.typeName });
+    const headers = { authorization: `Bearer ${token}` };
+    expect(await codeOf(client(null).getPoolDepth({}, { headers }))).toBe("ok");
+    // Only Date is faked: the server's clock moves past the token's end (TTL and the
+    // forgiven skew), while sockets and timers run as usual.
+    vi.useFakeTimers({ toFake: ["Date"] });
+    try {
+      vi.setSystemTime(Date.now() + 6 * 60_000);
+      const err = await client(null)
+        .getPoolDepth({}, { headers })
+        .then(
+          () => undefined,
+          (e: unknown) => ConnectError.from(e),
+        );
+      expect(err?.code).toBe(Code.Unauthenticated);
+      expect(err?.rawMessage).toBe("service token expired");
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });
 

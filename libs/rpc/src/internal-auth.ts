@@ -56,8 +56,8 @@ const RENEW_BEFORE_MS = 60_000;
 export function serviceTokenInterceptor(
   identity: ServiceIdentity | (() => ServiceIdentity | undefined),
 ): Interceptor {
-  const cache = new Map<string, { token: string; renewAt: number; keys: ServiceKeySet; caller: string }>();
-  return (next) => async (req) => {
+  const cache = new Map<string, { bearer: string; renewAt: number; keys: ServiceKeySet; caller: string }>();
+  return (next) => (req) => {
     const id = typeof identity === "function" ? identity() : identity;
     if (id !== undefined && !req.header.has("authorization")) {
       const audience = req.service.typeName;
@@ -66,14 +66,14 @@ export function serviceTokenInterceptor(
       if (entry === undefined || entry.renewAt <= now || entry.keys !== id.keys || entry.caller !== id.name) {
         const token = signServiceToken(id.keys, { caller: id.name, audience }, now);
         entry = {
-          token,
+          bearer: `Bearer ${token}`,
           renewAt: now + SERVICE_TOKEN_TTL_MS - RENEW_BEFORE_MS,
           keys: id.keys,
           caller: id.name,
         };
         cache.set(audience, entry);
       }
-      req.header.set("authorization", `Bearer ${entry.token}`);
+      req.header.set("authorization", entry.bearer);
     }
     return next(req);
   };
@@ -100,12 +100,19 @@ export function internalAuthInterceptor(
   const policy = options.policy ?? GATEWAY_ACCESS_POLICY;
   const served = new Set(audiences);
   const verified = new Map<string, { caller: string; aud: string; expMs: number }>();
-  return (next) => async (req) => {
+  // Not async: a call that passes goes on without a promise of its own; a refusal is a
+  // rejected promise, as from any interceptor.
+  return (next) => (req) => {
     const service = req.service.typeName;
     if (OPEN_SERVICES.has(service)) return next(req);
-    const header = req.header.get("authorization");
+    const refusal = refuse(req.header.get("authorization"), service, req.method.name);
+    return refusal === undefined ? next(req) : Promise.reject(refusal);
+  };
+
+  /** Why the call is refused, or undefined if it may go on. */
+  function refuse(header: string | null, service: string, method: string): ConnectError | undefined {
     if (header === null || !header.startsWith("Bearer "))
-      throw new ConnectError("a service token is required", Code.Unauthenticated);
+      return new ConnectError("a service token is required", Code.Unauthenticated);
     const token = header.slice(7);
     const now = Date.now();
     let known = verified.get(token);
@@ -115,19 +122,16 @@ export function internalAuthInterceptor(
     }
     if (known === undefined) {
       const verdict = verifyServiceToken(options.keys, token, served, now);
-      if (!verdict.ok) throw new ConnectError(verdict.reason, Code.Unauthenticated);
+      if (!verdict.ok) return new ConnectError(verdict.reason, Code.Unauthenticated);
       // Bounded: a flood of distinct valid tokens only costs re-verification.
       if (verified.size >= VERIFIED_CACHE_MAX) verified.clear();
       known = { caller: verdict.claims.iss, aud: verdict.claims.aud, expMs: verdict.claims.exp * 1000 };
       verified.set(token, known);
     }
     if (known.aud !== service)
-      throw new ConnectError("service token is for another service", Code.Unauthenticated);
-    if (!isAllowed(policy, service, req.method.name, known.caller))
-      throw new ConnectError(
-        `${known.caller} may not call ${service}/${req.method.name}`,
-        Code.PermissionDenied,
-      );
-    return next(req);
-  };
+      return new ConnectError("service token is for another service", Code.Unauthenticated);
+    if (!isAllowed(policy, service, method, known.caller))
+      return new ConnectError(`${known.caller} may not call ${service}/${method}`, Code.PermissionDenied);
+    return undefined;
+  }
 }
