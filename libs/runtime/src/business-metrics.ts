@@ -25,7 +25,11 @@ export const receiptVerdicts = new Counter({
 });
 
 const CREATE = "gateway.operations.v1.OperationsService/CreateOperation";
-const SUBMIT_RECEIPT = "gateway.receipts.v1.ReceiptsService/SubmitReceipt";
+/** The methods whose answers carry business figures: method name to service name. */
+const COUNTED = new Map([
+  ["CreateOperation", "gateway.operations.v1.OperationsService"],
+  ["SubmitReceipt", "gateway.receipts.v1.ReceiptsService"],
+]);
 
 interface CreateShapes {
   req: { type?: unknown };
@@ -37,9 +41,8 @@ const typeLabel = (type: unknown) => (type === "payment" || type === "payout" ? 
 
 /** Records the business figures of the RPCs that carry them; every other call passes untouched. */
 export const businessMetricsInterceptor: Interceptor = (next) => {
-  return async (req) => {
+  const counted: typeof next = async (req) => {
     const path = `${req.service.typeName}/${req.method.name}`;
-    if (path !== CREATE && path !== SUBMIT_RECEIPT) return next(req);
     try {
       const res = await next(req);
       if (res.stream) return res;
@@ -63,4 +66,6 @@ export const businessMetricsInterceptor: Interceptor = (next) => {
       throw err;
     }
   };
+  // Every other call passes straight on, without a promise or a string of its own.
+  return (req) => (COUNTED.get(req.method.name) === req.service.typeName ? counted(req) : next(req));
 };
