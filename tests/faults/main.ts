@@ -10,12 +10,14 @@
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { chmodSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
+import { receiptPdf, receiptSpec } from "@gw/receipts/src/testing/receipt-factory.ts";
+import { AdminClient } from "@gw/stack/admin-client";
 import { requestJson } from "@gw/stack/http-json";
 import { startEmbeddedPostgres } from "@gw/stack/infra";
 import { freePort, probeTcp, waitFor } from "@gw/stack/net";
-import { provisionShop } from "@gw/stack/provision";
+import { DEMO_PRICING, provisionShop } from "@gw/stack/provision";
 import { SandboxClient } from "@gw/stack/sandbox-client";
 import { startWebhookReceiver } from "@gw/stack/webhook-receiver";
 import postgres from "postgres";
@@ -28,8 +30,21 @@ const SECONDS = Number(arg("seconds", "240"));
 const REPLICAS = Number(arg("replicas", "1"));
 const WORKERS = Number(arg("workers", "4"));
 const print = (line: string) => process.stdout.write(`${line}\n`);
+/**
+ * Subjects of the operation events the webhooks service turns into deliveries (its
+ * DELIVERED_EVENT_TYPES): awaiting_confirmation, manual_check and the terminal ones.
+ */
+const DELIVERED_SUBJECTS =
+  "\\.operations\\.(payment\\.(awaiting_confirmation|completed|rejected|cancelled|manual_check)|payout\\.(completed|rejected))$";
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const uuid = () => crypto.randomUUID();
+
+const runStart = Date.now();
+const load = () =>
+  loadavg()
+    .map((l) => l.toFixed(1))
+    .join(" ");
+print(`started ${new Date().toISOString()}, load average ${load()}`);
 
 // --- private infrastructure -------------------------------------------------------
 const dir = mkdtempSync(join(tmpdir(), "gw-faults-"));
@@ -58,17 +73,42 @@ const stopNats = async () => {
 await startNats();
 
 let webhookSecret: string | undefined;
+/** Verified webhooks by event id (the `webhook-id` header), with how often each came. */
 const received = new Map<string, number>();
+let unverified = 0;
 const receiver = await startWebhookReceiver({
   port: await freePort(),
   secret: () => webhookSecret,
-  onWebhook: (hook) => received.set(hook.id, (received.get(hook.id) ?? 0) + 1),
+  // Only deliveries whose signature checked out count as received.
+  onWebhook: (hook) => {
+    if (hook.verified) received.set(hook.id, (received.get(hook.id) ?? 0) + 1);
+    else unverified++;
+  },
+});
+
+// The pool shop has its own signing secret, so its webhooks come to a receiver of their own.
+let poolWebhookSecret: string | undefined;
+const poolReceiver = await startWebhookReceiver({
+  port: await freePort(),
+  secret: () => poolWebhookSecret,
+  onWebhook: (hook) => {
+    if (hook.verified) received.set(hook.id, (received.get(hook.id) ?? 0) + 1);
+    else unverified++;
+  },
 });
 
 const stack = await startTestStack({
   replicas: REPLICAS,
   infra: { databaseUrl: pg.url, natsUrl: `nats://127.0.0.1:${natsPort}` },
-  extraEnv: { LOG_LEVEL: "warn", DB_POOL_MAX: REPLICAS > 1 ? "3" : "4", RECONCILE_INTERVAL_MS: "2000" },
+  extraEnv: {
+    LOG_LEVEL: "warn",
+    DB_POOL_MAX: REPLICAS > 1 ? "3" : "4",
+    RECONCILE_INTERVAL_MS: "2000",
+    // A pool payout whose AddPayout failed (matching down) is retried by the reconciler
+    // once it is this old; the default (30 min) is longer than the run.
+    RECONCILE_AFTER_MS: "10000",
+    RECONCILE_BACKOFF_MS: "2000",
+  },
 });
 print(
   `stack up: ${REPLICAS} replica(s) per service, private Postgres and NATS under ${dir}; log ${stack.logFile}`,
@@ -91,6 +131,23 @@ try {
     name: "faults",
   });
   webhookSecret = shop.webhookSecret;
+  // A second shop whose card payins and payouts go only through the self-matching pool:
+  // its payouts are the pool, its payments are admitted into them and completed with a
+  // receipt or cancelled, so the pool's numbers (free, reserved, paid) move under faults.
+  const admin = new AdminClient(stack.urls.edge, stack.adminToken);
+  const poolShopId = await admin.createShop(shop.merchantId, "faults pool shop");
+  const poolHeaders = { "x-api-key": await admin.issueApiKey(poolShopId) };
+  await admin.putRoute(poolShopId, "WT_RUB_C2C", {
+    payin: ["self_matching"],
+    payout: ["self_matching"],
+    settlement_currency: "RUB",
+  });
+  await admin.putPricing(poolShopId, "WT_RUB_C2C", {
+    payin: [DEMO_PRICING.payin],
+    payout: [DEMO_PRICING.payout],
+  });
+  const poolSettings = await admin.putSettings(poolShopId, { webhook_url: poolReceiver.url });
+  poolWebhookSecret = poolSettings.webhook_secret ?? (await admin.rotateWebhookSecret(poolShopId));
   const sandbox = new SandboxClient(stack.urls.sandbox);
   const headers = { "x-api-key": shop.apiKey };
 
@@ -115,13 +172,85 @@ try {
   let retries = 0;
   let calls = 0;
   const shownAfterCancel: string[] = [];
-  const post = (path: string, body: Record<string, unknown>) => async () => {
+  /** merchant_operation_ids whose create was answered with an operation. */
+  const createdOk = new Set<string>();
+  const noteCreated = (mop: string, answer: unknown) => {
+    if (answer && typeof answer === "object" && "operation_id" in answer && answer.operation_id)
+      createdOk.add(mop);
+  };
+  /** merchant_operation_ids whose cancel was answered before their create was sent. */
+  const cancelledFirst: string[] = [];
+  const post =
+    (path: string, body: Record<string, unknown>, as = headers) =>
+    async () => {
+      calls++;
+      return (await requestJson("POST", `${stack.urls.edge}/v1${path}`, {
+        headers: as,
+        body,
+        timeoutMs: 15_000,
+      })) as Record<string, unknown>;
+    };
+
+  /** A receipt upload: multipart, retried like every other call. */
+  const confirm = (operationId: string, receipt: Uint8Array) => async () => {
     calls++;
-    return (await requestJson("POST", `${stack.urls.edge}/v1${path}`, {
-      headers,
-      body,
-      timeoutMs: 15_000,
-    })) as Record<string, unknown>;
+    const form = new FormData();
+    form.append("operation_id", operationId);
+    form.append("confirmation_type", "receipt");
+    form.append("receipt", new Blob([receipt], { type: "application/pdf" }), "receipt.pdf");
+    const res = await fetch(`${stack.urls.edge}/v1/confirm_payment`, {
+      method: "POST",
+      headers: poolHeaders,
+      body: form,
+      signal: AbortSignal.timeout(30_000),
+    });
+    const text = await res.text();
+    if (!res.ok)
+      throw Object.assign(new Error(`confirm_payment answered ${res.status}: ${text}`), {
+        status: res.status,
+      });
+    return JSON.parse(text) as unknown;
+  };
+
+  /**
+   * One pool round: a payout of 1500.00 to the receipt factory's card joins the pool; a
+   * payment of 1500.00 is admitted into some payout of the pool (awaiting its receipt),
+   * then completed with a genuine receipt of that card (which pays the payout) or cancelled
+   * (which frees its slot again).
+   */
+  const poolPair = async () => {
+    const base = { client_id: "faults-pool", method: "WT_RUB_C2C", amount: "1500.00", currency: "RUB" };
+    const payoutMop = `p-${uuid()}`;
+    noteCreated(
+      payoutMop,
+      await retry(
+        "pool payout",
+        post(
+          "/payout",
+          {
+            ...base,
+            merchant_operation_id: payoutMop,
+            number: "2202201234567890",
+            name: "Иван Иванович Иванов",
+          },
+          poolHeaders,
+        ),
+      ),
+    );
+    const mop = `p-${uuid()}`;
+    const created = (await retry(
+      "pool payment",
+      post("/payment", { ...base, merchant_operation_id: mop }, poolHeaders),
+    )) as Record<string, unknown>;
+    noteCreated(mop, created);
+    const id = created?.operation_id as string | undefined;
+    if (!id || created.status !== "awaiting_confirmation") return;
+    if (Math.random() < 0.7) {
+      const receipt = await receiptPdf(receiptSpec("sberbank", "card"));
+      await retry("pool confirm", confirm(id, receipt));
+    } else {
+      await retry("pool cancel", post("/cancel_operation", { operation_id: id }, poolHeaders));
+    }
   };
 
   let loading = true;
@@ -137,27 +266,40 @@ try {
       };
       const roll = Math.random();
       try {
-        if (roll < 0.15) {
+        if (roll < 0.2) {
+          await poolPair();
+          continue;
+        }
+        if (roll < 0.32) {
           // Cancelled first: the cancel arrives before the create; the create must not show requisites.
-          await retry("cancel first", post("/cancel_operation", { merchant_operation_id: mop }));
+          const cancelled = await retry(
+            "cancel first",
+            post("/cancel_operation", { merchant_operation_id: mop }),
+          );
+          if (!(cancelled instanceof Error)) cancelledFirst.push(mop);
           const created = (await retry("create after cancel", post("/payment", payment))) as Record<
             string,
             unknown
           >;
+          noteCreated(mop, created);
           if (created && typeof created === "object" && "number" in created && created.number)
             shownAfterCancel.push(mop);
           continue;
         }
-        if (roll < 0.3) {
-          await retry("payout", post("/payout", { ...payment, number: "2200123456789010" }));
+        if (roll < 0.45) {
+          noteCreated(
+            mop,
+            await retry("payout", post("/payout", { ...payment, number: "2200123456789010" })),
+          );
           continue;
         }
         const created = (await retry("create", post("/payment", payment))) as Record<string, unknown>;
+        noteCreated(mop, created);
         const id = created?.operation_id as string | undefined;
         if (!id) continue;
-        if (roll < 0.45) {
+        if (roll < 0.57) {
           await retry("cancel", post("/cancel_operation", { operation_id: id }));
-        } else if (roll < 0.9) {
+        } else if (roll < 0.92) {
           const outcome = Math.random() < 0.8 ? { legs: ["1000.00"] } : { status: "rejected" as const };
           await retry("settle", () => {
             calls++;
@@ -192,6 +334,16 @@ try {
         noteFault("postgres immediate restart");
       }
       const pick = instances[Math.floor(Math.random() * instances.length)]!;
+      // Only a process that is up and serving is killed: one killed again while it boots
+      // only lengthens the supervisor's backoff and leaves the load with nothing to hit.
+      // Others may still be down meanwhile, so faults overlap.
+      if (
+        !(await stack.waitReady(20_000, [pick.name]).then(
+          () => true,
+          () => false,
+        ))
+      )
+        continue;
       const pid = stack.pid(pick.name);
       if (pid !== undefined) {
         try {
@@ -214,95 +366,260 @@ try {
   print(`load and faults: ${Math.round((Date.now() - t0) / 1000)} s, ${calls} calls, ${retries} retries`);
 
   // --- quiesce --------------------------------------------------------------------
-  await stack.waitReady(180_000);
-  const quiet = async () => {
-    const [o] = await sql`
-      select (select count(*) from operations.outbox where published_at is null)::int as unpublished,
-             (select count(*) from webhooks.deliveries where status = 'pending')::int as pending,
-             (select count(*) from operations.operations where status = 'routing')::int as routing,
+  // Quiet means: every process ready, every outbox row published, every operation event
+  // recorded in the inbox of both its consumers (webhooks and ledger), no delivery
+  // pending and no create still routing. Bounded: after QUIESCE_MS the checks run on
+  // whatever state there is, and a real loss shows up as a broken invariant.
+  const QUIESCE_MS = 180_000;
+  const quiesceStart = Date.now();
+  await stack.waitReady(QUIESCE_MS);
+  const backlog = async () => {
+    const [o] = await sql<Record<string, number>[]>`
+      select (select count(*) from operations.outbox where published_at is null)::int as operations_unpublished,
+             (select count(*) from ledger.outbox where published_at is null)::int as ledger_unpublished,
+             (select count(*) from matching.outbox where published_at is null)::int as matching_unpublished,
+             (select count(*) from receipts.outbox where published_at is null)::int as receipts_unpublished,
+             (select count(*) from operations.outbox e where e.subject like '%.operations.payment.%' and not exists
+                (select 1 from operations.inbox i where i.consumer = 'operations-pool-payins' and i.event_id = e.id))::int as pool_payins_unapplied,
+             (select count(*) from matching.outbox e where e.subject like '%.matching.pool_payout.%' and not exists
+                (select 1 from operations.inbox i where i.consumer = 'operations-pool-payouts' and i.event_id = e.id))::int as pool_payouts_unapplied,
              (select count(*) from operations.outbox e where not exists
-                (select 1 from webhooks.deliveries d where d.event_id = e.id))::int as undelivered`;
-    return o!.unpublished === 0 && o!.pending === 0 && o!.routing === 0 && o!.undelivered === 0;
+                (select 1 from webhooks.inbox i where i.consumer = 'webhooks' and i.event_id = e.id))::int as webhooks_unapplied,
+             (select count(*) from operations.outbox e where not exists
+                (select 1 from ledger.inbox i where i.consumer = 'ledger' and i.event_id = e.id))::int as ledger_unapplied,
+             (select count(*) from webhooks.deliveries where status = 'pending')::int as deliveries_pending,
+             (select count(*) from operations.operations where status = 'routing')::int as routing,
+             (select count(*) from operations.operations op where op.type = 'payout' and op.provider = 'self_matching'
+                and op.status = 'pending' and not exists
+                (select 1 from matching.pool_payouts p where p.operation_id = op.id))::int as pool_payouts_missing`;
+    return o!;
   };
-  await waitFor("the stack to quiesce", quiet, 180_000, 1000).catch((e) => print(String(e)));
-  await sleep(3000);
+  let last: Record<string, number> = {};
+  let lastPrint = 0;
+  await waitFor(
+    "the stack to quiesce",
+    async () => {
+      last = await backlog();
+      if (Date.now() - lastPrint > 15_000) {
+        lastPrint = Date.now();
+        print(`quiesce: ${JSON.stringify(last)}`);
+      }
+      return Object.values(last).every((n) => n === 0);
+    },
+    QUIESCE_MS - (Date.now() - quiesceStart),
+    1000,
+  ).catch((e) => print(`${String(e)}; still waiting: ${JSON.stringify(last)}`));
+  print(`quiesced in ${Math.round((Date.now() - quiesceStart) / 1000)} s`);
+
+  // Failed deliveries must be replayable: ask the back office to redeliver every failed
+  // terminal webhook, and wait (bounded) for each to arrive.
+  const failed = await sql<{ event_id: string; shop_id: string }[]>`
+    select event_id, shop_id from webhooks.deliveries where status = 'failed'`;
+  for (const { event_id, shop_id } of failed) {
+    await retry("redeliver", () =>
+      requestJson(
+        "POST",
+        `${stack.urls.edge}/admin/v1/shops/${shop_id}/webhooks/deliveries/${event_id}/redeliver`,
+        { headers: { authorization: `Bearer ${stack.adminToken}` }, body: {}, timeoutMs: 15_000 },
+      ),
+    );
+  }
+  if (failed.length > 0) {
+    await waitFor(
+      "replayed deliveries to arrive",
+      async () => failed.every((f) => received.has(f.event_id)),
+      60_000,
+      500,
+    ).catch((e) => print(String(e)));
+  }
+  print(`failed deliveries replayed from the back office: ${failed.length}`);
 
   // --- invariants -----------------------------------------------------------------
-  const checks: [string, () => Promise<readonly unknown[]>][] = [
-    [
-      "every ledger transfer balances (per currency, debits = credits)",
-      () => sql`select transfer_id, currency from ledger.postings group by transfer_id, currency
+  // Each check returns its violations and how many rows it examined, so a check that
+  // looked at nothing is visible instead of passing quietly.
+  type Check = {
+    name: string;
+    examined: () => Promise<number>;
+    violations: () => Promise<readonly unknown[]>;
+  };
+  const count = async (q: Promise<readonly { n: number }[]>) => (await q)[0]?.n ?? 0;
+  /** Operations the merchant was told exist: not a cancel placeholder, not a refused create. */
+  const known = sql`(op.request_hash is not null and not (op.status = 'rejected' and op.provider is null))`;
+  const createdMops = [...createdOk];
+  const checks: Check[] = [
+    {
+      name: "every ledger transfer balances (per currency, debits = credits)",
+      examined: () => count(sql`select count(*)::int as n from ledger.transfers`),
+      violations: () => sql`select transfer_id, currency from ledger.postings group by transfer_id, currency
                 having sum(case when side = 'debit' then amount else -amount end) <> 0 limit 20`,
-    ],
-    [
-      "every account balance equals its postings",
-      () => sql`select a.id, a.balance, coalesce(sum(case when p.side = 'credit' then p.amount else -p.amount end), 0) as postings
+    },
+    {
+      name: "every account balance equals its postings",
+      examined: () => count(sql`select count(*)::int as n from ledger.accounts`),
+      violations:
+        () => sql`select a.id, a.balance, coalesce(sum(case when p.side = 'credit' then p.amount else -p.amount end), 0) as postings
                 from ledger.accounts a left join ledger.postings p on p.account_id = a.id
                 group by a.id having a.balance <> coalesce(sum(case when p.side = 'credit' then p.amount else -p.amount end), 0) limit 20`,
-    ],
-    [
-      "one operation per shop and merchant_operation_id",
-      () => sql`select shop_id, merchant_operation_id, count(*) from operations.operations
+    },
+    {
+      name: "one operation per shop and merchant_operation_id",
+      examined: () => count(sql`select count(*)::int as n from operations.operations`),
+      violations: () => sql`select shop_id, merchant_operation_id, count(*) from operations.operations
                 group by 1, 2 having count(*) > 1 limit 20`,
-    ],
-    [
-      "no payout over-allocated (free + reserved + paid + handed off = amount, parts match slots and contributions)",
-      () => sql`select p.operation_id from matching.pool_payouts p
+    },
+    {
+      name: "no payout over-allocated (free + reserved + paid + handed off = amount, none negative, reserved = its reserved slots)",
+      examined: () => count(sql`select count(*)::int as n from matching.pool_payouts`),
+      violations: () => sql`select p.operation_id from matching.pool_payouts p
                 where p.free_amount + p.reserved_amount + p.paid_amount + p.handed_off_amount <> p.amount
                    or least(p.free_amount, p.reserved_amount, p.paid_amount, p.handed_off_amount) < 0
                    or p.reserved_amount <> coalesce((select sum(s.amount) from matching.slots s where s.payout_id = p.operation_id and s.status = 'reserved'), 0)
                 limit 20`,
-    ],
-    [
-      "every committed change has its event published (operations, ledger, matching outboxes)",
-      async () => [
+    },
+    {
+      name: "every committed change has its event published (operations, ledger, matching, receipts outboxes)",
+      examined: () =>
+        count(sql`select ((select count(*) from operations.outbox) + (select count(*) from ledger.outbox)
+                   + (select count(*) from matching.outbox) + (select count(*) from receipts.outbox))::int as n`),
+      violations: async () => [
         ...(await sql`select 'operations' as schema, id from operations.outbox where published_at is null limit 10`),
         ...(await sql`select 'ledger' as schema, id from ledger.outbox where published_at is null limit 10`),
-        ...(await sql`select 'matching' as schema, id from matching.outbox where published_at is null limit 10`.catch(
-          () => [],
-        )),
+        ...(await sql`select 'matching' as schema, id from matching.outbox where published_at is null limit 10`),
+        ...(await sql`select 'receipts' as schema, id from receipts.outbox where published_at is null limit 10`),
       ],
-    ],
-    [
-      "every operation event applied once by webhooks (one delivery per event of a shop with an endpoint)",
-      () => sql`select o.id from operations.outbox o
-                where o.subject like '%.operations.%'
-                  and not exists (select 1 from webhooks.deliveries d where d.event_id = o.id)
+    },
+    {
+      name: "every operation the merchant knows has an event of its current status",
+      examined: () => count(sql`select count(*)::int as n from operations.operations op where ${known}`),
+      violations: () => sql`select op.id, op.type, op.status from operations.operations op
+                where ${known} and not exists (
+                  select 1 from operations.outbox o
+                  where o.subject like '%.operations.' || op.type || '.' || op.status
+                    and position(convert_to(op.id::text, 'UTF8') in o.payload) > 0)
                 limit 20`,
-    ],
-    [
-      "every money event applied once by the ledger (payment.completed, payout.pending/completed/rejected/cancelled in its inbox)",
-      () => sql`select o.id, o.subject from operations.outbox o
-                where o.subject ~ '\\.operations\\.(payment\\.completed|payout\\.(pending|completed|rejected|cancelled))$'
-                  and (select count(*) from ledger.inbox i where i.event_id = o.id) <> 1
+    },
+    {
+      name: "every operation event applied once by webhooks (in its inbox; one delivery per delivered type; no terminal webhook twice)",
+      examined: () => count(sql`select count(*)::int as n from operations.outbox`),
+      violations: async () => [
+        ...(await sql`select 'not in the webhooks inbox' as why, o.id, o.subject from operations.outbox o
+                      where not exists (select 1 from webhooks.inbox i where i.consumer = 'webhooks' and i.event_id = o.id)
+                      limit 10`),
+        ...(await sql`select 'no delivery row' as why, o.id, o.subject from operations.outbox o
+                      where o.subject ~ ${DELIVERED_SUBJECTS}
+                        and not exists (select 1 from webhooks.deliveries d where d.event_id = o.id)
+                      limit 10`),
+        ...(await sql`select 'terminal webhook twice' as why, operation_id, event_type, count(*)::int
+                      from webhooks.deliveries
+                      where event_type ~ '\\.(completed|rejected|cancelled)$'
+                      group by operation_id, event_type having count(*) > 1 limit 10`),
+      ],
+    },
+    {
+      name: "every pool event applied once by operations (payment events and matching's pool_payout events in its inbox)",
+      examined: () =>
+        count(
+          sql`select count(*)::int as n from matching.outbox where subject like '%.matching.pool_payout.%'`,
+        ),
+      violations: async () => [
+        ...(await sql`select 'payment event not in operations-pool-payins' as why, o.id, o.subject from operations.outbox o
+                      where o.subject like '%.operations.payment.%' and not exists
+                        (select 1 from operations.inbox i where i.consumer = 'operations-pool-payins' and i.event_id = o.id)
+                      limit 10`),
+        ...(await sql`select 'pool event not in operations-pool-payouts' as why, o.id, o.subject from matching.outbox o
+                      where o.subject like '%.matching.pool_payout.%' and not exists
+                        (select 1 from operations.inbox i where i.consumer = 'operations-pool-payouts' and i.event_id = o.id)
+                      limit 10`),
+      ],
+    },
+    {
+      name: "every pool payout recorded pending is in the pool",
+      examined: () =>
+        count(sql`select count(*)::int as n from operations.operations
+                  where type = 'payout' and provider = 'self_matching'`),
+      violations: () => sql`select op.id from operations.operations op
+                where op.type = 'payout' and op.provider = 'self_matching' and op.status = 'pending'
+                  and not exists (select 1 from matching.pool_payouts p where p.operation_id = op.id)
                 limit 20`,
-    ],
-    [
-      "every terminal operation has its terminal webhook delivered or visibly failed",
-      () => sql`select op.id, op.type, op.status from operations.operations op
-                where op.status in ('completed', 'rejected', 'cancelled')
-                  and not exists (select 1 from webhooks.deliveries d where d.operation_id = op.id
-                                  and d.event_type = op.type || '.' || op.status and d.status in ('delivered', 'failed'))
-                limit 20`,
-    ],
-    [
-      "no cancelled-first payment ever showed requisites (create answers, and no payment.pending event)",
-      async () => [
+    },
+    {
+      name: "every operation event applied once by the ledger (in its inbox; transfers and reserve match the status)",
+      examined: () => count(sql`select count(*)::int as n from operations.outbox`),
+      violations: async () => [
+        ...(await sql`select 'not in the ledger inbox' as why, o.id, o.subject from operations.outbox o
+                      where not exists (select 1 from ledger.inbox i where i.consumer = 'ledger' and i.event_id = o.id)
+                      limit 10`),
+        ...(await sql`select 'transfers do not match the status' as why, op.id, op.type, op.status, x.kinds, r.state
+                      from operations.operations op
+                      cross join lateral (select coalesce(string_agg(t.kind, ',' order by t.kind), '') as kinds
+                                          from ledger.transfers t where t.operation_id = op.id) x
+                      left join ledger.payout_reserves r on r.operation_id = op.id
+                      where op.status <> 'routing' and not (
+                        case
+                          when not ${known} then x.kinds = '' and r.state is null
+                          when op.type = 'payment' and op.status = 'completed' then x.kinds = 'payment_settle'
+                          when op.type = 'payment' then x.kinds = ''
+                          when op.status = 'completed' then x.kinds = 'payout_complete,payout_reserve' and r.state = 'consumed'
+                          when op.status in ('rejected', 'cancelled') then
+                            (x.kinds = 'payout_release,payout_reserve' or x.kinds = '') and r.state = 'released'
+                          else x.kinds = 'payout_reserve' and r.state = 'reserved'
+                        end)
+                      limit 10`),
+      ],
+    },
+    {
+      name: "every terminal operation has its terminal webhook delivered (and received, signed) or visibly failed",
+      examined: () =>
+        count(sql`select count(*)::int as n from operations.operations op
+                  where ${known} and op.status in ('completed', 'rejected', 'cancelled')`),
+      violations: async () => {
+        const rows = await sql<
+          { id: string; type: string; status: string; event_id: string | null; state: string | null }[]
+        >`
+          select op.id, op.type, op.status, d.event_id, d.status as state from operations.operations op
+          left join webhooks.deliveries d on d.operation_id = op.id and d.event_type = op.type || '.' || op.status
+          where ${known} and op.status in ('completed', 'rejected', 'cancelled')`;
+        return rows.filter(
+          (r) =>
+            r.event_id === null ||
+            (r.state !== "delivered" && r.state !== "failed") ||
+            (r.state === "delivered" && !received.has(r.event_id)),
+        );
+      },
+    },
+    {
+      name: "no create the merchant was answered with success is recorded as refused",
+      examined: async () => createdMops.length,
+      violations: () => sql`select op.id, op.merchant_operation_id from operations.operations op
+                where op.merchant_operation_id = any(${createdMops}::text[]) and not ${known} limit 20`,
+    },
+    {
+      name: "no cancelled-first payment ever showed requisites (create answers, stored number, events)",
+      examined: async () => cancelledFirst.length,
+      violations: async () => [
         ...shownAfterCancel.map((mop) => ({ mop, seen: "create answer carried requisites" })),
-        ...(await sql`select op.id from operations.operations op
-                      where op.cancelled_by_command and op.status = 'cancelled' and op.number is null
-                        and exists (select 1 from webhooks.deliveries d where d.operation_id = op.id and d.event_type = 'payment.pending')
+        ...(await sql`select op.id, op.status, op.number is not null as has_number from operations.operations op
+                      where op.merchant_operation_id = any(${cancelledFirst}::text[])
+                        and (op.status <> 'cancelled' or op.number is not null)
+                      limit 20`),
+        ...(await sql`select op.id, o.subject from operations.operations op
+                      join operations.outbox o on position(convert_to(op.id::text, 'UTF8') in o.payload) > 0
+                      where op.merchant_operation_id = any(${cancelledFirst}::text[])
+                        and o.subject !~ '\\.operations\\.payment\\.cancelled$'
                       limit 20`),
       ],
-    ],
+    },
   ];
   let broken = 0;
-  for (const [name, check] of checks) {
+  let vacuous = 0;
+  for (const { name, examined, violations } of checks) {
     try {
-      const rows = await check();
+      const rows = await violations();
+      const n = await examined();
       if (rows.length > 0) broken++;
+      if (n === 0) vacuous++;
       print(
-        `${rows.length === 0 ? "ok    " : "BROKEN"} ${name}${rows.length ? `: ${JSON.stringify(rows.slice(0, 5))}` : ""}`,
+        `${rows.length > 0 ? "BROKEN" : n === 0 ? "EMPTY " : "ok    "} ${name} (${n} examined)${rows.length ? `: ${JSON.stringify(rows.slice(0, 5))}` : ""}`,
       );
     } catch (err) {
       broken++;
@@ -314,14 +631,18 @@ try {
       count(*) filter (where status = 'cancelled')::int as cancelled,
       count(*) filter (where status = 'rejected')::int as rejected,
       count(*) filter (where type = 'payout')::int as payouts from operations.operations`;
-  print(`operations: ${JSON.stringify(counts)}; webhooks received: ${received.size} distinct`);
+  print(`operations: ${JSON.stringify(counts)}`);
+  if (vacuous > 0) print(`${vacuous} check(s) examined nothing (EMPTY): this run did not exercise them`);
   print(`faults by kind: ${JSON.stringify(faultLog)}`);
-  print(`faults injected: ${faults}, invariants broken: ${broken}`);
+  print(`webhooks received with a valid signature: ${received.size} distinct; unverified: ${unverified}`);
+  print(`run time ${Math.round((Date.now() - runStart) / 1000)} s, load average now ${load()}`);
+  print(`faults injected: ${faults}, invariants checked: ${checks.length}, invariants broken: ${broken}`);
   exitCode = broken === 0 ? 0 : 1;
 } finally {
   await sql.end().catch(() => {});
   await stack.stop().catch(() => {});
   await receiver.stop().catch(() => {});
+  await poolReceiver.stop().catch(() => {});
   await stopNats();
   await pg.stop().catch(() => {});
   rmSync(dir, { recursive: true, force: true });

@@ -25,8 +25,8 @@ export interface TestStack {
   /** Starts a killed service again and waits until it is ready. */
   restart(name: string): Promise<void>;
   pid(name: string): number | undefined;
-  /** Resolves when every process answers ready again (after faults, say). */
-  waitReady(timeoutMs?: number): Promise<void>;
+  /** Resolves when every process (or the named services or instances) answers ready again. */
+  waitReady(timeoutMs?: number, names?: string[]): Promise<void>;
   /** Every process of the stack with its own ports. */
   instances(): Promise<Instance[]>;
   replicas: number;
@@ -133,7 +133,7 @@ export async function startTestStack(
     kill: (name, signal) => stack.kill(name, signal),
     restart: (name) => stack.restart(name),
     pid: (name) => stack.pid(name),
-    waitReady: (timeoutMs) => stack.waitReady(undefined, timeoutMs),
+    waitReady: (timeoutMs, names) => stack.waitReady(names, timeoutMs),
     instances: () => stack.instances(),
     replicas,
     stop,
