@@ -33,9 +33,18 @@ export const isUuid = (text: string) =>
 /** The edge's own data in its `edge` schema: merchants, shops, key hashes and shop settings. */
 export class EdgeStore {
   readonly #db: Database;
+  /** The key lookup runs on every request: built once, so a request pays only its round trip. */
+  readonly #scopeOfKey;
 
   constructor(db: Database) {
     this.#db = db;
+    this.#scopeOfKey = db
+      .select({ keyId: apiKeys.id, shopId: shops.id, merchantId: shops.merchantId })
+      .from(apiKeys)
+      .innerJoin(shops, eq(shops.id, apiKeys.shopId))
+      .where(and(eq(apiKeys.keyHash, sql.placeholder("keyHash")), isNull(apiKeys.revokedAt)))
+      .limit(1)
+      .prepare("edge_scope_of_key");
   }
 
   /**
@@ -44,12 +53,7 @@ export class EdgeStore {
    * revocation holds from the very next request on every replica.
    */
   async scopeOfKey(keyHash: string): Promise<Scope | undefined> {
-    const rows = await this.#db
-      .select({ keyId: apiKeys.id, shopId: shops.id, merchantId: shops.merchantId })
-      .from(apiKeys)
-      .innerJoin(shops, eq(shops.id, apiKeys.shopId))
-      .where(and(eq(apiKeys.keyHash, keyHash), isNull(apiKeys.revokedAt)))
-      .limit(1);
+    const rows = await this.#scopeOfKey.execute({ keyHash });
     return rows[0];
   }
 
