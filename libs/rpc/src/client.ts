@@ -15,6 +15,8 @@ export interface ServiceClientOptions {
    * (`runAsService`) or of the process (`setServiceIdentity`); `null` sends no token.
    */
   identity?: ServiceIdentity | null;
+  /** HTTP/2 sessions per client for unary calls, used in turn (default 1). */
+  sessions?: number;
 }
 
 /**
@@ -48,6 +50,7 @@ export function createServiceClient<S extends DescService>(
     pingIntervalMs: 10_000,
     pingTimeoutMs: 5_000,
     idleConnectionTimeoutMs: 60_000,
+    ...(options.sessions === undefined ? {} : { sessions: options.sessions }),
   });
   return createClient(service, transport);
 }

@@ -136,6 +136,10 @@ const pairs: [string, () => MatchingClient][] = [
     "createServiceClient -> a plain connect-node server",
     () => createServiceClient(MatchingService, plainUrl),
   ],
+  [
+    "createServiceClient with 2 sessions -> startGrpcServer",
+    () => createServiceClient(MatchingService, gwUrl, { sessions: 2 }),
+  ],
 ];
 
 async function rejection(promise: Promise<unknown>): Promise<ConnectError> {
@@ -274,6 +278,16 @@ describe("createServiceClient", () => {
     expect((await client.getPoolDepth({ method: "", currency: "header" })).freeAmount).toBe(
       "from-interceptor",
     );
+  });
+
+  it("spreads its calls over the sessions it is given", async () => {
+    const before = new Set(plainSessions);
+    const client = createServiceClient(MatchingService, plainUrl, { sessions: 2 });
+    const answers = await Promise.all(
+      ["1", "2", "3", "4"].map((m) => client.getPoolDepth({ method: m, currency: "echo" })),
+    );
+    expect(answers.map((a) => a.freeAmount)).toEqual(["1", "2", "3", "4"]);
+    expect([...plainSessions].filter((s) => !before.has(s))).toHaveLength(2);
   });
 
   it("applies its default deadline to calls that set none", async () => {

@@ -46,6 +46,8 @@ export interface FastTransportOptions {
   pingTimeoutMs?: number;
   /** A session without calls for this long is closed. */
   idleConnectionTimeoutMs?: number;
+  /** HTTP/2 sessions to spread unary calls over, in turn (default 1). */
+  sessions?: number;
 }
 
 export interface FastTransport extends Transport {
@@ -68,7 +70,15 @@ export function createFastGrpcTransport(options: FastTransportOptions): FastTran
   const pingTimeoutMs = options.pingTimeoutMs ?? 5_000;
   const idleMs = options.idleConnectionTimeoutMs ?? 60_000;
   const interceptors = options.interceptors ?? [];
-  const sessions = new SessionHolder(options.baseUrl, pingIntervalMs, pingTimeoutMs, idleMs);
+  const holders = Array.from(
+    { length: Math.max(1, options.sessions ?? 1) },
+    () => new SessionHolder(options.baseUrl, pingIntervalMs, pingTimeoutMs, idleMs),
+  );
+  let turn = 0;
+  const sessions: Sessions =
+    holders.length === 1
+      ? (holders[0] as SessionHolder)
+      : { acquire: () => (holders[turn++ % holders.length] as SessionHolder).acquire() };
   let streaming: { transport: Transport; manager: Http2SessionManager } | undefined;
   const paths = new WeakMap<DescMethodUnary, string>();
   const pathOf = (method: DescMethodUnary) => {
@@ -141,7 +151,7 @@ export function createFastGrpcTransport(options: FastTransportOptions): FastTran
     },
 
     close() {
-      sessions.close();
+      for (const h of holders) h.close();
       streaming?.manager.abort();
     },
   };
@@ -207,8 +217,13 @@ class ClientRequest<I extends DescMessage, O extends DescMessage> implements Una
   }
 }
 
+/** Where a call gets its session. */
+interface Sessions {
+  acquire(): Conn | Promise<Conn>;
+}
+
 /** One HTTP/2 session to the target, replaced when it closes, fails or stops answering pings. */
-class SessionHolder {
+class SessionHolder implements Sessions {
   readonly #url: string;
   readonly #pingIntervalMs: number;
   readonly #pingTimeoutMs: number;
@@ -344,7 +359,7 @@ class Conn {
 
 /** Sends one unary call and reads its answer. */
 function callUnary<I extends DescMessage, O extends DescMessage>(
-  sessions: SessionHolder,
+  sessions: Sessions,
   path: string,
   method: DescMethodUnary<I, O>,
   message: MessageShape<I>,

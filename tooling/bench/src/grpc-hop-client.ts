@@ -48,6 +48,7 @@ function makeCall(): { call: ClosedLoop; close: () => void } {
       const client = createServiceClient(MatchingService, baseUrl, {
         defaultTimeoutMs: timeoutMs,
         identity: { name: "operations", keys: parseServiceTokenKeys(benchKeys()) },
+        ...(Number(sessionsArg) > 0 ? { sessions: Number(sessionsArg) } : {}),
       });
       return { call: () => client.getPoolDepth({ method: "WT_RUB_C2C", currency: "RUB" }), close: () => {} };
     }

@@ -25,7 +25,7 @@ export interface HopVariant {
   label: string;
   server: HopServerMode;
   client: HopClientKind;
-  /** HTTP/2 sessions of a `grpc-pool` client. */
+  /** HTTP/2 sessions of a `grpc-pool` or `gw-service` client. */
   sessions?: number;
   /** Only run when named: variants for finding where the time goes. */
   extra?: true;
@@ -83,6 +83,14 @@ export const HOP_VARIANTS: HopVariant[] = [
     label: "(f) createServiceClient -> startGrpcServer, as services run them",
     server: "gw-service",
     client: "gw-service",
+  },
+  {
+    name: "gw-sessions-2",
+    label: "(f) with 2 HTTP/2 sessions per client",
+    server: "gw-service",
+    client: "gw-service",
+    sessions: 2,
+    extra: true,
   },
   {
     name: "gw-bare",
