@@ -107,14 +107,26 @@ export function providerApi(deps: ProviderApiDeps) {
   const { db } = deps;
   const api = new Hono();
 
-  const legsOf = (operationId: string) =>
-    db.select().from(legs).where(eq(legs.operationId, operationId)).orderBy(asc(legs.position));
+  // Read on every request, so built once: building a drizzle query costs more CPU than
+  // its round trip, and a request then pays only the round trip.
+  const legsQuery = db
+    .select()
+    .from(legs)
+    .where(eq(legs.operationId, sql.placeholder("operationId")))
+    .orderBy(asc(legs.position))
+    .prepare("sandbox_legs_of");
+  const legsOf = (operationId: string) => legsQuery.execute({ operationId });
+  const providerQuery = db
+    .select()
+    .from(providers)
+    .where(eq(providers.name, sql.placeholder("name")))
+    .prepare("sandbox_provider");
 
   async function authenticate(c: Context) {
     const name = c.req.param("name") ?? "";
     const header = c.req.header("authorization") ?? "";
     const token = header.startsWith("Bearer ") ? header.slice(7) : "";
-    const [provider] = await db.select().from(providers).where(eq(providers.name, name));
+    const [provider] = await providerQuery.execute({ name });
     // An unknown provider and wrong credentials look the same, so names cannot be probed.
     if (!provider || token === "" || !secretsEqual(token, provider.credentials)) {
       throw new ApiError(401, "unauthorized", "missing or wrong credentials");
