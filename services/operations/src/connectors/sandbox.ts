@@ -1,4 +1,6 @@
 import { createHmac, timingSafeEqual } from "node:crypto";
+import { metricsRegistry } from "@gw/rpc";
+import { Histogram } from "prom-client";
 import { request } from "undici";
 import {
   CallbackRejectedError,
@@ -16,6 +18,14 @@ export const SIGNATURE_HEADER = "x-sandbox-signature";
 export const MAX_CALLBACK_AGE_SECONDS = 300;
 /** A callback signed this far in the future is refused; beyond ordinary clock skew. */
 export const MAX_CALLBACK_SKEW_SECONDS = 60;
+
+const providerDuration = new Histogram({
+  name: "provider_request_duration_seconds",
+  help: "Duration of HTTP requests to providers, by provider, method and outcome (HTTP status or error).",
+  labelNames: ["provider", "method", "outcome"],
+  buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 15],
+  registers: [metricsRegistry],
+});
 
 /** The provider answered, but not with something the connector can act on. */
 export class ProviderRequestError extends Error {
@@ -253,8 +263,17 @@ export class SandboxConnector implements Connector {
       accept: "application/json",
     };
     if (body !== undefined) headers["content-type"] = "application/json";
-    const res = await request(url, { method, headers, body, signal });
-    const text = await res.body.text();
+    const end = providerDuration.startTimer({ provider: provider.name, method });
+    let text: string;
+    let res: Awaited<ReturnType<typeof request>>;
+    try {
+      res = await request(url, { method, headers, body, signal });
+      text = await res.body.text();
+    } catch (err) {
+      end({ outcome: "error" });
+      throw err;
+    }
+    end({ outcome: String(res.statusCode) });
     let json: unknown;
     try {
       json = text === "" ? undefined : JSON.parse(text);
