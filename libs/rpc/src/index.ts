@@ -39,6 +39,7 @@ export {
   REQUEST_ID_HEADER,
   recordGetter,
   recordSetter,
+  setSpansMayRecord,
   traceHeaders,
   tracingClientInterceptor,
   tracingServerInterceptor,

@@ -21,6 +21,7 @@ import {
   SpanStatusCode,
   type TextMapGetter,
   type TextMapSetter,
+  TraceFlags,
   type Tracer,
   type TracerProvider,
   trace,
@@ -128,9 +129,51 @@ function namesOf(req: { service: { typeName: string }; method: { name: string } 
  * ParentBased over AlwaysOn or AlwaysOff, do not look at attributes).
  */
 function startRpcSpan(names: MethodNames, options: SpanOptions, parent: Context): Span {
+  if (!spansMayRecord) return nonRecordingChild(parent);
   const span = gatewayTracer().startSpan(names.name, options, parent);
   if (span.isRecording()) span.setAttributes(names.attributes);
   return span;
+}
+
+let spansMayRecord = true;
+
+/**
+ * Tells the hop's interceptors whether the process's tracer provider can record spans
+ * at all. `startTelemetry` says false when no exporter or span processor is configured:
+ * a span would then reach nobody, and the interceptors make the span the SDK would have
+ * made themselves, a non-recording child with its own span id in the parent's trace
+ * (or a new trace), carrying the parent's sampled flag and trace state. What goes out
+ * in `traceparent` and what log lines name is the same; the SDK's sampler, id
+ * generator, span metrics and attribute checks are skipped. Default: true.
+ */
+export function setSpansMayRecord(mayRecord: boolean): void {
+  spansMayRecord = mayRecord;
+}
+
+/** As the SDK under ParentBased sampling makes a child span that does not record. */
+function nonRecordingChild(parent: Context): Span {
+  const sc = trace.getSpanContext(parent);
+  if (sc !== undefined && trace.isSpanContextValid(sc)) {
+    return trace.wrapSpanContext({
+      traceId: sc.traceId,
+      spanId: randomHexId(8),
+      traceFlags: sc.traceFlags & TraceFlags.SAMPLED,
+      ...(sc.traceState === undefined ? {} : { traceState: sc.traceState }),
+    });
+  }
+  return trace.wrapSpanContext({
+    traceId: randomHexId(16),
+    spanId: randomHexId(8),
+    traceFlags: TraceFlags.NONE,
+  });
+}
+
+const idBytes = Buffer.allocUnsafe(16);
+/** A random id of `bytes` bytes in lower-case hex, never all zeros (as the SDK's generator). */
+function randomHexId(bytes: 8 | 16): string {
+  for (let i = 0; i < bytes; i += 4) idBytes.writeUInt32BE((Math.random() * 2 ** 32) >>> 0, i);
+  if (idBytes.subarray(0, bytes).every((b) => b === 0)) idBytes[bytes - 1] = 1;
+  return idBytes.toString("hex", 0, bytes);
 }
 const SERVER_SPAN: SpanOptions = Object.freeze({ kind: SpanKind.SERVER });
 const CLIENT_SPAN: SpanOptions = Object.freeze({ kind: SpanKind.CLIENT });

@@ -2,7 +2,13 @@
  * The tracer of a process and its identity on the internal hop, set up once at start.
  * See docs/operations.md, "Observability".
  */
-import { parseServiceTokenKeys, type ServiceIdentity, type ServiceKeySet, setServiceIdentity } from "@gw/rpc";
+import {
+  parseServiceTokenKeys,
+  type ServiceIdentity,
+  type ServiceKeySet,
+  setServiceIdentity,
+  setSpansMayRecord,
+} from "@gw/rpc";
 import { context, propagation, trace } from "@opentelemetry/api";
 import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-hooks";
 import { CompositePropagator, W3CBaggagePropagator, W3CTraceContextPropagator } from "@opentelemetry/core";
@@ -60,6 +66,9 @@ export function startTelemetry(options: TelemetryOptions): Telemetry {
     new CompositePropagator({ propagators: [new W3CTraceContextPropagator(), new W3CBaggagePropagator()] }),
   );
   trace.setGlobalTracerProvider(provider);
+  // Without a processor no span reaches anyone: the hop's interceptors then make their
+  // non-recording spans themselves (same ids and traceparent, less work per call).
+  setSpansMayRecord(recording);
   current = {
     recording,
     shutdown: () => provider.shutdown(),
