@@ -86,4 +86,20 @@ describe("LeanHeaders", () => {
     expect([...lean.keys()]).toEqual(["content-type", "x-many", "grpc-timeout"]);
     expect([...lean.values()]).toEqual(["application/grpc", "1, 2", "5m"]);
   });
+
+  it("reads a received block in place and copies it on the first change, leaving it as it was", () => {
+    const raw = { ":path": "/a.B/C", authorization: "Bearer t", "x-many": ["1", "2"] };
+    const lean = LeanHeaders.fromIncoming(raw);
+    expect(lean.get("Authorization")).toBe("Bearer t");
+    expect(lean.has(":path")).toBe(false);
+    expect(lean.get(":path")).toBeNull();
+    expect(lean.has("toString")).toBe(false);
+    expect(lean.get("x-many")).toBe("1, 2");
+    lean.set("traceparent", "00-abc-def-01");
+    lean.delete("authorization");
+    expect(lean.get("authorization")).toBeNull();
+    expect(lean.get("x-many")).toBe("1, 2");
+    expect(lean.get("traceparent")).toBe("00-abc-def-01");
+    expect(raw).toEqual({ ":path": "/a.B/C", authorization: "Bearer t", "x-many": ["1", "2"] });
+  });
 });

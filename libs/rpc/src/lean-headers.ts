@@ -47,16 +47,25 @@ function checkValue(value: string): string {
   return v;
 }
 
+/** A received field's value: repeated fields joined as Headers joins them. */
+function joined(value: string | string[]): string {
+  return Array.isArray(value) ? value.join(", ") : String(value);
+}
+
 export class LeanHeaders implements Headers {
+  /**
+   * A received header block, read in place until the first write or iteration (the
+   * interceptors only look up a few names); then copied into #fields.
+   */
+  #raw: IncomingHttpHeaders | undefined;
   /** Lower-case name to value; never holds HTTP/2 pseudo-headers. */
-  readonly #map: Map<string, string>;
+  #fields: Map<string, string> | undefined;
 
   constructor(init?: HeadersInit | LeanHeaders) {
     if (init instanceof LeanHeaders) {
-      this.#map = new Map(init.#map);
+      this.#fields = new Map(init.#map);
       return;
     }
-    this.#map = new Map();
     if (init === undefined) return;
     if (Symbol.iterator in (init as object)) {
       for (const pair of init as Iterable<readonly string[]>) {
@@ -71,17 +80,39 @@ export class LeanHeaders implements Headers {
   /**
    * The metadata of a received HTTP/2 header block (pseudo-headers left out). Node has
    * already checked the names and lower-cased them; repeated fields come as arrays.
+   * The block is not copied unless the headers are changed or iterated.
    */
   static fromIncoming(raw: IncomingHttpHeaders): LeanHeaders {
     const headers = new LeanHeaders();
-    const map = headers.#map;
-    for (const key in raw) {
-      if (key.charCodeAt(0) === 58 /* ":" */) continue;
-      const value = raw[key];
-      if (value === undefined) continue;
-      map.set(key, Array.isArray(value) ? value.join(", ") : String(value));
-    }
+    headers.#raw = raw;
     return headers;
+  }
+
+  /** The fields as a map, copying a received block on first use. */
+  get #map(): Map<string, string> {
+    if (this.#fields === undefined) {
+      const map = new Map<string, string>();
+      const raw = this.#raw;
+      if (raw !== undefined) {
+        for (const key in raw) {
+          const value = raw[key];
+          if (value !== undefined && key.charCodeAt(0) !== 58 /* ":" */) map.set(key, joined(value));
+        }
+        this.#raw = undefined;
+      }
+      this.#fields = map;
+    }
+    return this.#fields;
+  }
+
+  /** One field's value without copying a received block. */
+  #lookup(name: string): string | undefined {
+    const key = name.toLowerCase();
+    const raw = this.#raw;
+    if (raw === undefined) return this.#fields?.get(key);
+    if (key.charCodeAt(0) === 58 || !Object.hasOwn(raw, key)) return undefined;
+    const value = raw[key];
+    return value === undefined ? undefined : joined(value);
   }
 
   append(name: string, value: string): void {
@@ -96,16 +127,16 @@ export class LeanHeaders implements Headers {
   }
 
   get(name: string): string | null {
-    return this.#map.get(name.toLowerCase()) ?? null;
+    return this.#lookup(name) ?? null;
   }
 
   getSetCookie(): string[] {
-    const v = this.#map.get("set-cookie");
+    const v = this.#lookup("set-cookie");
     return v === undefined ? [] : [v];
   }
 
   has(name: string): boolean {
-    return this.#map.has(name.toLowerCase());
+    return this.#lookup(name) !== undefined;
   }
 
   set(name: string, value: string): void {
