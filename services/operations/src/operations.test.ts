@@ -74,6 +74,21 @@ describe("create", () => {
     expect(other.info).toMatchObject({ code: "idempotency_conflict", field: "merchant_operation_id" });
   });
 
+  it("ignores number and bankname on a payment: the provider's requisites answer, and another number is the same request", async () => {
+    const shop = await h.shop(["acme"]);
+    const sent = "4000000000000002";
+    const req = paymentRequest(shop, { number: sent, bankname: "no-such-bank" });
+    const first = await h.operations.createOperation(req);
+    expect(first.operation?.status).toBe("pending");
+    expect(first.operation?.number).toMatch(/^\d{16}$/);
+    expect(first.operation?.number).not.toBe(sent);
+    expect(first.operation?.bankname).toBeUndefined();
+    // Not part of the request's identity either: no 412 for another destination.
+    const other = await h.operations.createOperation({ ...req, number: "5555555555554444", bankname: "" });
+    expect(other.replayed).toBe(true);
+    expect(other.operation).toEqual(first.operation);
+  });
+
   it("yields one operation and fifty identical answers for fifty concurrent identical creates", async () => {
     const shop = await h.shop(["acme"]);
     const req = paymentRequest(shop);
@@ -226,6 +241,54 @@ describe("cancel", () => {
     });
     expect(res.outcome).toBe("already_terminal");
     expect(res.operation?.status).toBe("completed");
+  });
+
+  it("3: a cancel that timed out gave no decision; retrying the same command gets one, applied once", async () => {
+    const shop = await h.shop(["acme"]);
+    const req = paymentRequest(shop);
+    const { operation } = await h.operations.createOperation(req);
+    const operationId = operation?.operationId ?? "";
+    const id = { case: "merchantOperationId" as const, value: req.merchantOperationId };
+    // Another transaction holds the payment's row, so the cancel cannot commit before its deadline.
+    let release = () => {};
+    const released = new Promise<void>((r) => {
+      release = r;
+    });
+    let held = () => {};
+    const isHeld = new Promise<void>((r) => {
+      held = r;
+    });
+    const holder = h.store.sql.begin(async (tx) => {
+      await tx`select id from operations.operations where id = ${operationId} for update`;
+      held();
+      await released;
+    });
+    await isHeld;
+    const timedOut = await failureOf(
+      h.operations.cancelOperation({ scope: shop, id, reason: "first try" }, { timeoutMs: 300 }),
+    );
+    expect(timedOut.code).toBe(Code.DeadlineExceeded);
+    // The timeout is no decision: the payment still reads pending.
+    expect((await h.operations.getOperation({ scope: shop, id })).operation?.status).toBe("pending");
+    release();
+    await holder;
+
+    const retry = await h.operations.cancelOperation({ scope: shop, id, reason: "retry" });
+    expect(retry.outcome).toBe("cancelled");
+    expect(retry.operation?.status).toBe("cancelled");
+    const again = await h.operations.cancelOperation({
+      scope: shop,
+      id: { case: "operationId", value: operationId },
+      reason: "retry",
+    });
+    expect(again.outcome).toBe("cancelled");
+    expect(again.operation?.version).toBe(retry.operation?.version);
+    // Whether the timed-out attempt committed after all or the retry did, it happened once.
+    const events = await h.store.sql<{ n: number }[]>`
+      select count(*)::int as n from operations.outbox
+      where subject like '%.operations.payment.cancelled'
+        and position(convert_to(${operationId}, 'UTF8') in payload) > 0`;
+    expect(events[0]?.n).toBe(1);
   });
 
   it("refuses to cancel a payout with 412", async () => {
