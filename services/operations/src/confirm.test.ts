@@ -138,6 +138,30 @@ describe("confirm_payment", () => {
     expect(second.operation).toMatchObject({ status: "completed", actualAmount: "1500.00" });
   });
 
+  it("answers potential_fake when the internal reason of a manual check is missing, in the row or in the review", async () => {
+    const op = await aPayment();
+    const file = notPdf();
+    const first = await confirm(op.operationId, file);
+    expect(first.operation).toMatchObject({ status: "manual_check", manualCheckReason: "not_terminal" });
+    // A row without a reason (written by an older version, or repaired by hand) reads as potential_fake.
+    await h.store.sql`
+      update operations.operations set manual_check_reason = null where id = ${op.operationId}`;
+    const read = await h.operations.getOperation({
+      scope: shop,
+      id: { case: "operationId", value: op.operationId },
+    });
+    expect(read.operation).toMatchObject({ status: "manual_check", manualCheckReason: "potential_fake" });
+    // A recorded review without a reason, answered again for the same file, is applied as
+    // potential_fake, and the row now records it.
+    await h.store.sql`
+      update receipts.receipt_reviews set manual_check_reason = null where operation_id = ${op.operationId}`;
+    const replay = await confirm(op.operationId, file);
+    expect(replay.replayed).toBe(true);
+    expect(replay.operation).toMatchObject({ status: "manual_check", manualCheckReason: "potential_fake" });
+    const row = await h.store.findAnyById(op.operationId);
+    expect(row?.manual_check_reason).toBe("potential_fake");
+  });
+
   it("answers not found for another shop's payment and changes nothing", async () => {
     const op = await aPayment();
     const other = await h.shop(["receipts"]);
