@@ -25,11 +25,16 @@ beforeAll(async () => {
 afterAll(() => h?.stop());
 
 /** A shop whose routes are given per direction, with the given pricing on both methods. */
-async function shop(payin: string[], payout: string[], pricing = { percent: "0", fixed: "0" }) {
+async function shop(
+  payin: string[],
+  payout: string[],
+  pricing = { percent: "0", fixed: "0" },
+  settlementCurrency = "RUB",
+) {
   const shopId = randomUUID();
   const merchantId = randomUUID();
   for (const method of ["WT_RUB_C2C", "WT_RUB_PHONE"]) {
-    await h.operations.putRoute({ shopId, method, payin, payout, settlementCurrency: "RUB" });
+    await h.operations.putRoute({ shopId, method, payin, payout, settlementCurrency });
     const tier = { minAmount: "0.01", maxAmount: "10000000.00", ...pricing };
     await h.ledger.putPricing({ shopId, method, payin: [tier], payout: [tier] });
   }
@@ -251,6 +256,11 @@ describe("a payout routed to self_matching", () => {
       (row) => expect(row?.provider).toBe("acme"),
       WINDOW_MS + 15_000,
     );
+    // Pending under the provider, with what the pool paid held as legs: no recorded fact yet.
+    const handedOff = (await state(payee, id)).operation;
+    expect(handedOff?.status).toBe("pending");
+    expect(handedOff?.recordedAmount).toBeUndefined();
+    expect(handedOff?.recordedCurrency).toBeUndefined();
     const settled = await h.settle(id, { status: "rejected" });
     expect(settled.ok).toBe(true);
     const done = await eventually(
@@ -259,11 +269,59 @@ describe("a payout routed to self_matching", () => {
     );
     expect(done.operation?.status).toBe("completed");
     expect(done.operation?.actualAmount).toBe("400.00");
+    // The ledger fact is what the pool paid, and the settlement is settled on it.
+    expect(done.operation).toMatchObject({
+      recordedAmount: "400.00",
+      recordedCurrency: "RUB",
+      settlementAmount: "400.00",
+      settlementCurrency: "RUB",
+    });
     expect(done.receipts.map((r) => r.amount)).toEqual(["400.00"]);
     // The payee shop paid 400.00 through the pool: that much leaves it, the rest of its reserve returns.
     await eventually(
       () => balance(payee.shopId),
       (b) => expect(b).toMatchObject({ balance: "-400.00", reserved: "0.00" }),
     );
+  }, 40_000);
+  it("completes as a self-matching partial when no provider follows the pool, recording actual × rate in the settlement currency", async () => {
+    await h.ledger.putFxRate({ from: "RUB", to: "USDT", rate: "0.010512", source: "pool-test" });
+    const payer = await shop([SELF_MATCHING], [SELF_MATCHING]);
+    const payee = await shop([SELF_MATCHING], [SELF_MATCHING], { percent: "0", fixed: "0" }, "USDT");
+    const out = (await payout(payee, "1300.00")).operation;
+    const id = out?.operationId ?? "";
+    expect(out).toMatchObject({ status: "pending", fxRate: "0.010512", fxSource: "pool-test" });
+    expect(out?.recordedAmount).toBeUndefined();
+    await eventually(
+      () => poolPayout(id),
+      (p) => expect(p?.status).toBe("open"),
+    );
+    const pay = (await payment(payer, "520.00")).operation;
+    await completeByReceipt(pay?.operationId ?? "", "520.00");
+    await eventually(
+      () => poolPayout(id),
+      (p) => expect(p?.paidAmount).toBe("520.00"),
+    );
+    // Partly paid but still pending: a pending response never carries the recorded fact.
+    const partlyPaid = (await state(payee, id)).operation;
+    expect(partlyPaid?.status).toBe("pending");
+    expect(partlyPaid?.recordedAmount).toBeUndefined();
+
+    // The window ends and nobody follows the pool in the route: completed with what the pool paid.
+    const done = await eventually(
+      () => state(payee, id),
+      (r) => expect(r.operation?.status).toBe("completed"),
+      WINDOW_MS + 15_000,
+    );
+    // 520.00 × 0.010512 = 5.46624 USDT.
+    expect(done.operation).toMatchObject({
+      actualAmount: "520.00",
+      currency: "RUB",
+      fxRate: "0.010512",
+      recordedAmount: "5.466240",
+      recordedCurrency: "USDT",
+      settlementAmount: "5.466240",
+      settlementCurrency: "USDT",
+    });
+    expect(done.receipts.map((r) => r.amount)).toEqual(["520.00"]);
   }, 40_000);
 });
