@@ -186,6 +186,33 @@ describe("settlement by provider callback", () => {
     expect(balances.balances.map((b) => b.currency).sort()).toEqual(["RUB", "USDT"]);
   });
 
+  it("completes a payment whose provider reported no legs with one synthetic contribution and evidence partial", async () => {
+    const shop = await h.shop(["acme"]);
+    const req = paymentRequest(shop);
+    const { operation } = await h.operations.createOperation(req);
+    const id = operation?.operationId ?? "";
+    const res = await h.settle(id, { legs: [] });
+    expect(res.ok).toBe(true);
+    // The callback itself was taken (the reconciler of this harness looks only after 30 min).
+    expect(((await res.json()) as { delivery: { delivered: boolean } }).delivery.delivered).toBe(true);
+    const byId = await eventually(
+      () => h.operations.getOperation({ scope: shop, id: { case: "operationId", value: id } }),
+      (r) => expect(r.operation?.status).toBe("completed"),
+    );
+    expect(byId.operation?.actualAmount).toBe("1000.00");
+    expect(byId.receiptEvidenceStatus).toBe("partial");
+    expect(byId.receipts).toHaveLength(1);
+    expect(byId.receipts[0]).toMatchObject({ id, amount: "1000.00" });
+    expect(byId.receipts[0]?.receiptUrl).toBeUndefined();
+    // Retrying does not change it, by either identifier.
+    const again = await h.operations.getOperation({
+      scope: shop,
+      id: { case: "merchantOperationId", value: req.merchantOperationId },
+    });
+    expect(again.receiptEvidenceStatus).toBe("partial");
+    expect(again.receipts).toEqual(byId.receipts);
+  });
+
   it("refuses a forged callback and changes nothing", async () => {
     const shop = await h.shop(["acme"]);
     const { operation } = await h.operations.createOperation(paymentRequest(shop));

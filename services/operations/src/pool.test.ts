@@ -240,6 +240,40 @@ describe("a payout routed to self_matching", () => {
     expect(total.toFixed(2)).toBe("1000.00");
   }, 40_000);
 
+  it("shows the handed-off share of a provider that completed without legs as one synthetic contribution, evidence partial", async () => {
+    const payer = await shop([SELF_MATCHING], [SELF_MATCHING]);
+    const payee = await shop([SELF_MATCHING], [SELF_MATCHING, "acme"]);
+    const out = (await payout(payee, "1200.00")).operation;
+    const id = out?.operationId ?? "";
+    await eventually(
+      () => poolPayout(id),
+      (p) => expect(p?.status).toBe("open"),
+    );
+    const pay = (await payment(payer, "450.00")).operation;
+    await completeByReceipt(pay?.operationId ?? "", "450.00");
+    await eventually(
+      () => h.store.findAnyById(id),
+      (row) => expect(row?.provider).toBe("acme"),
+      WINDOW_MS + 15_000,
+    );
+    const settled = await h.settle(id, { legs: [] });
+    expect(settled.ok).toBe(true);
+    const done = await eventually(
+      () => state(payee, id),
+      (r) => expect(r.operation?.status).toBe("completed"),
+    );
+    expect(done.operation?.actualAmount).toBe("1200.00");
+    expect(done.receiptEvidenceStatus).toBe("partial");
+    const contribution = (await poolPayout(id))?.contributions[0]?.id;
+    expect(done.receipts.map((r) => [r.id, r.amount]).sort()).toEqual(
+      [
+        [contribution, "450.00"],
+        [id, "750.00"],
+      ].sort(),
+    );
+    expect(done.receipts.every((r) => r.receiptUrl === undefined)).toBe(true);
+  }, 40_000);
+
   it("completes as a self-matching partial when the provider it was handed off to rejects, so the ledger keeps what the pool paid", async () => {
     const payer = await shop([SELF_MATCHING], [SELF_MATCHING]);
     const payee = await shop([SELF_MATCHING], [SELF_MATCHING, "acme"]);

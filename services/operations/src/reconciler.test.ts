@@ -119,6 +119,25 @@ describe("reconciler", () => {
     expect((await read(shop, id)).receipts).toHaveLength(2);
   }, 40_000);
 
+  it("completes a payment the provider reports completed without legs with evidence partial, when the callback never arrived", async () => {
+    const shop = await h.shop(["acme"]);
+    h.callbacks("refuse");
+    const id = await createPending(shop);
+    const settled = await h.settle(id, { legs: [] });
+    expect(((await settled.json()) as { delivery: { delivered: boolean } }).delivery.delivered).toBe(false);
+    const done = await eventually(
+      () => read(shop, id),
+      (r) => expect(r.operation?.status).toBe("completed"),
+    );
+    h.callbacks("forward");
+    expect(done.operation?.actualAmount).toBe("1000.00");
+    expect(done.receiptEvidenceStatus).toBe("partial");
+    expect(done.receipts.map((r) => [r.id, r.amount, r.receiptUrl])).toEqual([[id, "1000.00", undefined]]);
+    const completed = (await eventsOf(id)).filter((e) => e.type === "payment.completed");
+    expect(completed).toHaveLength(1);
+    expect(completed[0]?.receipts.map((r) => r.amount)).toEqual(["1000.00"]);
+  }, 40_000);
+
   it("expires a payment past its expires_at that the provider still reports pending, with one event", async () => {
     const shop = await h.shop(["brief"]);
     h.callbacks("forward");

@@ -46,10 +46,11 @@ const settleBody = z
     /** Needed only when several hosted providers hold an open operation with this reference. */
     provider: providerName.optional(),
     status: z.enum(["completed", "rejected"]).optional(),
-    legs: z.array(z.string()).min(1).max(100).optional(),
+    /** `[]` completes without legs: a provider that reports completion without decomposing it. */
+    legs: z.array(z.string()).max(100).optional(),
   })
   .refine((b) => (b.status === "rejected" ? b.legs === undefined : b.legs !== undefined), {
-    message: "give legs to complete, or status rejected without legs",
+    message: "give legs to complete (an empty list for no decomposition), or status rejected without legs",
     path: ["legs"],
   });
 
