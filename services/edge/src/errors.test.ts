@@ -229,6 +229,20 @@ describe("mapping of downstream errors", () => {
     expect(JSON.stringify(res.body)).not.toContain("ECONNREFUSED");
   });
 
+  it.each([
+    [Code.PermissionDenied, "edge may not call gateway.operations.v1.OperationsService/CreateOperation"],
+    [Code.Unauthenticated, "service token signature does not match"],
+  ])(
+    "answers a refused service token (%s without ErrorInfo) with 500 internal, never 401/403 nor its text",
+    async (code, text) => {
+      const { app, apiKey } = await appFailingWith(new ConnectError(text, code));
+      const res = await merchant(app, apiKey, "POST", "/v1/payment", aPayment);
+      expect(res.status).toBe(500);
+      expect(res.body.error).toEqual({ code: "internal", message: "internal error" });
+      expect(JSON.stringify(res.body)).not.toContain("service");
+    },
+  );
+
   it("answers an unexpected downstream crash with 500 internal and never sends its message", async () => {
     const { app, apiKey } = await appFailingWith(new Error("secret stack detail"));
     const res = await merchant(app, apiKey, "POST", "/v1/payment", aPayment);

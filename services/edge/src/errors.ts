@@ -134,10 +134,21 @@ export function loggableCause(err: unknown): unknown {
   return err;
 }
 
+/**
+ * Codes that, without ErrorInfo, come from the internal service-token check
+ * (`libs/rpc/src/internal-auth.ts`): the edge's own credentials or the access policy were
+ * refused, which is a fault of the gateway, never of the merchant's key.
+ */
+const INTERNAL_AUTH_CODES = new Set<Code>([Code.Unauthenticated, Code.PermissionDenied]);
+
 /** Maps a gRPC error from a downstream service to the public error. */
 export function fromConnectError(err: ConnectError): ApiError {
-  const status = HTTP_STATUS_BY_CONNECT_CODE[err.code] ?? 500;
   const info = errorInfo(err);
+  // A merchant's 401 and 403 come only from the edge's key check or from a domain failure
+  // that says so (ErrorInfo); a refused service token must not read as "invalid api key".
+  if (!info && INTERNAL_AUTH_CODES.has(err.code))
+    return new ApiError(500, "internal", SAFE_MESSAGE_BY_STATUS[500]!);
+  const status = HTTP_STATUS_BY_CONNECT_CODE[err.code] ?? 500;
   const code = info?.code || DEFAULT_CODE_BY_STATUS[status] || "internal";
   // Domain failures carry a message written for the merchant; anything without ErrorInfo
   // on a 5xx is a transport or programming error whose text is a cause, not a message.

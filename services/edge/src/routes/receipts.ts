@@ -143,7 +143,8 @@ export function receiptDownloadRoutes(clients: EdgeClients, store: EdgeStore) {
         { timeoutMs: CALL_TIMEOUT_MS },
       );
     } catch (err) {
-      if (err instanceof ConnectError && err.code === Code.PermissionDenied)
+      // The receipts service's own refusal carries ErrorInfo; a refused service token does not.
+      if (err instanceof ConnectError && err.code === Code.PermissionDenied && errorInfo(err))
         throw new ApiError(
           410,
           errorInfo(err)?.code || "receipt_url_expired",
