@@ -1,9 +1,11 @@
 import { randomUUID } from "node:crypto";
+import postgres from "postgres";
 import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   errorOf,
   type HttpAnswer,
+  MerchantApi,
   newMop,
   Operator,
   paymentBody,
@@ -255,6 +257,18 @@ describe("payments over HTTP", () => {
       });
     });
 
+    it("ignores number and bankname sent on a payment: the provider's requisites answer, and another number is the same request", async () => {
+      const sent = "4000000000000002";
+      const body = paymentBody({ number: sent, bankname: "no-such-bank" });
+      const res = await ordered.api.payment(body);
+      expect(res.status).toBe(200);
+      expect(res.json).toMatchObject({ status: "pending", number: THIRD_CARD });
+      expect(res.json).not.toHaveProperty("bankname");
+      const retry = await ordered.api.payment({ ...body, number: "5555555555554444", bankname: undefined });
+      expect(retry.status).toBe(200);
+      expect(retry.json).toEqual(res.json);
+    });
+
     it("carries expires_at only when the provider reports an expiry", async () => {
       const withExpiry = await expiring.api.payment(paymentBody());
       expect(withExpiry.status).toBe(200);
@@ -387,6 +401,72 @@ describe("payments over HTTP", () => {
       expect(a![0] < b![0] || (a![0] === b![0] && a![1] < b![1])).toBe(true);
       const byMop = await main.api.state({ merchant_operation_id: mop });
       expect(byMop.json.receipts).toEqual(receipts);
+    });
+  });
+
+  describe("revoking a key", () => {
+    it("leaves operations in flight unaffected: the create completes, the webhook arrives, another key of the shop reads the state", async () => {
+      const slow = await operator.provider("slowrev", { payin: { mode: "accept", delay_ms: 1500 } });
+      const shop = await operator.newShop({
+        name: "revoking",
+        routes: { WT_RUB_C2C: { payin: [slow], payout: [slow], settlement_currency: "RUB" } },
+      });
+      const sql = postgres(stack.databaseUrl, { max: 1 });
+      try {
+        const second = await operator.admin("POST", `/shops/${shop.shopId}/api-keys`, {});
+        expect(second.status).toBe(201);
+        const other = new MerchantApi(stack.urls.edge, second.json.api_key as string);
+        const keys = await operator.admin("GET", `/shops/${shop.shopId}/api-keys`);
+        const first = (keys.json.api_keys as { key_id: string; prefix: string }[]).find((k) =>
+          shop.apiKey.startsWith(k.prefix),
+        );
+        expect(first).toBeDefined();
+
+        // A payment already pending when the key is revoked, and a create still routing then.
+        const earlier = await shop.api.payment(paymentBody());
+        expect(earlier.json?.status).toBe("pending");
+        const body = paymentBody();
+        const inFlight = shop.api.payment(body);
+        await pollUntil(
+          "the create to be routing",
+          () => sql<{ status: string }[]>`
+            select status from operations.operations
+            where shop_id = ${shop.shopId} and merchant_operation_id = ${body.merchant_operation_id as string}`,
+          (rows) => rows[0]?.status === "routing",
+          10_000,
+        );
+        const revoked = await operator.admin("POST", `/api-keys/${first?.key_id}/revoke`);
+        expect(revoked.status).toBe(200);
+        expect(errorOf(await shop.api.balances())).toMatchObject({ status: 401, code: "invalid_api_key" });
+
+        const created = await inFlight;
+        expect(created.status).toBe(200);
+        expect(created.json).toMatchObject({
+          status: "pending",
+          merchant_operation_id: body.merchant_operation_id,
+        });
+        expect(created.json.number).toMatch(/^\d{12,19}$/);
+
+        for (const op of [earlier.json, created.json]) {
+          const operationId = op.operation_id as string;
+          await operator.settle(operationId, { legs: ["1000.00"] });
+          await pollUntil(
+            "the payment.completed webhook",
+            async () => webhooksOf(shop.receiver, operationId, "payment.completed"),
+            (hooks) => hooks.length > 0,
+          );
+          const byId = await other.state({ operation_id: operationId });
+          expect(byId.status).toBe(200);
+          expect(byId.json).toMatchObject({ status: "completed", actual_amount: "1000.00" });
+          const byMop = await other.state({ merchant_operation_id: op.merchant_operation_id });
+          expect(byMop.json).toMatchObject({ operation_id: operationId, status: "completed" });
+          // The revoked key reads nothing any more.
+          expect(errorOf(await shop.api.state({ operation_id: operationId }))).toMatchObject({ status: 401 });
+        }
+      } finally {
+        await sql.end();
+        await shop.receiver.stop();
+      }
     });
   });
 
