@@ -20,7 +20,8 @@ interface LogLine {
 function logLines(file: string): LogLine[] {
   const out: LogLine[] = [];
   for (const raw of readFileSync(file, "utf8").split("\n")) {
-    const match = /^\[([a-z-]+)\] (\{.*\})$/.exec(raw);
+    // `[edge] {...}`, or `[edge#2] {...}` for a replica (E2E_REPLICAS): the service is `edge`.
+    const match = /^\[([a-z-]+)(?:#\d+)?\] (\{.*\})$/.exec(raw);
     if (!match) continue;
     try {
       out.push({ service: match[1] as string, line: JSON.parse(match[2] as string) });
