@@ -21,6 +21,7 @@ export {
   type GrpcServer,
   type GrpcServerOptions,
   HTTP2_SERVER_OPTIONS,
+  MAX_CONNECTION_AGE_MS,
   startGrpcServer,
   tuneServerSession,
 } from "./server.ts";

@@ -1,7 +1,7 @@
 import { createServer, type Server } from "node:http";
 import type { Interceptor } from "@connectrpc/connect";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { collectDefaultMetrics, Histogram, Registry } from "prom-client";
+import { Counter, collectDefaultMetrics, Histogram, Registry } from "prom-client";
 
 /** The one Prometheus registry of a process; every metric of every lib registers here. */
 export const metricsRegistry = new Registry();
@@ -28,6 +28,13 @@ const rpcClientDuration = new Histogram({
 
 /** Records rate, errors and duration of every RPC a client of ours makes. */
 export const rpcClientMetricsInterceptor: Interceptor = timedBy(rpcClientDuration);
+
+/** Client sessions the gRPC server told to go away at their maximum age. */
+export const sessionsAged = new Counter({
+  name: "rpc_server_sessions_aged_total",
+  help: "HTTP/2 sessions the gRPC server ended with GOAWAY at their maximum connection age.",
+  registers: [metricsRegistry],
+});
 
 /** The children of a histogram for one method, one per result code, made on first use. */
 interface MethodSeries {

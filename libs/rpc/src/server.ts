@@ -6,7 +6,7 @@ import { Health } from "@gw/proto/grpc/health/v1/health_pb";
 import { createFastUnaryHandler, recordUnaryRoutes, type UnaryRoute } from "./fast-server.ts";
 import { type HealthChecker, healthService } from "./health.ts";
 import { type InternalAuthOptions, internalAuthInterceptor } from "./internal-auth.ts";
-import { rpcMetricsInterceptor } from "./metrics.ts";
+import { rpcMetricsInterceptor, sessionsAged } from "./metrics.ts";
 import { tracingServerInterceptor } from "./tracing.ts";
 
 export interface GrpcServerOptions {
@@ -24,6 +24,13 @@ export interface GrpcServerOptions {
    * set, from a caller the policy allows. Without it the server takes any caller.
    */
   auth?: InternalAuthOptions;
+  /**
+   * How long one client session may live (gRPC's MAX_CONNECTION_AGE): then the server
+   * sends GOAWAY, calls in flight finish, and the client opens a new session, which a
+   * per-connection balancer (a Kubernetes Service) may send to another replica. ±10 %
+   * jitter spreads the reconnects. 0 keeps sessions for ever. Default 5 minutes.
+   */
+  maxConnectionAgeMs?: number;
 }
 
 export interface GrpcServer {
@@ -43,6 +50,11 @@ export const HTTP2_SETTINGS: http2.Settings = {
   initialWindowSize: 4 * 1024 * 1024,
 };
 const SESSION_WINDOW = 16 * 1024 * 1024;
+
+/** The default of `maxConnectionAgeMs`. */
+export const MAX_CONNECTION_AGE_MS = 5 * 60_000;
+/** How long a session told to go away may keep its calls in flight before it is cut. */
+const MAX_CONNECTION_AGE_GRACE_MS = 30_000;
 
 /** Options of the HTTP/2 server behind startGrpcServer, for tools that build their own. */
 export const HTTP2_SERVER_OPTIONS: http2.ServerOptions = { settings: HTTP2_SETTINGS };
@@ -97,10 +109,15 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcS
     );
   });
   const open = sessions(server);
+  const maxAgeMs = options.maxConnectionAgeMs ?? MAX_CONNECTION_AGE_MS;
   server.on("session", (session) => {
     open.add(session);
-    session.once("close", () => open.delete(session));
     tuneServerSession(session);
+    const aged = maxAgeMs > 0 ? ageOut(session, maxAgeMs) : undefined;
+    session.once("close", () => {
+      open.delete(session);
+      clearTimeout(aged);
+    });
   });
   // Node sets this already (checked with strace); kept explicit so a change of default
   // cannot make small unary frames wait for Nagle's algorithm.
@@ -121,6 +138,24 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcS
       });
     },
   };
+}
+
+/**
+ * Ends a session at its age (with jitter): GOAWAY lets the calls in flight finish and
+ * refuses new ones, which the client sends again on a fresh session; a session still
+ * open after the grace period is destroyed.
+ */
+function ageOut(session: http2.ServerHttp2Session, maxAgeMs: number): NodeJS.Timeout {
+  const timer = setTimeout(
+    () => {
+      sessionsAged.inc();
+      session.close();
+      setTimeout(() => session.destroy(), MAX_CONNECTION_AGE_GRACE_MS).unref();
+    },
+    maxAgeMs * (0.9 + Math.random() * 0.2),
+  );
+  timer.unref();
+  return timer;
 }
 
 const tracked = new WeakMap<http2.Http2Server, Set<http2.ServerHttp2Session>>();

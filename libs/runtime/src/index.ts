@@ -3,7 +3,7 @@ import { commonConfig, port } from "@gw/config";
 import { connect, type Database, migrateSchema, type Sql } from "@gw/db";
 import { connectNats, ensureStream, type Nats } from "@gw/events";
 import { createLogger, type Logger } from "@gw/log";
-import { runAsService, startGrpcServer, startMetricsServer } from "@gw/rpc";
+import { MAX_CONNECTION_AGE_MS, runAsService, startGrpcServer, startMetricsServer } from "@gw/rpc";
 import { z } from "zod";
 import { businessMetricsInterceptor } from "./business-metrics.ts";
 import { serviceIdentity, startTelemetry } from "./telemetry.ts";
@@ -27,6 +27,8 @@ export const grpcServiceConfig = (grpcPort: number, metricsPort: number) =>
     GRPC_PORT: port(grpcPort),
     METRICS_PORT: port(metricsPort),
     DB_POOL_MAX: z.coerce.number().int().min(1).max(200).default(10),
+    /** Client sessions are asked to reconnect after this long (±10 %), so balancers spread them; 0: never. */
+    GRPC_MAX_CONNECTION_AGE_MS: z.coerce.number().int().min(0).default(MAX_CONNECTION_AGE_MS),
   });
 export type GrpcServiceConfig = z.infer<ReturnType<typeof grpcServiceConfig>>;
 
@@ -100,6 +102,7 @@ export async function startGrpcService<C extends GrpcServiceConfig>(
     serviceNames: spec.serviceNames,
     port: config.GRPC_PORT,
     host: config.HOST,
+    maxConnectionAgeMs: config.GRPC_MAX_CONNECTION_AGE_MS,
     check,
   });
   const metrics = await startMetricsServer(config.METRICS_PORT, config.HOST);
