@@ -139,7 +139,13 @@ describe("API key issuance", () => {
     expect(listed.status).toBe(200);
     expect(JSON.stringify(listed.body)).not.toContain(apiKey);
     expect(listed.body.api_keys).toEqual([
-      { key_id: keyId, prefix: apiKey.slice(0, 12), created_at: expect.any(String), revoked_at: null },
+      {
+        key_id: keyId,
+        prefix: apiKey.slice(0, 12),
+        created_at: expect.any(String),
+        revoked_at: null,
+        permissions: null,
+      },
     ]);
 
     const [row] = await database.sql`select key_hash from edge.api_keys where id = ${keyId}`;
@@ -184,6 +190,142 @@ describe("API key issuance", () => {
     });
     expect(res.status).toBe(404);
     expect(res.body.error).toMatchObject({ field: "merchant_id" });
+  });
+});
+
+describe("restricted keys (403)", () => {
+  const AVAILABILITY =
+    "/v1/payment/availability?method=WT_RUB_C2C&currency=RUB&min_amount=100.00&max_amount=500.00";
+  const RECOMMEND = {
+    method: "WT_RUB_C2C",
+    currency: "RUB",
+    amount: "200.00",
+    min_amount: "100.00",
+    max_amount: "500.00",
+  };
+  const FLEXIBLE = {
+    merchant_operation_id: "order-1",
+    client_id: "user-1",
+    method: "WT_RUB_C2C",
+    currency: "RUB",
+    recommended_amount: "200.00",
+  };
+
+  /** Fakes that count what reached the services behind the edge. */
+  function counted() {
+    const calls = { coverage: 0, flexible: 0 };
+    const read = {
+      method: "WT_RUB_C2C",
+      currency: "RUB",
+      evaluatedAt: "2026-11-21T10:00:00.000Z",
+      coverage: "full",
+      reserved: false,
+      truncated: false,
+      intervals: [],
+      recommendations: [],
+    };
+    const fakes = {
+      ...balancesFake,
+      operations: {
+        getPoolCoverage: async () => {
+          calls.coverage++;
+          return { coverage: "full" };
+        },
+        createFlexibleLink: async () => {
+          calls.flexible++;
+          return {
+            link: {
+              operationId: anOperation().operationId,
+              status: "rejected",
+              method: "WT_RUB_C2C",
+              currency: "RUB",
+              recommendedAmount: "200.00",
+            },
+          };
+        },
+      },
+      matching: { availability: async () => read, recommendations: async () => read },
+    };
+    return { calls, app: testApp(database, { fakes }) };
+  }
+
+  const issue = async (app: ReturnType<typeof testApp>, shopId: string, body?: unknown) => {
+    const res = await admin(app, "POST", `/admin/v1/shops/${shopId}/api-keys`, body);
+    expect(res.status).toBe(201);
+    return res.body;
+  };
+
+  it("lets a key issued without permissions call every endpoint", async () => {
+    const { app, calls } = counted();
+    const { apiKey } = await aShopWithKey(app);
+    expect((await merchant(app, apiKey, "GET", AVAILABILITY)).status).toBe(200);
+    expect((await merchant(app, apiKey, "POST", "/v1/payment/recommendations", RECOMMEND)).status).toBe(200);
+    expect((await merchant(app, apiKey, "POST", "/v1/payment/link/flexible", FLEXIBLE)).status).toBe(200);
+    expect(calls).toEqual({ coverage: 2, flexible: 1 });
+  });
+
+  it("answers 403 key_not_authorized to a key restricted to other groups, before anything reaches a service", async () => {
+    const { app, calls } = counted();
+    const { shopId } = await aShopWithKey(app);
+    const flexOnly = await issue(app, shopId, { permissions: ["flexible_links"] });
+    expect(flexOnly.permissions).toEqual(["flexible_links"]);
+    const key = flexOnly.api_key as string;
+    for (const res of [
+      await merchant(app, key, "GET", AVAILABILITY),
+      await merchant(app, key, "POST", "/v1/payment/recommendations", RECOMMEND),
+    ]) {
+      expect(res.status).toBe(403);
+      expect(res.body.error).toEqual({
+        code: "key_not_authorized",
+        message: "this api key is not authorized for the availability endpoints",
+      });
+      expect(res.headers.get("cache-control")).toBe("no-store");
+    }
+    expect(calls.coverage).toBe(0);
+    // The group it has, and the endpoints no key can be restricted from, answer as usual.
+    expect((await merchant(app, key, "POST", "/v1/payment/link/flexible", FLEXIBLE)).status).toBe(200);
+    expect((await merchant(app, key, "GET", "/v1/balances")).status).toBe(200);
+
+    const readsOnly = (await issue(app, shopId, { permissions: ["availability"] })).api_key as string;
+    const refused = await merchant(app, readsOnly, "POST", "/v1/payment/link/flexible", FLEXIBLE);
+    expect(refused.status).toBe(403);
+    expect(refused.body.error).toMatchObject({ code: "key_not_authorized" });
+    expect(calls.flexible).toBe(1);
+    expect((await merchant(app, readsOnly, "GET", AVAILABILITY)).status).toBe(200);
+
+    const listed = await admin(app, "GET", `/admin/v1/shops/${shopId}/api-keys`);
+    expect((listed.body.api_keys as { permissions: unknown }[]).map((k) => k.permissions)).toEqual([
+      ["availability"],
+      ["flexible_links"],
+      null,
+    ]);
+  });
+
+  it("takes no rate-limit token for a refused call", async () => {
+    const { app } = counted();
+    const { shopId, apiKey } = await aShopWithKey(app);
+    const none = (await issue(app, shopId, { permissions: [] })).api_key as string;
+    for (let i = 0; i < 10; i++) expect((await merchant(app, none, "GET", AVAILABILITY)).status).toBe(403);
+    // The shop's 5 per second are all still there for a key that may read.
+    for (let i = 0; i < 5; i++) expect((await merchant(app, apiKey, "GET", AVAILABILITY)).status).toBe(200);
+  });
+
+  it("answers 401, not 403, once a restricted key is revoked", async () => {
+    const { app } = counted();
+    const { shopId } = await aShopWithKey(app);
+    const issued = await issue(app, shopId, { permissions: [] });
+    await admin(app, "POST", `/admin/v1/api-keys/${issued.key_id}/revoke`);
+    const res = await merchant(app, issued.api_key as string, "GET", AVAILABILITY);
+    expect(res.status).toBe(401);
+  });
+
+  it("refuses an unknown permission with 400 and issues nothing", async () => {
+    const { app } = counted();
+    const { shopId } = await aShopWithKey(app);
+    const res = await admin(app, "POST", `/admin/v1/shops/${shopId}/api-keys`, { permissions: ["payouts"] });
+    expect(res.status).toBe(400);
+    const listed = await admin(app, "GET", `/admin/v1/shops/${shopId}/api-keys`);
+    expect(listed.body.api_keys).toHaveLength(1);
   });
 });
 

@@ -5,6 +5,8 @@ export interface Scope {
   merchantId: string;
   shopId: string;
   keyId: string;
+  /** A restricted key's optional endpoint groups (`availability`, `flexible_links`); null: all. */
+  permissions: string[] | null;
 }
 
 /** The typed Hono context variables every edge route can read. */

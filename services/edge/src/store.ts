@@ -24,6 +24,8 @@ export interface ApiKeyListing {
   prefix: string;
   createdAt: Date;
   revokedAt: Date | null;
+  /** The optional endpoint groups a restricted key may call; null: all of them. */
+  permissions: string[] | null;
 }
 
 /** True for text Postgres accepts as a uuid; other ids cannot exist, so callers answer 404 early. */
@@ -39,7 +41,12 @@ export class EdgeStore {
   constructor(db: Database) {
     this.#db = db;
     this.#scopeOfKey = db
-      .select({ keyId: apiKeys.id, shopId: shops.id, merchantId: shops.merchantId })
+      .select({
+        keyId: apiKeys.id,
+        shopId: shops.id,
+        merchantId: shops.merchantId,
+        permissions: apiKeys.permissions,
+      })
       .from(apiKeys)
       .innerJoin(shops, eq(shops.id, apiKeys.shopId))
       .where(and(eq(apiKeys.keyHash, sql.placeholder("keyHash")), isNull(apiKeys.revokedAt)))
@@ -80,17 +87,33 @@ export class EdgeStore {
     return rows.length > 0;
   }
 
-  /** Issues a key for a shop and stores only its hash; the plaintext is returned once. */
+  /**
+   * Issues a key for a shop and stores only its hash; the plaintext is returned once.
+   * `permissions` restricts it to those optional endpoint groups (undefined: all of them).
+   */
   async issueKey(
     shopId: string,
-  ): Promise<{ keyId: string; plaintext: string; prefix: string; createdAt: Date }> {
+    permissions?: string[],
+  ): Promise<{
+    keyId: string;
+    plaintext: string;
+    prefix: string;
+    createdAt: Date;
+    permissions: string[] | null;
+  }> {
     const key = issueApiKey();
     const id = uuidv7();
     const [row] = await this.#db
       .insert(apiKeys)
-      .values({ id, shopId, keyHash: key.hash, prefix: key.displayPrefix })
-      .returning({ createdAt: apiKeys.createdAt });
-    return { keyId: id, plaintext: key.plaintext, prefix: key.displayPrefix, createdAt: row!.createdAt };
+      .values({ id, shopId, keyHash: key.hash, prefix: key.displayPrefix, permissions: permissions ?? null })
+      .returning({ createdAt: apiKeys.createdAt, permissions: apiKeys.permissions });
+    return {
+      keyId: id,
+      plaintext: key.plaintext,
+      prefix: key.displayPrefix,
+      createdAt: row!.createdAt,
+      permissions: row!.permissions,
+    };
   }
 
   async listKeys(shopId: string): Promise<ApiKeyListing[]> {
@@ -100,6 +123,7 @@ export class EdgeStore {
         prefix: apiKeys.prefix,
         createdAt: apiKeys.createdAt,
         revokedAt: apiKeys.revokedAt,
+        permissions: apiKeys.permissions,
       })
       .from(apiKeys)
       .where(eq(apiKeys.shopId, shopId))
@@ -121,6 +145,7 @@ export class EdgeStore {
         prefix: apiKeys.prefix,
         createdAt: apiKeys.createdAt,
         revokedAt: apiKeys.revokedAt,
+        permissions: apiKeys.permissions,
       });
     return rows[0];
   }

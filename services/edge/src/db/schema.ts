@@ -41,6 +41,12 @@ export const apiKeys = edge.table(
     prefix: text("prefix").notNull(),
     createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
     revokedAt: timestamp("revoked_at", { withTimezone: true }),
+    /**
+     * A restricted key: the optional endpoint groups it may call (`availability`,
+     * `flexible_links`); any other of them answers 403. Null: all of them. Every key may
+     * call the other `/v1` endpoints of its shop.
+     */
+    permissions: text("permissions").array(),
   },
   (t) => [uniqueIndex("api_keys_hash").on(t.keyHash), index("api_keys_shop").on(t.shopId)],
 );

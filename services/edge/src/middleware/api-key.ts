@@ -23,3 +23,29 @@ export const apiKeyAuth = (store: EdgeStore) =>
     addLogContext({ shop_id: scope.shopId });
     await next();
   });
+
+/**
+ * The optional endpoint groups a key can be restricted to (its `permissions`), the ones
+ * for which the spec lists `403`: `availability` (`GET /v1/payment/availability` and
+ * `POST /v1/payment/recommendations`) and `flexible_links` (`POST /v1/payment/link/flexible`).
+ */
+export const KEY_PERMISSIONS = ["availability", "flexible_links"] as const;
+export type KeyPermission = (typeof KEY_PERMISSIONS)[number];
+
+/**
+ * `403 key_not_authorized` for a restricted key that does not list the route's group.
+ * Runs after the key (401 first) and before anything else of the route: a refused call
+ * takes no rate-limit token and reaches no service.
+ */
+export const requirePermission = (group: KeyPermission) =>
+  createMiddleware<EdgeEnv>(async (c, next) => {
+    const { permissions } = c.get("scope");
+    if (permissions !== null && !permissions.includes(group)) {
+      throw new ApiError(
+        403,
+        "key_not_authorized",
+        `this api key is not authorized for the ${group} endpoints`,
+      );
+    }
+    await next();
+  });

@@ -1,6 +1,7 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { CALL_TIMEOUT_MS, type EdgeClients } from "../deps.ts";
 import { ApiError, notFound } from "../errors.ts";
+import { KEY_PERMISSIONS } from "../middleware/api-key.ts";
 import { errorResponses, jsonRequest, jsonResponse, openApiApp } from "../schemas.ts";
 import type { ApiKeyListing, EdgeStore } from "../store.ts";
 
@@ -30,14 +31,33 @@ const ApiKeySchema = z
     prefix: z.string().openapi({ example: "gw_live_Ab3x" }),
     created_at: z.string(),
     revoked_at: z.string().nullable(),
+    permissions: z
+      .array(z.string().openapi({ enum: [...KEY_PERMISSIONS] }))
+      .nullable()
+      .openapi({ description: "A restricted key's optional endpoint groups; null: all of them." }),
   })
   .openapi("ApiKey");
+
+const IssueKeyBody = z
+  .object({
+    permissions: z
+      .array(z.enum(KEY_PERMISSIONS, { error: `permissions must be among ${KEY_PERMISSIONS.join(", ")}` }), {
+        error: "permissions must be an array",
+      })
+      .optional()
+      .openapi({
+        description:
+          "Restricts the key to these optional endpoint groups (`availability`: the availability and recommendations reads; `flexible_links`); the others answer 403. Omitted: all of them. Every key may call the other /v1 endpoints of its shop.",
+      }),
+  })
+  .openapi("IssueApiKeyRequest");
 
 const keyJson = (k: ApiKeyListing) => ({
   key_id: k.id,
   prefix: k.prefix,
   created_at: k.createdAt.toISOString(),
   revoked_at: k.revokedAt?.toISOString() ?? null,
+  permissions: k.permissions,
 });
 
 const SettingsBody = z
@@ -126,7 +146,7 @@ const routes = {
     path: "/shops/{shop_id}/api-keys",
     tags,
     security,
-    request: { params: ShopParams },
+    request: { params: ShopParams, body: { ...jsonRequest(IssueKeyBody), required: false } },
     responses: {
       201: jsonResponse(
         ApiKeySchema.extend({
@@ -134,7 +154,7 @@ const routes = {
         }),
         "Key issued. Store the plaintext now: only its hash is kept.",
       ),
-      ...errorResponses(401, 404),
+      ...errorResponses(400, 401, 404),
     },
   }),
   listKeys: createRoute({
@@ -266,7 +286,9 @@ export function adminShopRoutes(store: EdgeStore, clients: EdgeClients) {
       return c.json({ shop_id: shopId }, 201);
     })
     .openapi(routes.issueKey, async (c) => {
-      const key = await store.issueKey(c.req.valid("param").shop_id);
+      const body = c.req.valid("json") as z.infer<typeof IssueKeyBody> | undefined;
+      const permissions = body?.permissions && [...new Set(body.permissions)];
+      const key = await store.issueKey(c.req.valid("param").shop_id, permissions);
       return c.json(
         {
           key_id: key.keyId,
@@ -274,6 +296,7 @@ export function adminShopRoutes(store: EdgeStore, clients: EdgeClients) {
           prefix: key.prefix,
           created_at: key.createdAt.toISOString(),
           revoked_at: null,
+          permissions: key.permissions,
         },
         201,
       );

@@ -157,6 +157,63 @@ describe("GET /v1/payment/availability", () => {
   });
 });
 
+describe("a peer of another version during a rolling deploy", () => {
+  const get = (app: Parameters<typeof merchant>[0], apiKey: string) =>
+    merchant(app, apiKey, "GET", `/v1/payment/availability?${QUERY}`);
+  const post = (app: Parameters<typeof merchant>[0], apiKey: string) =>
+    merchant(app, apiKey, "POST", "/v1/payment/recommendations", RECOMMEND);
+
+  const expect503 = (res: Awaited<ReturnType<typeof merchant>>, code: string) => {
+    expect(res.status).toBe(503);
+    expect(res.body.error).toMatchObject({ code });
+    expect(res.headers.get("retry-after")).toBe("1");
+    expect(res.headers.get("cache-control")).toBe("no-store");
+  };
+
+  it("answers 503 when the pool replica does not know the read (Unimplemented)", async () => {
+    const { app, shop } = await setup({ operations: pool().operations });
+    expect503(await get(app, shop.apiKey), "dependency_unavailable");
+    expect503(await post(app, shop.apiKey), "dependency_unavailable");
+  });
+
+  it("answers 503 when operations does not know the coverage read (Unimplemented), without reading the pool", async () => {
+    let reads = 0;
+    const { app, shop } = await setup({
+      matching: {
+        availability: () => {
+          reads++;
+          throw new Error("not reached");
+        },
+      },
+    });
+    expect503(await get(app, shop.apiKey), "dependency_unavailable");
+    expect(reads).toBe(0);
+  });
+
+  it.each([
+    ["drops the coverage it does not know", { coverage: "" }],
+    ["answers without evaluated_at", { evaluatedAt: "" }],
+    ["answers for another method", { method: "WT_RUB_PHONE" }],
+  ])("answers 503 incompatible_version when the pool replica %s", async (_, skew) => {
+    const fakes = pool();
+    const { app, shop } = await setup({
+      ...fakes,
+      matching: {
+        availability: async (req, ctx) => ({
+          ...(await fakes.matching!.availability!(req, ctx)),
+          ...skew,
+        }),
+        recommendations: async (req, ctx) => ({
+          ...(await fakes.matching!.recommendations!(req, ctx)),
+          ...skew,
+        }),
+      },
+    });
+    expect503(await get(app, shop.apiKey), "incompatible_version");
+    expect503(await post(app, shop.apiKey), "incompatible_version");
+  });
+});
+
 describe("POST /v1/payment/recommendations", () => {
   it("answers the recommendations with the availability fields", async () => {
     const { app, shop } = await setup(pool());

@@ -8,12 +8,14 @@ import { createMiddleware } from "hono/factory";
 import type { EdgeClients } from "../deps.ts";
 import type { EdgeEnv } from "../env.ts";
 import { ApiError } from "../errors.ts";
+import { requirePermission } from "../middleware/api-key.ts";
 import { TokenBuckets } from "../rate-limit.ts";
 import { parseBody } from "../validation.ts";
 
 /**
  * `GET /v1/payment/availability` and `POST /v1/payment/recommendations`: advisory reads of
  * the self-matching pool. Order of work per request: the key (the `/v1` middleware), the
+ * key's permission (403 for a restricted key without `availability`), the
  * per-shop rate limit shared by both endpoints, validation, then within one 2 s budget
  * the shop's coverage and preconditions (operations: route, pricing of both bounds) and
  * the pool read (matching: one read per replica, 2 s budget of its own). Every answer,
@@ -140,8 +142,8 @@ export function availabilityRoutes(
   };
 
   return new Hono<EdgeEnv>()
-    .use("/payment/availability", noStore, rateLimit(buckets))
-    .use("/payment/recommendations", noStore, rateLimit(buckets))
+    .use("/payment/availability", noStore, requirePermission("availability"), rateLimit(buckets))
+    .use("/payment/recommendations", noStore, requirePermission("availability"), rateLimit(buckets))
     .get("/payment/availability", async (c) => {
       const query = parseBody(availabilityQuery, c.req.query());
       const deadline = Date.now() + budgetMs;
@@ -156,6 +158,7 @@ export function availabilityRoutes(
         },
         { timeoutMs: remaining(deadline) },
       );
+      compatible(res, query, cov);
       return c.json({
         method: res.method,
         currency: res.currency,
@@ -182,6 +185,7 @@ export function availabilityRoutes(
         },
         { timeoutMs: remaining(deadline) },
       );
+      compatible(res, body, cov);
       return c.json({
         method: res.method,
         currency: res.currency,
@@ -193,6 +197,32 @@ export function availabilityRoutes(
         recommendations: res.recommendations.map(recommendationJson),
       });
     });
+}
+
+/**
+ * The spec's 503 for an incompatible rolling version. A replica of another version that
+ * does not know the RPC answers Unimplemented (503, like any version skew, see
+ * errors.ts); one that does not know a field of the read drops it (protobuf ignores
+ * unknown fields) and echoes it empty. An answer that does not echo the read it was asked
+ * (method, currency, coverage) or lacks `evaluated_at` is therefore refused with 503
+ * rather than rendered wrong; a retry reaches a replica of the right version.
+ */
+function compatible(
+  res: { method: string; currency: string; coverage: string; evaluatedAt: string },
+  asked: Pick<Range, "method" | "currency">,
+  coverage: string,
+) {
+  if (
+    res.method !== asked.method ||
+    res.currency !== asked.currency ||
+    res.coverage !== coverage ||
+    res.evaluatedAt === ""
+  )
+    throw new ApiError(
+      503,
+      "incompatible_version",
+      "a service of another version answered the availability read, retry later",
+    );
 }
 
 /** What is left of the budget; a spent budget is answered 503 without calling further. */

@@ -8,6 +8,7 @@ import { Hono } from "hono";
 import { CREATE_TIMEOUT_MS, type EdgeClients } from "../deps.ts";
 import type { EdgeEnv } from "../env.ts";
 import { ApiError } from "../errors.ts";
+import { requirePermission } from "../middleware/api-key.ts";
 import type { EdgeStore } from "../store.ts";
 import { parseBody } from "../validation.ts";
 
@@ -82,43 +83,48 @@ export const flexibleLinkBody = z
   .openapi("FlexibleLinkRequest");
 
 export function flexibleLinkRoutes(clients: EdgeClients, store: EdgeStore, payUrl: string) {
-  return new Hono<EdgeEnv>().post("/payment/link/flexible", async (c) => {
-    const body = parseBody(flexibleLinkBody, c.get("body"));
-    const scope = c.get("scope");
-    const settings = await store.settings(scope.shopId);
-    const res = await clients.operations.createFlexibleLink(
-      {
-        scope: create(ScopeSchema, { merchantId: scope.merchantId, shopId: scope.shopId }),
-        merchantOperationId: body.merchant_operation_id,
-        clientId: body.client_id,
-        clientIp: body.client_ip ?? undefined,
-        method: body.method,
-        currency: body.currency,
-        recommendedAmount: body.recommended_amount,
-        minAmount: body.min_amount ?? undefined,
-        maxAmount: body.max_amount ?? undefined,
-        optIn: settings.flexibleLinkEnabled,
-        picker: settings.flexiblePicker,
-      },
-      { timeoutMs: CREATE_TIMEOUT_MS },
-    );
-    const link = res.link;
-    if (!link) throw new ApiError(503, "dependency_unavailable", "a dependency is unavailable, retry later");
-    const url = res.k ? `${payUrl}/${link.operationId}?k=${encodeURIComponent(res.k)}` : null;
-    if (res.operation && link.status !== "amount_selection" && link.status !== "expired") {
-      // A payment exists: created (with its page), or an ordinary payment without the opt-in.
-      const paymentUrl = link.status === "created" ? url : null;
-      return c.json({ ...operationJson(res.operation), payment_url: paymentUrl });
-    }
-    const answer = (status: string) => ({
-      operation_id: link.operationId,
-      status,
-      method: link.method,
-      currency: link.currency,
-      recommended_amount: link.recommendedAmount,
-    });
-    if (link.status === "rejected") return c.json({ ...answer("rejected"), payment_url: null });
-    // amount_selection; a retry after the link expired answers the original link unchanged.
-    return c.json({ ...answer("amount_selection"), payment_url: url, expires_at: link.expiresAt });
-  });
+  return new Hono<EdgeEnv>().post(
+    "/payment/link/flexible",
+    requirePermission("flexible_links"),
+    async (c) => {
+      const body = parseBody(flexibleLinkBody, c.get("body"));
+      const scope = c.get("scope");
+      const settings = await store.settings(scope.shopId);
+      const res = await clients.operations.createFlexibleLink(
+        {
+          scope: create(ScopeSchema, { merchantId: scope.merchantId, shopId: scope.shopId }),
+          merchantOperationId: body.merchant_operation_id,
+          clientId: body.client_id,
+          clientIp: body.client_ip ?? undefined,
+          method: body.method,
+          currency: body.currency,
+          recommendedAmount: body.recommended_amount,
+          minAmount: body.min_amount ?? undefined,
+          maxAmount: body.max_amount ?? undefined,
+          optIn: settings.flexibleLinkEnabled,
+          picker: settings.flexiblePicker,
+        },
+        { timeoutMs: CREATE_TIMEOUT_MS },
+      );
+      const link = res.link;
+      if (!link)
+        throw new ApiError(503, "dependency_unavailable", "a dependency is unavailable, retry later");
+      const url = res.k ? `${payUrl}/${link.operationId}?k=${encodeURIComponent(res.k)}` : null;
+      if (res.operation && link.status !== "amount_selection" && link.status !== "expired") {
+        // A payment exists: created (with its page), or an ordinary payment without the opt-in.
+        const paymentUrl = link.status === "created" ? url : null;
+        return c.json({ ...operationJson(res.operation), payment_url: paymentUrl });
+      }
+      const answer = (status: string) => ({
+        operation_id: link.operationId,
+        status,
+        method: link.method,
+        currency: link.currency,
+        recommended_amount: link.recommendedAmount,
+      });
+      if (link.status === "rejected") return c.json({ ...answer("rejected"), payment_url: null });
+      // amount_selection; a retry after the link expired answers the original link unchanged.
+      return c.json({ ...answer("amount_selection"), payment_url: url, expires_at: link.expiresAt });
+    },
+  );
 }

@@ -1,0 +1,1 @@
+ALTER TABLE "edge"."api_keys" ADD COLUMN "permissions" text[];
