@@ -29,6 +29,8 @@ const KILLS = Number(arg("kills", "100"));
 const SECONDS = Number(arg("seconds", "240"));
 const REPLICAS = Number(arg("replicas", "1"));
 const WORKERS = Number(arg("workers", "4"));
+/** Self-test of the checks: corrupt what each guards after the run and expect it reported. */
+const TAMPER = process.argv.includes("--tamper");
 const print = (line: string) => process.stdout.write(`${line}\n`);
 /**
  * Subjects of the operation events the webhooks service turns into deliveries (its
@@ -122,6 +124,7 @@ const noteFault = (what: string) => {
   faultLog[what] = (faultLog[what] ?? 0) + 1;
 };
 let exitCode = 1;
+let stackStopped = false;
 try {
   const shop = await provisionShop({
     edgeUrl: stack.urls.edge,
@@ -319,7 +322,10 @@ try {
     let natsDone = false;
     let pgDone = false;
     let kills = 0;
+    // Bounded even when the kills cannot be had (a stack that never gets ready again).
+    const hardEnd = end + 15 * 60_000;
     while (Date.now() < end || kills < KILLS) {
+      if (Date.now() > hardEnd) break;
       const elapsed = (Date.now() - started) / (SECONDS * 1000);
       if (!natsDone && elapsed > 0.3) {
         natsDone = true;
@@ -356,11 +362,12 @@ try {
       const remainingMs = Math.max(500, end - Date.now());
       await sleep(Math.random() * 2 * (remainingMs / left));
     }
+    return kills;
   };
 
   const t0 = Date.now();
   const workers = Array.from({ length: WORKERS }, worker);
-  await injector();
+  const kills = await injector();
   loading = false;
   await Promise.all(workers);
   print(`load and faults: ${Math.round((Date.now() - t0) / 1000)} s, ${calls} calls, ${retries} retries`);
@@ -441,6 +448,8 @@ try {
     name: string;
     examined: () => Promise<number>;
     violations: () => Promise<readonly unknown[]>;
+    /** `--tamper` only: corrupts the state this check guards (returns the rows changed). */
+    tamper: (tx: postgres.TransactionSql) => Promise<{ count: number }>;
   };
   const count = async (q: Promise<readonly { n: number }[]>) => (await q)[0]?.n ?? 0;
   /** Operations the merchant was told exist: not a cancel placeholder, not a refused create. */
@@ -449,12 +458,16 @@ try {
   const checks: Check[] = [
     {
       name: "every ledger transfer balances (per currency, debits = credits)",
+      tamper: (tx) =>
+        tx`update ledger.postings set amount = amount + 1 where id = (select min(id) from ledger.postings)`,
       examined: () => count(sql`select count(*)::int as n from ledger.transfers`),
       violations: () => sql`select transfer_id, currency from ledger.postings group by transfer_id, currency
                 having sum(case when side = 'debit' then amount else -amount end) <> 0 limit 20`,
     },
     {
       name: "every account balance equals its postings",
+      tamper: (tx) =>
+        tx`update ledger.accounts set balance = balance + 1 where id = (select id from ledger.accounts order by id limit 1)`,
       examined: () => count(sql`select count(*)::int as n from ledger.accounts`),
       violations:
         () => sql`select a.id, a.balance, coalesce(sum(case when p.side = 'credit' then p.amount else -p.amount end), 0) as postings
@@ -463,12 +476,23 @@ try {
     },
     {
       name: "one operation per shop and merchant_operation_id",
+      tamper: async (tx) => {
+        await tx`alter table operations.operations drop constraint operations_shop_mop`;
+        await tx`create temp table dup on commit drop as select * from operations.operations where request_hash is not null limit 1`;
+        await tx`update dup set id = gen_random_uuid()`;
+        return tx`insert into operations.operations select * from dup`;
+      },
       examined: () => count(sql`select count(*)::int as n from operations.operations`),
       violations: () => sql`select shop_id, merchant_operation_id, count(*) from operations.operations
                 group by 1, 2 having count(*) > 1 limit 20`,
     },
     {
       name: "no payout over-allocated (free + reserved + paid + handed off = amount, none negative, reserved = its reserved slots)",
+      tamper: (tx) =>
+        // The parts still add up (a check constraint holds that), but one unit is reserved
+        // without a slot: the over-allocation the check exists for.
+        tx`update matching.pool_payouts set free_amount = free_amount - 1, reserved_amount = reserved_amount + 1
+           where operation_id = (select operation_id from matching.pool_payouts where free_amount >= 1 limit 1)`,
       examined: () => count(sql`select count(*)::int as n from matching.pool_payouts`),
       violations: () => sql`select p.operation_id from matching.pool_payouts p
                 where p.free_amount + p.reserved_amount + p.paid_amount + p.handed_off_amount <> p.amount
@@ -478,6 +502,8 @@ try {
     },
     {
       name: "every committed change has its event published (operations, ledger, matching, receipts outboxes)",
+      tamper: (tx) =>
+        tx`update operations.outbox set published_at = null where seq = (select max(seq) from operations.outbox)`,
       examined: () =>
         count(sql`select ((select count(*) from operations.outbox) + (select count(*) from ledger.outbox)
                    + (select count(*) from matching.outbox) + (select count(*) from receipts.outbox))::int as n`),
@@ -490,6 +516,10 @@ try {
     },
     {
       name: "every operation the merchant knows has an event of its current status",
+      tamper: (
+        tx,
+      ) => tx`delete from operations.outbox o using (select id from operations.operations where type = 'payment' and status = 'completed' limit 1) op
+                  where o.subject like '%.payment.completed' and position(convert_to(op.id::text, 'UTF8') in o.payload) > 0`,
       examined: () => count(sql`select count(*)::int as n from operations.operations op where ${known}`),
       violations: () => sql`select op.id, op.type, op.status from operations.operations op
                 where ${known} and not exists (
@@ -500,6 +530,8 @@ try {
     },
     {
       name: "every operation event applied once by webhooks (in its inbox; one delivery per delivered type; no terminal webhook twice)",
+      tamper: (tx) =>
+        tx`delete from webhooks.inbox where event_id = (select event_id from webhooks.inbox limit 1)`,
       examined: () => count(sql`select count(*)::int as n from operations.outbox`),
       violations: async () => [
         ...(await sql`select 'not in the webhooks inbox' as why, o.id, o.subject from operations.outbox o
@@ -517,6 +549,8 @@ try {
     },
     {
       name: "every pool event applied once by operations (payment events and matching's pool_payout events in its inbox)",
+      tamper: (tx) => tx`delete from operations.inbox where consumer = 'operations-pool-payouts'
+                  and event_id = (select event_id from operations.inbox where consumer = 'operations-pool-payouts' limit 1)`,
       examined: () =>
         count(
           sql`select count(*)::int as n from matching.outbox where subject like '%.matching.pool_payout.%'`,
@@ -534,6 +568,10 @@ try {
     },
     {
       name: "every pool payout recorded pending is in the pool",
+      tamper: (
+        tx,
+      ) => tx`delete from matching.pool_payouts where operation_id = (select id from operations.operations
+                  where type = 'payout' and provider = 'self_matching' and status = 'pending' limit 1)`,
       examined: () =>
         count(sql`select count(*)::int as n from operations.operations
                   where type = 'payout' and provider = 'self_matching'`),
@@ -544,6 +582,8 @@ try {
     },
     {
       name: "every operation event applied once by the ledger (in its inbox; transfers and reserve match the status)",
+      tamper: (tx) =>
+        tx`delete from ledger.inbox where event_id = (select event_id from ledger.inbox limit 1)`,
       examined: () => count(sql`select count(*)::int as n from operations.outbox`),
       violations: async () => [
         ...(await sql`select 'not in the ledger inbox' as why, o.id, o.subject from operations.outbox o
@@ -569,6 +609,10 @@ try {
     },
     {
       name: "every terminal operation has its terminal webhook delivered, or failed and then replayed; received with a valid signature",
+      tamper: (
+        tx,
+      ) => tx`delete from webhooks.deliveries where event_id = (select event_id from webhooks.deliveries
+                  where event_type ~ '\\.(completed|rejected|cancelled)$' limit 1)`,
       examined: () =>
         count(sql`select count(*)::int as n from operations.operations op
                   where ${known} and op.status in ('completed', 'rejected', 'cancelled')`),
@@ -591,12 +635,20 @@ try {
     },
     {
       name: "no create the merchant was answered with success is recorded as refused",
+      tamper: (
+        tx,
+      ) => tx`update operations.operations set status = 'rejected', provider = null where id = (select id from operations.operations
+                  where merchant_operation_id = any(${createdMops}::text[]) and status = 'pending' limit 1)`,
       examined: async () => createdMops.length,
       violations: () => sql`select op.id, op.merchant_operation_id from operations.operations op
                 where op.merchant_operation_id = any(${createdMops}::text[]) and not ${known} limit 20`,
     },
     {
       name: "no cancelled-first payment ever showed requisites (create answers, stored number, events)",
+      tamper: (
+        tx,
+      ) => tx`update operations.operations set number = '2200123456789010' where id = (select id from operations.operations
+                  where merchant_operation_id = any(${cancelledFirst}::text[]) limit 1)`,
       examined: async () => cancelledFirst.length,
       violations: async () => [
         ...shownAfterCancel.map((mop) => ({ mop, seen: "create answer carried requisites" })),
@@ -612,13 +664,36 @@ try {
       ],
     },
   ];
+  // `--tamper` proves the checks can fail: with the stack stopped (so nothing repairs
+  // the damage), each check's guarded state is corrupted in its own transaction (triggers
+  // off), and every check that had something to corrupt must then report BROKEN.
+  const tampered = new Set<string>();
+  if (TAMPER) {
+    await stack.stop();
+    stackStopped = true;
+    for (const { name, tamper } of checks) {
+      const changed = await sql
+        .begin(async (tx) => {
+          await tx`set local session_replication_role = replica`;
+          return (await tamper(tx)).count;
+        })
+        .catch((err: Error) => {
+          print(`tamper failed for "${name}": ${err.message}`);
+          return 0;
+        });
+      if (changed > 0) tampered.add(name);
+      else print(`tamper: nothing to corrupt for "${name}"`);
+    }
+  }
   let broken = 0;
   let vacuous = 0;
+  let caught = 0;
   for (const { name, examined, violations } of checks) {
     try {
       const rows = await violations();
       const n = await examined();
       if (rows.length > 0) broken++;
+      if (rows.length > 0 && tampered.has(name)) caught++;
       if (n === 0) vacuous++;
       print(
         `${rows.length > 0 ? "BROKEN" : n === 0 ? "EMPTY " : "ok    "} ${name} (${n} examined)${rows.length ? `: ${JSON.stringify(rows.slice(0, 5))}` : ""}`,
@@ -639,10 +714,16 @@ try {
   print(`webhooks received with a valid signature: ${received.size} distinct; unverified: ${unverified}`);
   print(`run time ${Math.round((Date.now() - runStart) / 1000)} s, load average now ${load()}`);
   print(`faults injected: ${faults}, invariants checked: ${checks.length}, invariants broken: ${broken}`);
-  exitCode = broken === 0 ? 0 : 1;
+  if (TAMPER) {
+    print(`tamper: ${caught} of ${tampered.size} corrupted invariants reported broken`);
+    exitCode = tampered.size > 0 && caught === tampered.size ? 0 : 1;
+  } else if (kills < KILLS) {
+    print(`only ${kills} of the ${KILLS} kills asked for happened: the run does not count`);
+    exitCode = 1;
+  } else exitCode = broken === 0 ? 0 : 1;
 } finally {
   await sql.end().catch(() => {});
-  await stack.stop().catch(() => {});
+  if (!stackStopped) await stack.stop().catch(() => {});
   await receiver.stop().catch(() => {});
   await poolReceiver.stop().catch(() => {});
   await stopNats();
