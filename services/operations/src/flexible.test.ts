@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { Code } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { operationIdFor } from "./create.ts";
 import { SELF_MATCHING } from "./pool.ts";
 import { failureOf, type OperationsHarness, startHarness } from "./test-support.ts";
 
@@ -12,7 +13,11 @@ let h: OperationsHarness;
 let shop: { shopId: string; merchantId: string };
 
 beforeAll(async () => {
-  h = await startHarness({ config: { FLEXIBLE_LINK_SECRET: "flexible-test-secret-0123456789abcdef" } });
+  h = await startHarness({
+    // A budget short enough that a test can let one create run out of it.
+    budgetMs: 6_000,
+    config: { FLEXIBLE_LINK_SECRET: "flexible-test-secret-0123456789abcdef" },
+  });
   shop = { shopId: randomUUID(), merchantId: randomUUID() };
   await h.operations.putRoute({
     shopId: shop.shopId,
@@ -160,6 +165,90 @@ describe("flexible links", () => {
     expect(state.operation?.status).toBe("rejected");
   });
 
+  it("a create that failed after the pool's Admit is completed by its retry with the same body, on the same slot", async () => {
+    const out = await payout("1210.00");
+    await untilInPool(out.operation?.operationId ?? "");
+    const mop = `flex-${randomUUID()}`;
+    const id = operationIdFor(shop.shopId, mop);
+    // A database fault on the payment's routing outcome: the first attempt fails after
+    // the pool admitted the amount and after its payment row was claimed.
+    await h.store.sql.unsafe(`
+      create or replace function operations.test_fail_outcome() returns trigger language plpgsql
+      as $$ begin raise exception 'injected fault'; end $$`);
+    await h.store.sql.unsafe(`
+      create trigger test_fail_outcome before update on operations.operations for each row
+      when (new.id = '${id}' and new.status <> 'routing') execute function operations.test_fail_outcome()`);
+    try {
+      await failureOf(link("1210.00", mop));
+    } finally {
+      await h.store.sql.unsafe("drop trigger test_fail_outcome on operations.operations");
+    }
+    const slots = () =>
+      h.store.sql<{ amount: string; status: string }[]>`
+        select amount::text as amount, status from matching.slots where payin_id = ${id}`;
+    expect(await slots()).toEqual([{ amount: "1210.00", status: "reserved" }]);
+    // The first attempt's budget is over, as a create that died leaves it.
+    await h.store.sql`
+      update operations.operations set routing_deadline = now() - interval '1 minute' where id = ${id}`;
+
+    const retry = await link("1210.00", mop);
+    expect(retry.link).toMatchObject({ operationId: id, status: "created" });
+    expect(retry.operation).toMatchObject({
+      operationId: id,
+      status: "awaiting_confirmation",
+      expectedAmount: "1210.00",
+    });
+    expect(await slots()).toEqual([{ amount: "1210.00", status: "reserved" }]);
+    const again = await link("1210.00", mop);
+    expect(again.replayed).toBe(true);
+    expect(again.k).toBe(retry.k);
+    expect(again.operation?.status).toBe("awaiting_confirmation");
+  });
+
+  it("a create whose payment nobody accepted after the pool's Admit frees the slot, and its retry gets the same error", async () => {
+    const out = await payout("1320.00");
+    const payoutId = out.operation?.operationId ?? "";
+    await untilInPool(payoutId);
+    const mop = `flex-${randomUUID()}`;
+    const id = operationIdFor(shop.shopId, mop);
+    // The payment row's claim stalls past the create budget (a slow database): the
+    // router has no time left to ask the pool, and records that nobody accepted.
+    await h.store.sql.unsafe(`
+      create or replace function operations.test_stall_claim() returns trigger language plpgsql
+      as $$ begin perform pg_sleep(${(h.config.CREATE_BUDGET_MS + 500) / 1000}); return new; end $$`);
+    await h.store.sql.unsafe(`
+      create trigger test_stall_claim before insert on operations.operations for each row
+      when (new.id = '${id}') execute function operations.test_stall_claim()`);
+    let first: Awaited<ReturnType<typeof failureOf>>;
+    try {
+      first = await failureOf(link("1320.00", mop));
+    } finally {
+      await h.store.sql.unsafe("drop trigger test_stall_claim on operations.operations");
+    }
+    expect(first.info?.code).toBe("no_provider_accepted");
+    // The slot is free again: the payout's whole amount can be admitted by someone else.
+    const slot = await h.store.sql<{ status: string }[]>`
+      select status from matching.slots where payin_id = ${id}`;
+    expect(slot.map((s) => s.status)).toEqual(["released"]);
+    const pool = await h.matching.getPoolPayout({ operationId: payoutId });
+    expect(pool.payout?.freeAmount).toBe("1320.00");
+
+    const retry = await failureOf(link("1320.00", mop));
+    expect(retry.code).toBe(first.code);
+    expect(retry.info?.code).toBe("no_provider_accepted");
+    // Take the payout's amount so later tests start from the pool they expect.
+    const taken = await h.operations.createOperation({
+      scope: shop,
+      type: "payment",
+      merchantOperationId: `pay-${randomUUID()}`,
+      clientId: "someone",
+      method: "WT_RUB_PHONE",
+      amount: "1320.00",
+      currency: "RUB",
+    });
+    expect(taken.operation?.status).toBe("awaiting_confirmation");
+  });
+
   it("creates nothing and emits nothing when the link expired", async () => {
     const out = await payout("800.00");
     await untilInPool(out.operation?.operationId ?? "");
@@ -178,5 +267,48 @@ describe("flexible links", () => {
     expect(await h.store.findAnyById(id)).toBeUndefined();
     const after = await h.store.sql<{ n: number }[]>`select count(*)::int as n from operations.outbox`;
     expect(after[0]?.n).toBe(before[0]?.n);
+  });
+  it("queues exactly one payment.rejected when a confirmation that rejected is retried after a failure", async () => {
+    // The pool holds 800.00 from the test before; this link's 850.00 fits neither payout.
+    const out = await payout("900.00");
+    await untilInPool(out.operation?.operationId ?? "");
+    const created = await link("850.00");
+    expect(created.link?.status).toBe("amount_selection");
+    const id = created.link?.operationId ?? "";
+    const k = created.k ?? "";
+    for (const amount of ["800.00", "900.00"]) {
+      const taken = await h.operations.createOperation({
+        scope: shop,
+        type: "payment",
+        merchantOperationId: `pay-${randomUUID()}`,
+        clientId: "someone",
+        method: "WT_RUB_PHONE",
+        amount,
+        currency: "RUB",
+      });
+      expect(taken.operation?.status).toBe("awaiting_confirmation");
+    }
+    // A database fault after the payment was rejected and announced, on the link's move
+    // to rejected: the confirmation fails and the payer's page retries it.
+    await h.store.sql.unsafe(`
+      create or replace function operations.test_fail_link() returns trigger language plpgsql
+      as $$ begin raise exception 'injected fault'; end $$`);
+    await h.store.sql.unsafe(`
+      create trigger test_fail_link before update on operations.flexible_links for each row
+      when (new.operation_id = '${id}' and new.status = 'rejected') execute function operations.test_fail_link()`);
+    try {
+      await failureOf(h.operations.confirmFlexibleAmount({ operationId: id, k, amount: "900.00" }));
+    } finally {
+      await h.store.sql.unsafe("drop trigger test_fail_link on operations.flexible_links");
+    }
+    const answer = await h.operations.confirmFlexibleAmount({ operationId: id, k, amount: "900.00" });
+    expect(answer.outcome).toBe("rejected");
+    expect(answer.operation?.status).toBe("rejected");
+    const again = await h.operations.confirmFlexibleAmount({ operationId: id, k, amount: "900.00" });
+    expect(again.outcome).toBe("rejected");
+    const rejected = await h.store.sql<{ n: number }[]>`
+      select count(*)::int as n from operations.outbox
+      where subject like '%payment.rejected' and position(${Buffer.from(id)} in payload) > 0`;
+    expect(rejected[0]?.n).toBe(1);
   });
 });

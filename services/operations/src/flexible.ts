@@ -11,6 +11,7 @@ import type {
   GetPoolCoverageRequest,
 } from "@gw/proto/gateway/operations/v1/operations_pb";
 import { Code, errorInfo, failure } from "@gw/rpc";
+import type postgres from "postgres";
 import { stringify } from "safe-stable-stringify";
 import { type CreateDeps, type CreateInput, createOperation, operationIdFor } from "./create.ts";
 import { type OperationRow, toOperation } from "./model.ts";
@@ -52,7 +53,8 @@ interface LinkRow {
   max_amount: string | null;
   picker: string;
   k_hash: string;
-  status: "amount_selection" | "created" | "rejected";
+  /** `deciding`: written, decision not taken yet (an attempt failed or is under way). */
+  status: "deciding" | "amount_selection" | "created" | "rejected";
   expires_at: Date;
 }
 
@@ -345,41 +347,61 @@ export async function createFlexibleLink(
   };
 
   const existing = await findLink(d, id);
-  if (existing) return replay(existing);
-  // The key belongs to an ordinary create (or a cancel placeholder): not a link.
-  if (await d.store.findByMop(input.shopId, input.mop)) throw conflict();
-
-  // The link row is written and decided in one transaction: a concurrent retry waits on
-  // the insert and then replays the decision.
-  const decided = await d.store.sql.begin(async (tx) => {
-    const [inserted] = await tx<LinkRow[]>`
+  if (existing && existing.status !== "deciding") return replay(existing);
+  if (existing && existing.request_hash !== hash) throw conflict();
+  if (!existing) {
+    // The key belongs to an ordinary create (or a cancel placeholder): not a link.
+    if (await d.store.findByMop(input.shopId, input.mop)) throw conflict();
+    // The link row is committed first, `deciding`: it holds the key from now on, so an
+    // attempt that fails after the pool's Admit leaves a link that a retry with the same
+    // body decides again (reusing the slot and any payment of that attempt), never an
+    // operation row without its link, which answered idempotency_conflict.
+    await d.store.sql`
       insert into operations.flexible_links (operation_id, shop_id, merchant_id, merchant_operation_id,
         request_hash, client_id, client_ip, method, currency, recommended_amount, min_amount, max_amount,
         picker, k_hash, status, expires_at)
       values (${id}, ${input.shopId}, ${input.merchantId}, ${input.mop}, ${hash}, ${input.clientId},
         ${input.clientIp ?? null}, ${input.method}, ${input.currency}, ${input.recommended},
         ${input.min ?? null}, ${input.max ?? null}, ${req.picker || "amount"},
-        ${sha256(k).toString("hex")}, 'amount_selection', now() + ${`${d.linkLifetimeMs} milliseconds`}::interval)
-      on conflict do nothing returning *`;
-    const row = hydrate(inserted);
-    if (!row) return undefined;
-    const slotAmount = await admit(d, input, id, input.recommended);
+        ${sha256(k).toString("hex")}, 'deciding', now() + ${`${d.linkLifetimeMs} milliseconds`}::interval)
+      on conflict do nothing`;
+  }
+
+  // The decision is taken under the link's row lock: a concurrent attempt waits and then
+  // replays it. A failure rolls the decision back and leaves the link `deciding`.
+  const decided = await d.store.sql.begin(async (tx) => {
+    const [locked] = await tx<LinkRow[]>`
+      select * from operations.flexible_links where operation_id = ${id} for update`;
+    const row = hydrate(locked);
+    if (!row) throw failure(Code.Unavailable, "dependency_unavailable", "create raced; retry");
+    if (row.request_hash !== hash) throw conflict();
+    if (row.status !== "deciding") return undefined;
+    const decide = async (status: LinkRow["status"]) => {
+      await tx`update operations.flexible_links set status = ${status}, updated_at = now() where operation_id = ${id}`;
+      return { ...row, status };
+    };
+    // An earlier attempt that got as far as the payment: that payment is the outcome
+    // (replayed, still routing, or its error again), at the amount it was created with.
+    const earlier = await d.store.findByMop(input.shopId, input.mop);
+    const slotAmount = earlier?.expected_amount ?? (await admit(d, input, id, input.recommended));
     if (slotAmount !== undefined) {
-      const { row: op } = await createOperation(d, createInput(input, slotAmount), signal);
-      await tx`update operations.flexible_links set status = 'created', updated_at = now() where operation_id = ${id}`;
+      const { row: op } = await createOrRelease(d, createInput(input, slotAmount), signal);
       return {
-        link: linkMessage({ ...row, status: "created" }),
+        link: linkMessage(await decide("created")),
         operation: toOperation(op),
         k,
         replayed: false,
-      };
+      } satisfies Answer;
     }
     const intervals = await intervalsFor(d, input);
-    if (intervals.length === 0) {
-      await tx`update operations.flexible_links set status = 'rejected', updated_at = now() where operation_id = ${id}`;
-      return { link: linkMessage({ ...row, status: "rejected" }), k, replayed: false };
-    }
-    return { link: linkMessage(row), k, intervals, replayed: false } satisfies Answer;
+    if (intervals.length === 0)
+      return { link: linkMessage(await decide("rejected")), k, replayed: false } satisfies Answer;
+    return {
+      link: linkMessage(await decide("amount_selection")),
+      k,
+      intervals,
+      replayed: false,
+    } satisfies Answer;
   });
   if (decided) return decided;
   const raced = await findLink(d, id);
@@ -387,12 +409,38 @@ export async function createFlexibleLink(
   return replay(raced);
 }
 
+/**
+ * Creates the payment of a slot the link holds. When the create fails and its payment
+ * ended without the pool (recorded `rejected`: nobody accepted), the slot is released at
+ * once, since no retry can use it (a retry replays that outcome). When no payment was
+ * recorded, the slot stays for the retry, which decides again with the same slot; if no
+ * retry comes, matching's sweep releases it at its expiry.
+ */
+async function createOrRelease(d: FlexibleDeps, input: CreateInput, signal: AbortSignal) {
+  try {
+    return await createOperation(d, input, signal);
+  } catch (err) {
+    const op = await d.store.findByMop(input.shopId, input.mop).catch(() => undefined);
+    if (op && op.provider !== SELF_MATCHING && ["rejected", "cancelled"].includes(op.status))
+      await d.matching
+        .releaseSlot(
+          { payinId: op.id, reason: op.status as "rejected" | "cancelled" },
+          { timeoutMs: READ_TIMEOUT_MS },
+        )
+        .catch((e: unknown) =>
+          d.logger.warn({ operationId: op.id, err: String(e) }, "flexible: slot release failed; it expires"),
+        );
+    throw err;
+  }
+}
+
 /** The link behind `operation_id` + `k`, or NOT_FOUND (a wrong `k` looks like an unknown id). */
 async function authorised(d: FlexibleDeps, operationId: string, k: string): Promise<LinkRow> {
   const row = /^[0-9a-f-]{36}$/i.test(operationId) ? await findLink(d, operationId.toLowerCase()) : undefined;
   // Compare even without a row, so timing does not tell known ids apart.
   const ok = credentialMatches(k, row?.k_hash ?? "00".repeat(32));
-  if (!row || !ok || !k) throw failure(Code.NotFound, "flexible_link_not_found", "link not found");
+  if (!row || !ok || !k || row.status === "deciding")
+    throw failure(Code.NotFound, "flexible_link_not_found", "link not found");
   return row;
 }
 
@@ -434,7 +482,7 @@ export async function confirmFlexibleAmount(
     const chosen = amount.toFixed(2);
     const slotAmount = await admit(d, input, row.operation_id, chosen);
     if (slotAmount !== undefined) {
-      const { row: op } = await createOperation(d, createInput(input, slotAmount), signal);
+      const { row: op } = await createOrRelease(d, createInput(input, slotAmount), signal);
       await tx`update operations.flexible_links set status = 'created', updated_at = now() where operation_id = ${row.operation_id}`;
       return {
         link: linkMessage({ ...row, status: "created" }),
@@ -453,7 +501,7 @@ export async function confirmFlexibleAmount(
       } satisfies Answer;
     // Taken in the last moment and nothing left: the payment exists, rejected, with the
     // ordinary rejected event (a create nobody accepted records `rejected` without one).
-    const op = await rejectedPayment(d, createInput(input, chosen), signal);
+    const op = await rejectedPayment(d, tx, createInput(input, chosen), signal);
     await tx`update operations.flexible_links set status = 'rejected', updated_at = now() where operation_id = ${row.operation_id}`;
     return {
       link: linkMessage({ ...row, status: "rejected" }),
@@ -464,9 +512,17 @@ export async function confirmFlexibleAmount(
   });
 }
 
-/** Creates the payment through the ordinary path, which records it `rejected`, then announces it. */
+/**
+ * Creates the payment through the ordinary path, which records it `rejected` without an
+ * event, then announces it. The announcement is written in the link's transaction (`tx`,
+ * which holds the link's row lock and moves it from `amount_selection` to `rejected`):
+ * it commits with that move or not at all, so a confirmation retried after a failure
+ * announces the payment again only if the first announcement rolled back, and exactly one
+ * `payment.rejected` is ever queued.
+ */
 async function rejectedPayment(
   d: FlexibleDeps,
+  tx: postgres.TransactionSql,
   input: CreateInput,
   signal: AbortSignal,
 ): Promise<OperationRow> {
@@ -476,9 +532,11 @@ async function rejectedPayment(
   } catch (err) {
     if (errorInfo(err)?.code !== "no_provider_accepted") throw err;
   }
-  const row = await d.store.findByMop(input.shopId, input.mop);
+  const row = await d.store.findByMop(input.shopId, input.mop, tx);
   if (!row) throw failure(Code.Unavailable, "dependency_unavailable", "payment not recorded; retry");
   if (row.status !== "rejected") return row;
-  const announced = await d.store.transition(row, {}, { emit: true });
-  return announced ?? row;
+  const announced = await d.store.transition(row, {}, { emit: true, tx });
+  if (!announced)
+    throw failure(Code.Unavailable, "dependency_unavailable", "payment changed meanwhile; retry");
+  return announced;
 }
