@@ -245,7 +245,8 @@ async function resume(
 /**
  * Drives a `routing` row whose create died (its deadline passed) to its outcome, as the
  * first create would have: claims it by moving the deadline (so one driver wins), then
- * routes. Used by a retried create and by the reconciler. Throws `no_provider_accepted`
+ * routes, unless a cancel was accepted meanwhile: then it records `cancelled` without
+ * asking any provider. Used by a retried create and by the reconciler. Throws `no_provider_accepted`
  * after recording `rejected` when nobody accepted.
  */
 export async function reroute(deps: CreateDeps, row: OperationRow, deadline: number, signal: AbortSignal) {
@@ -256,6 +257,14 @@ export async function reroute(deps: CreateDeps, row: OperationRow, deadline: num
     const now = await deps.store.findAnyById(row.id);
     if (!now) throw failure(Code.Unavailable, "dependency_unavailable", "retry");
     return now;
+  }
+  if (taken.cancel_requested) {
+    // A cancel was accepted while the create was dead: it wins, and no provider is asked
+    // (one asked now could accept a payment nobody will pay or see). A slot the dead
+    // create may have reserved in the pool is freed.
+    const cancelled = await record(deps, taken, undefined);
+    if (deps.pool && routing?.names.includes(SELF_MATCHING)) await afterRecord(deps.pool, cancelled);
+    return cancelled;
   }
   return route(deps, taken, routing?.providers ?? [], routing?.names ?? [], deadline, signal);
 }

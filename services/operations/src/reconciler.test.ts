@@ -234,7 +234,7 @@ describe("reconciler", () => {
   }, 60_000);
 
   describe("a routing row left by a create whose process died", () => {
-    async function abandonedRouting(shop: Shop) {
+    async function abandonedRouting(shop: Shop, deadline = new Date(Date.now() - 60_000)) {
       const req = paymentRequest(shop);
       const input = parseCreate(req as Parameters<typeof parseCreate>[0]);
       const id = operationIdFor(shop.shopId, req.merchantOperationId);
@@ -253,7 +253,7 @@ describe("reconciler", () => {
         settlement_currency: "RUB",
         commission_percent: "0",
         commission_fixed: "0",
-        routing_deadline: new Date(Date.now() - 60_000),
+        routing_deadline: deadline,
       });
       return { req, id };
     }
@@ -286,6 +286,30 @@ describe("reconciler", () => {
       expect(await eventsOf(id)).toEqual([]);
       const retry = await h.operations.createOperation(req).catch((err: unknown) => err);
       expect(errorInfo(retry)?.code).toBe("no_provider_accepted");
+    });
+
+    it("with a cancel accepted before it went stale, is recorded cancelled by a retried create without asking any provider", async () => {
+      const shop = await h.shop(["acme"]);
+      // Still within its deadline: the cancel meets a create in progress and is accepted.
+      const { req, id } = await abandonedRouting(shop, new Date(Date.now() + 60_000));
+      const cancel = await h.operations.cancelOperation({
+        scope: shop,
+        id: { case: "operationId", value: id },
+        reason: "payer left",
+      });
+      expect(cancel.outcome).toBe("cancelled");
+      // The create's process died: its deadline passes with the cancel pending.
+      await h.store.sql`
+        update operations.operations set routing_deadline = now() - interval '1 minute' where id = ${id}`;
+
+      const retry = await h.operations.createOperation(req);
+      expect(retry.operation?.status).toBe("cancelled");
+      expect(retry.operation?.number ?? "").toBe("");
+      const row = await h.store.findAnyById(id);
+      expect(row).toMatchObject({ status: "cancelled", provider: null, number: null });
+      expect((await eventsOf(id)).map((e) => e.type)).toEqual(["payment.cancelled"]);
+      const asked = await fetch(`${h.sandboxUrl}/control/operations/${id}`);
+      expect(asked.status).toBe(404);
     });
   });
 
