@@ -10,7 +10,8 @@ import type { OperationsConfig } from "./config.ts";
 import { connectorFor } from "./connectors/index.ts";
 import { ephemeralLinkSecret } from "./flexible.ts";
 import { OperationsHandlers } from "./handlers.ts";
-import { type PoolDeps, startPoolConsumers } from "./pool.ts";
+import { HandOffDriver } from "./handoff.ts";
+import { nobodyTookIt, type PoolDeps, SELF_MATCHING, startPoolConsumers } from "./pool.ts";
 import { Reconciler, reconcilerOptions } from "./reconciler.ts";
 import { OperationStore } from "./store.ts";
 
@@ -49,6 +50,18 @@ export function startOperations(config: OperationsConfig) {
         logger,
         pool,
       };
+      const handOffs = new HandOffDriver(
+        pool,
+        {
+          attempts: config.POOL_HANDOFF_ATTEMPTS,
+          backoffMs: config.POOL_HANDOFF_BACKOFF_MS,
+          backoffMaxMs: config.POOL_HANDOFF_BACKOFF_MAX_MS,
+          intervalMs: config.POOL_HANDOFF_INTERVAL_MS,
+          batchSize: 32,
+        },
+        SELF_MATCHING,
+        (tx, row) => nobodyTookIt(pool, tx, row),
+      );
       let consumers: RunningConsumer[] = [];
       const receipts = createServiceClient(ReceiptsService, config.RECEIPTS_URL);
       if (!config.FLEXIBLE_LINK_SECRET)
@@ -72,10 +85,12 @@ export function startOperations(config: OperationsConfig) {
         start: async () => {
           await relay.start();
           consumers = await startPoolConsumers(pool, nats, sql, config.EVENTS_PREFIX);
+          await handOffs.start();
           if (config.RECONCILE_INTERVAL_MS > 0) reconciler.start();
         },
         stop: async () => {
           await reconciler.stop();
+          await handOffs.stop();
           await Promise.all(consumers.map((c) => c.stop()));
           await relay.stop();
         },

@@ -19,6 +19,21 @@ export const configSchema = grpcServiceConfig(50051, 9101).extend({
     .int()
     .min(1_000)
     .default(60 * 60_000),
+  /**
+   * Unanswered asks of one provider a pool payout's remainder is handed off to before it
+   * is passed over for the next one (or, after the last, nobody took it).
+   */
+  POOL_HANDOFF_ATTEMPTS: z.coerce.number().int().min(1).max(100).default(6),
+  /** Wait before asking a hand-off provider that did not answer again; doubles per ask. */
+  POOL_HANDOFF_BACKOFF_MS: z.coerce.number().int().min(1).default(5_000),
+  /** The longest wait between two asks of one hand-off provider. */
+  POOL_HANDOFF_BACKOFF_MAX_MS: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .default(5 * 60_000),
+  /** How often due hand-offs are looked for besides the NOTIFY of a new one. */
+  POOL_HANDOFF_INTERVAL_MS: z.coerce.number().int().min(10).default(1_000),
   /** Lifetime of a flexible link in `amount_selection`. */
   FLEXIBLE_LINK_LIFETIME_MS: z.coerce
     .number()

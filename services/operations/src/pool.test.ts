@@ -1,4 +1,6 @@
 import { randomUUID } from "node:crypto";
+import { createServer, type IncomingMessage, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
 import { Decimal } from "@gw/money";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SELF_MATCHING } from "./pool.ts";
@@ -17,7 +19,14 @@ beforeAll(async () => {
   h = await startHarness({
     budgetMs: 4_000,
     attemptTimeoutMs: 1_000,
-    config: { POOL_WINDOW_MS: String(WINDOW_MS), POOL_SLOT_LIFETIME_MS: "600000" },
+    config: {
+      POOL_WINDOW_MS: String(WINDOW_MS),
+      POOL_SLOT_LIFETIME_MS: "600000",
+      // A hand-off provider that does not answer is asked three times, 0.3 s and 0.6 s apart.
+      POOL_HANDOFF_ATTEMPTS: "3",
+      POOL_HANDOFF_BACKOFF_MS: "300",
+      POOL_HANDOFF_BACKOFF_MAX_MS: "1000",
+    },
     matchingConfig: { POOL_SWEEP_INTERVAL_MS: "200" },
   });
   await h.provider("acme", { mode: "accept", expires_in_seconds: 900 }, { mode: "accept" });
@@ -358,4 +367,98 @@ describe("a payout routed to self_matching", () => {
     });
     expect(done.receipts.map((r) => r.amount)).toEqual(["520.00"]);
   }, 40_000);
+});
+
+describe("a hand-off to a provider that does not answer", () => {
+  // A provider that accepts connections and never answers: every ask runs into the
+  // attempt timeout (1 s here). `asked` holds the bodies of the asks it received.
+  let silent: Server;
+  const asked: string[] = [];
+  beforeAll(async () => {
+    silent = createServer((req: IncomingMessage) => {
+      let body = "";
+      req.on("data", (chunk: Buffer) => {
+        body += chunk.toString("utf8");
+      });
+      req.on("end", () => asked.push(body));
+    });
+    const url = await new Promise<string>((resolve) =>
+      silent.listen(0, "127.0.0.1", () =>
+        resolve(`http://127.0.0.1:${(silent.address() as AddressInfo).port}`),
+      ),
+    );
+    await h.operations.putProvider({
+      name: "silent",
+      kind: "sandbox",
+      baseUrl: url,
+      credentials: "secret-silent-0123456789",
+      methods: ["WT_RUB_C2C", "WT_RUB_PHONE"],
+    });
+  });
+  afterAll(async () => {
+    silent.closeAllConnections();
+    await new Promise((r) => silent.close(r));
+  });
+
+  const handOffRow = (id: string) =>
+    h.store.sql<{ status: string; position: number; attempts: number; provider: string | null }[]>`
+      select status, position, attempts, provider from operations.pool_handoffs where operation_id = ${id}`;
+
+  it("is asked again with backoff while other payouts are handed off, then passed over for the next provider", async () => {
+    const payee = await shop([SELF_MATCHING], [SELF_MATCHING, "silent", "acme"]);
+    const other = await shop([SELF_MATCHING], [SELF_MATCHING, "acme"]);
+    const stuckId = (await payout(payee, "1170.00")).operation?.operationId ?? "";
+    const otherId = (await payout(other, "1180.00")).operation?.operationId ?? "";
+    for (const id of [stuckId, otherId])
+      await eventually(
+        () => poolPayout(id),
+        (p) => expect(p?.status).toBe("open"),
+      );
+
+    // The windows end: the other payout goes to acme while "silent" is still being asked.
+    await eventually(
+      () => h.store.findAnyById(otherId),
+      (row) => expect(row?.provider).toBe("acme"),
+      WINDOW_MS + 15_000,
+    );
+    const meanwhile = await h.store.findAnyById(stuckId);
+    expect(meanwhile).toMatchObject({ status: "pending", provider: SELF_MATCHING });
+    // The decision was committed before any provider was asked: the hand-off to "silent".
+    expect(await handOffRow(stuckId)).toEqual([
+      expect.objectContaining({ status: "asking", position: 0, provider: null }),
+    ]);
+
+    // Three unanswered asks later, "silent" is passed over and acme takes the remainder.
+    await eventually(
+      () => h.store.findAnyById(stuckId),
+      (row) => expect(row?.provider).toBe("acme"),
+      20_000,
+    );
+    expect(asked.filter((u) => u.includes(stuckId)).length).toBe(3);
+    expect(await handOffRow(stuckId)).toEqual([
+      expect.objectContaining({ status: "accepted", position: 1, provider: "acme" }),
+    ]);
+    expect((await state(payee, stuckId)).operation?.status).toBe("pending");
+  }, 45_000);
+
+  it("ends a payout nobody paid into as rejected, with its event, once its only provider never answered", async () => {
+    const payee = await shop([SELF_MATCHING], [SELF_MATCHING, "silent"]);
+    const id = (await payout(payee, "1190.00")).operation?.operationId ?? "";
+    await eventually(
+      () => poolPayout(id),
+      (p) => expect(p?.status).toBe("open"),
+    );
+    const done = await eventually(
+      () => state(payee, id),
+      (r) => expect(r.operation?.status).toBe("rejected"),
+      WINDOW_MS + 20_000,
+    );
+    expect(done.operation?.actualAmount ?? "0.00").toBe("0.00");
+    expect(asked.filter((u) => u.includes(id)).length).toBe(3);
+    expect(await handOffRow(id)).toEqual([expect.objectContaining({ status: "exhausted", position: 0 })]);
+    const events = await h.store.sql<{ n: number }[]>`
+      select count(*)::int as n from operations.outbox
+      where subject like '%payout.rejected' and position(${Buffer.from(id)} in payload) > 0`;
+    expect(events[0]?.n).toBe(1);
+  }, 45_000);
 });

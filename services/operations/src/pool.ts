@@ -14,6 +14,7 @@ import { Code, errorInfo, failure } from "@gw/rpc";
 import type postgres from "postgres";
 import type { Connector, ProviderAnswer, ProviderConfig } from "./connectors/connector.ts";
 import { receiptsOf } from "./handlers.ts";
+import { recordHandOff } from "./handoff.ts";
 import { isTerminal, type OperationRow } from "./model.ts";
 import type { OperationStore } from "./store.ts";
 
@@ -32,7 +33,8 @@ import type { OperationStore } from "./store.ts";
  *   a pool payin that completed confirms its slot (`ConfirmSlot`) with its actual amount;
  *   one rejected, cancelled or expired releases its slot; `pool_payout.completed`
  *   completes the payout with one leg (receipt item) per contribution;
- *   `pool_payout.handed_off` sends the remainder to the next provider of the payout route.
+ *   `pool_payout.handed_off` records the hand-off of the remainder to the providers after
+ *   the pool in the payout route, which `HandOffDriver` then asks outside the transaction.
  */
 
 /** The route entry that names the pool. */
@@ -236,14 +238,15 @@ export async function completePayout(
 }
 
 /**
- * The payout's window ended with a remainder (`handed_off_amount`): it goes to the next
- * provider after `self_matching` in the shop's payout route, as a provider leg; the payout
- * stays `pending` under that provider and completes when its callback does, with the
- * pool's contributions plus the provider's legs as receipts. A provider that declines is
- * passed over for the one after it. When no provider takes it: a payout with
- * contributions completes as a self-matching partial (actual amount = what the pool paid,
- * settled on it, so the rest of the reserve returns to the shop); one with none is
- * rejected and its reserve released.
+ * The payout's window ended with a remainder (`handed_off_amount`): the pool's
+ * contributions are recorded as legs, and the hand-off of the remainder to the providers
+ * after `self_matching` in the shop's payout route (those configured for the method, in
+ * route order) is recorded as a decision (`recordHandOff`). No provider is called here:
+ * this runs in the consumer's (or the reconciler's) transaction, and `HandOffDriver`
+ * asks the providers after it committed (see handoff.ts). The payout stays `pending`
+ * under the provider that takes it and completes when its callback does, with the pool's
+ * contributions plus the provider's legs as receipts. Without any candidate, nobody took
+ * it (`nobodyTookIt`).
  */
 export async function handOff(
   pool: PoolDeps,
@@ -258,38 +261,34 @@ export async function handOff(
   const routing = await pool.store.routeWithProviders(row.shop_id, row.method ?? "", "payout");
   const names = routing?.names ?? [];
   const after = names.indexOf(SELF_MATCHING);
-  const candidates = after < 0 ? [] : (routing?.providers ?? []).slice(after + 1);
-  for (const provider of candidates) {
-    const connector = provider && pool.connectorFor(provider.kind);
-    if (!provider || !connector || !provider.methods.includes(row.method ?? "")) continue;
-    const answer = await connector.create(
-      provider,
-      {
-        operationId: row.id,
-        direction: "payout",
-        method: row.method ?? "",
-        amount: remainder.toFixed(2),
-        currency: row.currency ?? "",
-        number: row.number ?? undefined,
-        name: row.name ?? undefined,
-        bankname: row.bankname ?? undefined,
-        callbackUrl: `${pool.callbackBaseUrl}/callbacks/providers/${encodeURIComponent(provider.name)}`,
-      },
-      AbortSignal.timeout(pool.attemptTimeoutMs),
-    );
-    if (answer.outcome !== "accepted") {
-      pool.logger.info({ operationId: row.id, provider: provider.name }, "pool: hand-off declined");
-      continue;
-    }
-    const next = await pool.store.transition(row, { provider: provider.name }, { emit: false, tx });
-    if (!next) throw failure(Code.Aborted, "dependency_unavailable", "payout changed concurrently; retry");
-    pool.logger.info(
-      { operationId: row.id, provider: provider.name, amount: remainder.toFixed(2) },
-      "pool: remainder handed off",
-    );
-    return;
-  }
-  if (payout.contributions.length > 0) return completeWithLegs(pool, tx, row);
+  const candidates =
+    after < 0
+      ? []
+      : names.slice(after + 1).filter((_, i) => {
+          const provider = routing?.providers[after + 1 + i];
+          return (
+            provider !== undefined &&
+            pool.connectorFor(provider.kind) !== undefined &&
+            provider.methods.includes(row.method ?? "")
+          );
+        });
+  if (candidates.length === 0) return nobodyTookIt(pool, tx, row);
+  await recordHandOff(tx, row.id, remainder.toFixed(2), candidates);
+}
+
+/**
+ * No provider took a payout's remainder: with contributions (recorded as its legs) it
+ * completes as a self-matching partial (actual amount = what the pool paid, settled on
+ * it, so the rest of the reserve returns to the shop); without, it is rejected and its
+ * reserve released.
+ */
+export async function nobodyTookIt(
+  pool: PoolDeps,
+  tx: postgres.TransactionSql,
+  row: OperationRow,
+): Promise<void> {
+  const legs = await pool.store.legs(row.id, tx);
+  if (legs.length > 0) return completeWithLegs(pool, tx, row);
   const next = await pool.store.transition(row, { status: "rejected" }, { emit: true, tx });
   if (!next) throw failure(Code.Aborted, "dependency_unavailable", "payout changed concurrently; retry");
 }

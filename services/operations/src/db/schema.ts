@@ -159,7 +159,10 @@ export const flexibleLinks = operations.table(
     maxAmount: numeric("max_amount", { precision: 20, scale: 2 }),
     picker: text("picker").notNull(),
     kHash: text("k_hash").notNull(),
-    /** amount_selection | created | rejected (expired is amount_selection past expires_at). */
+    /**
+     * deciding (written, not decided yet: an attempt failed or is under way) |
+     * amount_selection | created | rejected (expired is amount_selection past expires_at).
+     */
     status: text("status").notNull(),
     expiresAt: timestamp("expires_at", { withTimezone: true }).notNull(),
     createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
@@ -170,3 +173,30 @@ export const flexibleLinks = operations.table(
 
 export const outbox = outboxTable(operations);
 export const inbox = inboxTable(operations);
+
+/**
+ * The hand-off of a pool payout's remainder (docs/architecture.md, "Self-matching pool"):
+ * decided in the consumer's transaction (the remainder and the providers to ask, in
+ * route order), then driven outside any transaction by `HandOffDriver`, one provider at
+ * a time (`position`), with bounded retries (`attempts`, `next_attempt_at`).
+ */
+export const poolHandoffs = operations.table(
+  "pool_handoffs",
+  {
+    operationId: uuid("operation_id").primaryKey(),
+    amount: numeric("amount", { precision: 20, scale: 2 }).notNull(),
+    /** Provider names after `self_matching` in the payout route when the window ended. */
+    candidates: text("candidates").array().notNull(),
+    /** The candidate being asked. */
+    position: integer("position").notNull().default(0),
+    /** Unanswered asks of the candidate at `position`. */
+    attempts: integer("attempts").notNull().default(0),
+    /** asking | accepted (by `provider`) | exhausted (nobody took it). */
+    status: text("status").notNull().default("asking"),
+    provider: text("provider"),
+    nextAttemptAt: timestamp("next_attempt_at", { withTimezone: true }).notNull().defaultNow(),
+    createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
+    updatedAt: timestamp("updated_at", { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [index("pool_handoffs_due").on(t.nextAttemptAt).where(sql`status = 'asking'`)],
+);

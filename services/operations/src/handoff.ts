@@ -1,0 +1,269 @@
+import type { Sql } from "@gw/db";
+import type postgres from "postgres";
+import { isTerminal, type OperationRow } from "./model.ts";
+import type { PoolDeps } from "./pool.ts";
+
+/**
+ * The hand-off of a pool payout's remainder, driven outside any transaction. See
+ * docs/architecture.md, "Self-matching pool".
+ *
+ * `pool_payout.handed_off` only records the decision (`operations.pool_handoffs`: the
+ * remainder and the providers after `self_matching` in the payout route, in order), in
+ * the consumer's transaction with its inbox row. `HandOffDriver` then asks the provider
+ * at `position`, with no transaction open during the call, and records its answer with
+ * a statement conditional on the state it read (still `asking`, same `position`), so a
+ * driver that crashed, or lost its lease, never applies an answer twice:
+ * - accepted: the payout moves to that provider (`pending` under it, as before);
+ * - declined (or not configured any more): the next candidate is asked;
+ * - no answer: asked again after a backoff (`backoffMs`, doubling, at most
+ *   `backoffMaxMs`); after `attempts` unanswered asks it is passed over like a decline.
+ *   Until then no other candidate is asked: a provider that answers late is asked the
+ *   same question again (providers are idempotent on our operation id), never a second
+ *   provider meanwhile.
+ * - no candidate left: nobody took it (a payout with contributions completes as a
+ *   self-matching partial; one without is rejected), as when the route has no provider
+ *   after the pool.
+ */
+
+export interface HandOffOptions {
+  /** Unanswered asks of one provider before it is passed over. */
+  attempts: number;
+  backoffMs: number;
+  backoffMaxMs: number;
+  /** How often due hand-offs are looked for besides the NOTIFY of a new one. */
+  intervalMs: number;
+  /** Hand-offs leased by one pass at most. */
+  batchSize: number;
+}
+
+export const HANDOFF_CHANNEL = "operations_pool_handoffs";
+
+interface HandOffRow {
+  operation_id: string;
+  amount: string;
+  candidates: string[];
+  position: number;
+  attempts: number;
+}
+
+/** How `handOff` ends a payout nobody took: a partial of what the pool paid, or rejected. */
+export type NobodyTookIt = (tx: postgres.TransactionSql, row: OperationRow) => Promise<void>;
+
+/** Records the decision in the consumer's transaction; the driver is woken at its commit. */
+export async function recordHandOff(
+  tx: postgres.TransactionSql,
+  operationId: string,
+  amount: string,
+  candidates: string[],
+): Promise<void> {
+  await tx`
+    insert into operations.pool_handoffs (operation_id, amount, candidates)
+    values (${operationId}, ${amount}, ${candidates}) on conflict do nothing`;
+  await tx`select pg_notify(${HANDOFF_CHANNEL}, '')`;
+}
+
+const eligible = (row: OperationRow | undefined, selfMatching: string): row is OperationRow =>
+  row?.type === "payout" && !isTerminal(row.status) && row.provider === selfMatching;
+
+export class HandOffDriver {
+  readonly #pool: PoolDeps;
+  readonly #o: HandOffOptions;
+  readonly #selfMatching: string;
+  readonly #nobodyTookIt: NobodyTookIt;
+  readonly #stop = new AbortController();
+  #loop: Promise<void> | undefined;
+  #wake: (() => void) | undefined;
+  #notified = false;
+  #unlisten: (() => Promise<void>) | undefined;
+
+  constructor(pool: PoolDeps, options: HandOffOptions, selfMatching: string, nobodyTookIt: NobodyTookIt) {
+    this.#pool = pool;
+    this.#o = options;
+    this.#selfMatching = selfMatching;
+    this.#nobodyTookIt = nobodyTookIt;
+  }
+
+  get #sql(): Sql {
+    return this.#pool.store.sql;
+  }
+
+  async start(): Promise<void> {
+    const listener = await this.#sql.listen(HANDOFF_CHANNEL, () => {
+      this.#notified = true;
+      this.#wake?.();
+    });
+    this.#unlisten = () => listener.unlisten();
+    this.#loop ??= this.#run();
+  }
+
+  async stop(): Promise<void> {
+    this.#stop.abort();
+    this.#wake?.();
+    await this.#loop;
+    await this.#unlisten?.().catch(() => {});
+  }
+
+  /** One pass: leases the due hand-offs and asks each its provider once. Returns how many. */
+  async runOnce(): Promise<number> {
+    const sql = this.#sql;
+    // Held long enough for one ask and its recording; a crash delays the row by this much.
+    const leaseMs = this.#pool.attemptTimeoutMs + 30_000;
+    const due = await sql<HandOffRow[]>`
+      update operations.pool_handoffs h
+      set next_attempt_at = now() + make_interval(secs => ${leaseMs}::double precision / 1000)
+      from (
+        select operation_id from operations.pool_handoffs
+        where status = 'asking' and next_attempt_at <= now()
+        order by next_attempt_at limit ${this.#o.batchSize}
+        for update skip locked
+      ) d
+      where h.operation_id = d.operation_id
+      returning h.operation_id, h.amount::text as amount, h.candidates, h.position, h.attempts`;
+    await Promise.all(
+      due.map((h) =>
+        this.#drive(h).catch((err: unknown) =>
+          this.#pool.logger.warn(
+            { operationId: h.operation_id, err: String(err) },
+            "pool: hand-off step failed; will retry",
+          ),
+        ),
+      ),
+    );
+    return due.length;
+  }
+
+  async #run(): Promise<void> {
+    const signal = this.#stop.signal;
+    while (!signal.aborted) {
+      this.#notified = false;
+      let handled = 0;
+      try {
+        handled = await this.runOnce();
+      } catch (err) {
+        this.#pool.logger.error({ err: String(err) }, "pool: hand-off pass failed");
+      }
+      if (signal.aborted) break;
+      if (handled >= this.#o.batchSize || this.#notified) continue;
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, this.#o.intervalMs);
+        this.#wake = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+      this.#wake = undefined;
+    }
+  }
+
+  /** Asks the candidate at the hand-off's position, outside any transaction, and records the answer. */
+  async #drive(h: HandOffRow): Promise<void> {
+    const { store, logger } = this.#pool;
+    const row = await store.findAnyById(h.operation_id);
+    if (!eligible(row, this.#selfMatching)) {
+      // Settled meanwhile by another path: nothing to hand off any more.
+      await this.#sql`
+        update operations.pool_handoffs set status = 'superseded', updated_at = now()
+        where operation_id = ${h.operation_id} and status = 'asking'`;
+      return;
+    }
+    const name = h.candidates[h.position] ?? "";
+    const provider = await store.provider(name);
+    const connector = provider && this.#pool.connectorFor(provider.kind);
+    if (!provider || !connector || !provider.methods.includes(row.method ?? "")) {
+      logger.warn(
+        { operationId: row.id, provider: name },
+        "pool: hand-off provider not available; passed over",
+      );
+      return this.#passOver(h);
+    }
+    let accepted: boolean;
+    try {
+      const answer = await connector.create(
+        provider,
+        {
+          operationId: row.id,
+          direction: "payout",
+          method: row.method ?? "",
+          amount: h.amount,
+          currency: row.currency ?? "",
+          number: row.number ?? undefined,
+          name: row.name ?? undefined,
+          bankname: row.bankname ?? undefined,
+          callbackUrl: `${this.#pool.callbackBaseUrl}/callbacks/providers/${encodeURIComponent(provider.name)}`,
+        },
+        AbortSignal.any([this.#stop.signal, AbortSignal.timeout(this.#pool.attemptTimeoutMs)]),
+      );
+      accepted = answer.outcome === "accepted";
+    } catch (err) {
+      // Stopping: not an answer, and not counted; the lease runs out and the ask is repeated.
+      if (this.#stop.signal.aborted) return;
+      const attempts = h.attempts + 1;
+      if (attempts < this.#o.attempts) {
+        const delayMs = Math.min(this.#o.backoffMaxMs, this.#o.backoffMs * 2 ** (attempts - 1));
+        logger.warn(
+          { operationId: row.id, provider: name, attempts, delayMs, err: String(err) },
+          "pool: hand-off provider did not answer; asking again later",
+        );
+        await this.#sql`
+          update operations.pool_handoffs
+          set attempts = ${attempts}, updated_at = now(),
+            next_attempt_at = now() + make_interval(secs => ${delayMs}::double precision / 1000)
+          where operation_id = ${h.operation_id} and status = 'asking' and position = ${h.position}`;
+        return;
+      }
+      logger.warn(
+        { operationId: row.id, provider: name, attempts, err: String(err) },
+        "pool: hand-off provider never answered; passed over",
+      );
+      return this.#passOver(h);
+    }
+    if (!accepted) {
+      logger.info({ operationId: row.id, provider: name }, "pool: hand-off declined");
+      return this.#passOver(h);
+    }
+    await this.#sql.begin(async (tx) => {
+      const taken = await tx`
+        update operations.pool_handoffs set status = 'accepted', provider = ${name}, updated_at = now()
+        where operation_id = ${h.operation_id} and status = 'asking' and position = ${h.position}
+        returning 1`;
+      if (taken.length === 0) return; // recorded by another driver already
+      const locked = await store.lock(h.operation_id, tx);
+      if (!eligible(locked, this.#selfMatching)) {
+        logger.error(
+          { operationId: h.operation_id, provider: name },
+          "pool: a provider took a hand-off of a payout settled meanwhile; needs an operator",
+        );
+        return;
+      }
+      const next = await store.transition(locked, { provider: name }, { emit: false, tx });
+      if (!next) throw new Error("payout changed concurrently; retry");
+      logger.info(
+        { operationId: h.operation_id, provider: name, amount: h.amount },
+        "pool: remainder handed off",
+      );
+    });
+  }
+
+  /** The candidate at `position` will not take it: the next one is asked, or nobody took it. */
+  async #passOver(h: HandOffRow): Promise<void> {
+    if (h.position + 1 < h.candidates.length) {
+      await this.#sql`
+        update operations.pool_handoffs
+        set position = ${h.position + 1}, attempts = 0, next_attempt_at = now(), updated_at = now()
+        where operation_id = ${h.operation_id} and status = 'asking' and position = ${h.position}`;
+      this.#notified = true;
+      return;
+    }
+    await this.#sql.begin(async (tx) => {
+      const ended = await tx`
+        update operations.pool_handoffs set status = 'exhausted', updated_at = now()
+        where operation_id = ${h.operation_id} and status = 'asking' and position = ${h.position}
+        returning 1`;
+      if (ended.length === 0) return;
+      const locked = await this.#pool.store.lock(h.operation_id, tx);
+      if (!eligible(locked, this.#selfMatching)) return;
+      this.#pool.logger.info({ operationId: h.operation_id }, "pool: no provider took the remainder");
+      await this.#nobodyTookIt(tx, locked);
+    });
+  }
+}
