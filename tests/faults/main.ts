@@ -703,12 +703,24 @@ try {
       print(`ERROR  ${name}: ${(err as Error).message}`);
     }
   }
+  const [refused] = await sql<{ n: number }[]>`
+    select count(*)::int as n from operations.operations where status = 'rejected' and provider is null
+      and request_hash is not null`;
   const [counts] = await sql`select count(*)::int as operations,
       count(*) filter (where status = 'completed')::int as completed,
       count(*) filter (where status = 'cancelled')::int as cancelled,
       count(*) filter (where status = 'rejected')::int as rejected,
       count(*) filter (where type = 'payout')::int as payouts from operations.operations`;
   print(`operations: ${JSON.stringify(counts)}`);
+  // Not an invariant of the issue, but money-relevant: a create the gateway recorded as
+  // refused (no provider answered in time) that the sandbox provider had in fact accepted.
+  const [refusedButAccepted] = await sql<{ n: number }[]>`
+    select count(*)::int as n from sandbox.operations s
+    join operations.operations op on op.id::text = s.reference
+    where s.decision = 'accepted' and op.status = 'rejected' and op.provider is null`;
+  print(
+    `refused creates (no_provider_accepted): ${refused?.n ?? 0}, of which the sandbox provider had accepted: ${refusedButAccepted?.n ?? 0}`,
+  );
   if (vacuous > 0) print(`${vacuous} check(s) examined nothing (EMPTY): this run did not exercise them`);
   print(`faults by kind: ${JSON.stringify(faultLog)}`);
   print(`webhooks received with a valid signature: ${received.size} distinct; unverified: ${unverified}`);
