@@ -117,8 +117,8 @@ export type CreateResult = { row: OperationRow; replayed: boolean };
 /**
  * Creates a payment or payout: idempotent claim, route, quote, providers in order within
  * one budget, then one statement that records the outcome with its event. A create that
- * no provider accepted is recorded as rejected and answered with an error, never as a
- * synthetic pending; replays get the same error.
+ * no provider accepted is recorded as rejected (no event) and answered with an error, never
+ * as a synthetic pending; a retry with the same body routes again (`retryRefused`).
  */
 export async function createOperation(
   deps: CreateDeps,
@@ -135,28 +135,8 @@ export async function createOperation(
     deps.store.routeWithProviders(input.shopId, input.method, direction),
   ]);
   if (existing) return resume(deps, input, hash, existing, deadline, signal);
-  const names = routing?.names ?? [];
-  if (!routing || names.length === 0)
-    throw failure(
-      Code.FailedPrecondition,
-      "route_not_configured",
-      `no ${direction} route for method ${input.method}`,
-    );
-  const quote = await deps.ledger
-    .quote(
-      {
-        shopId: input.shopId,
-        method: input.method,
-        direction,
-        amount: input.amount,
-        currency: input.currency,
-        settlementCurrency: routing.route.settlementCurrency,
-      },
-      { signal, timeoutMs: Math.max(1, deadline - Date.now()) },
-    )
-    .catch((err: unknown) => {
-      throw passThrough(err);
-    });
+  if (!routing || routing.names.length === 0) throw routeNotConfigured(direction, input.method);
+  const quote = await quoteFor(deps, input, routing.route.settlementCurrency, deadline, signal);
 
   const claimed = await deps.store.insert({
     id: operationIdFor(input.shopId, input.mop),
@@ -174,11 +154,7 @@ export async function createOperation(
     number: input.type === "payout" ? (input.number ?? null) : null,
     name: input.type === "payout" ? (input.name ?? null) : null,
     bankname: input.type === "payout" ? (input.bankname ?? null) : null,
-    settlement_currency: quote.settlementCurrency,
-    fx_rate: quote.fxRate ?? null,
-    fx_source: quote.fxSource ?? null,
-    commission_percent: quote.tier?.percent ?? "0",
-    commission_fixed: quote.tier?.fixed ?? "0",
+    ...quote,
     routing_deadline: new Date(deadline),
   });
   if (!claimed) {
@@ -187,7 +163,42 @@ export async function createOperation(
     if (!winner) throw failure(Code.Unavailable, "dependency_unavailable", "create raced; retry");
     return resume(deps, input, hash, winner, deadline, signal);
   }
-  return { row: await route(deps, claimed, routing.providers, names, deadline, signal), replayed: false };
+  return {
+    row: await route(deps, claimed, routing.providers, routing.names, deadline, signal),
+    replayed: false,
+  };
+}
+
+/** The commission and FX figures of a create, as the row stores them. */
+async function quoteFor(
+  deps: CreateDeps,
+  input: CreateInput,
+  settlementCurrency: string,
+  deadline: number,
+  signal: AbortSignal,
+) {
+  const quote = await deps.ledger
+    .quote(
+      {
+        shopId: input.shopId,
+        method: input.method,
+        direction: input.type === "payment" ? "payin" : "payout",
+        amount: input.amount,
+        currency: input.currency,
+        settlementCurrency,
+      },
+      { signal, timeoutMs: Math.max(1, deadline - Date.now()) },
+    )
+    .catch((err: unknown) => {
+      throw passThrough(err);
+    });
+  return {
+    settlement_currency: quote.settlementCurrency,
+    fx_rate: quote.fxRate ?? null,
+    fx_source: quote.fxSource ?? null,
+    commission_percent: quote.tier?.percent ?? "0",
+    commission_fixed: quote.tier?.fixed ?? "0",
+  };
 }
 
 /** Answers a request whose key already has a row: replay, conflict, wait or take over. */
@@ -220,26 +231,82 @@ async function resume(
   }
   if (row.request_hash !== hash) throw conflict();
   let current = row;
-  while (current.status === "routing") {
-    const routingDeadline = current.routing_deadline?.getTime() ?? 0;
-    // The deadline was set by another replica's clock: a grace of 5 s (as the reconciler
-    // keeps) absorbs skew and a slow final write before a second driver takes over.
-    if (Date.now() > routingDeadline + 5000) {
-      // The request that claimed the key died mid-routing: drive it again. Providers are
-      // idempotent on our operation id, so one that had accepted answers the same again.
-      return { row: await reroute(deps, current, deadline, signal), replayed: false };
+  // Whether this request saw another one's attempt running: its refusal is then our answer.
+  let waited = false;
+  for (;;) {
+    while (current.status === "routing") {
+      const routingDeadline = current.routing_deadline?.getTime() ?? 0;
+      // The deadline was set by another replica's clock: a grace of 5 s (as the reconciler
+      // keeps) absorbs skew and a slow final write before a second driver takes over.
+      if (Date.now() > routingDeadline + 5000) {
+        // The request that claimed the key died mid-routing: drive it again. Providers are
+        // idempotent on our operation id, so one that had accepted answers the same again.
+        return { row: await reroute(deps, current, deadline, signal), replayed: false };
+      }
+      if (Date.now() > deadline || signal.aborted)
+        throw failure(
+          Code.Unavailable,
+          "dependency_unavailable",
+          "the original create is still in progress; retry",
+        );
+      waited = true;
+      await new Promise((r) => setTimeout(r, 25));
+      current = (await deps.store.findByMop(input.shopId, input.mop)) ?? current;
     }
-    if (Date.now() > deadline || signal.aborted)
-      throw failure(
-        Code.Unavailable,
-        "dependency_unavailable",
-        "the original create is still in progress; retry",
-      );
-    await new Promise((r) => setTimeout(r, 25));
+    if (current.status !== "rejected" || current.provider !== null) return { row: current, replayed: true };
+    // A refusal is no decision (the spec's 503): the same command routes again, unless this
+    // request has just watched another attempt end so, or has no time left, or it is a
+    // flexible link's payment (whose refusal is answered again).
+    if (waited || Date.now() > deadline || signal.aborted || !(await isRefusedCreate(deps.store, current)))
+      throw notAccepted();
+    const retried = await retryRefused(deps, input, current, deadline, signal);
+    if (retried) return { row: retried, replayed: false };
+    // Another retry (or a cancel) changed the row first: answer as it stands now.
     current = (await deps.store.findByMop(input.shopId, input.mop)) ?? current;
   }
-  if (current.status === "rejected" && current.provider === null) throw notAccepted();
-  return { row: current, replayed: true };
+}
+
+/**
+ * A create that no provider accepted: `rejected` with no provider, never announced (no
+ * event). A flexible link's payment is left out: its refusals keep the link's rules (a
+ * retry answers the refusal again, and a payment the link announced as rejected is final).
+ */
+export async function isRefusedCreate(store: OperationStore, row: OperationRow): Promise<boolean> {
+  return (
+    row.status === "rejected" &&
+    row.provider === null &&
+    row.request_hash !== null &&
+    !(await store.isFlexiblePayment(row.id))
+  );
+}
+
+/**
+ * Routes a refused create again, under the same operation id (providers are idempotent on
+ * it, so one that had accepted answers the same): a fresh quote and the route as it is now,
+ * then the row is taken back to `routing` in one version-checked statement, so of two
+ * concurrent retries only one routes (the other waits on the `routing` row, as for any
+ * create in progress). Undefined when the row changed first. A cancel accepted after the
+ * refusal made the row `cancelled`, so it never gets here; one accepted while this routes
+ * wins as for any create (`record`).
+ */
+async function retryRefused(
+  deps: CreateDeps,
+  input: CreateInput,
+  row: OperationRow,
+  deadline: number,
+  signal: AbortSignal,
+): Promise<OperationRow | undefined> {
+  const direction = input.type === "payment" ? "payin" : "payout";
+  const routing = await deps.store.routeWithProviders(input.shopId, input.method, direction);
+  if (!routing || routing.names.length === 0) throw routeNotConfigured(direction, input.method);
+  const quote = await quoteFor(deps, input, routing.route.settlementCurrency, deadline, signal);
+  const taken = await deps.store.reopen(row, {
+    ...quote,
+    status: "routing",
+    routing_deadline: new Date(deadline),
+  });
+  if (!taken) return undefined;
+  return route(deps, taken, routing.providers, routing.names, deadline, signal);
 }
 
 /**
@@ -411,6 +478,9 @@ const conflict = () =>
     "merchant_operation_id was already used with a different request",
     "merchant_operation_id",
   );
+
+const routeNotConfigured = (direction: string, method: string) =>
+  failure(Code.FailedPrecondition, "route_not_configured", `no ${direction} route for method ${method}`);
 
 const notAccepted = () =>
   failure(Code.Unavailable, "no_provider_accepted", "no provider accepted the operation");

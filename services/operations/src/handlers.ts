@@ -33,7 +33,7 @@ import {
   resolveReview,
 } from "./confirm.ts";
 import { CallbackRejectedError, type Connector, type ProviderResult } from "./connectors/connector.ts";
-import { type CreateDeps, createOperation, operationIdFor, parseCreate } from "./create.ts";
+import { type CreateDeps, createOperation, isRefusedCreate, operationIdFor, parseCreate } from "./create.ts";
 import {
   confirmFlexibleAmount,
   createFlexibleLink,
@@ -237,6 +237,17 @@ export class OperationsHandlers implements ServiceImpl<typeof OperationsService>
         throw failure(Code.FailedPrecondition, "not_cancellable", "payouts cannot be cancelled");
       if (row.status === "cancelled" && row.cancelled_by_command)
         return { outcome: "cancelled", operation: toOperation(row) };
+      if (await isRefusedCreate(this.#store, row)) {
+        // A create no provider accepted is no decision: its retry would route again. The
+        // cancel decides it, with its event: the retry then answers the cancelled payment.
+        const next = await this.#store.transition(
+          row,
+          { status: "cancelled", cancel_requested: true, cancelled_by_command: true, cancel_reason: reason },
+          { emit: true },
+        );
+        if (next) return { outcome: "cancelled", operation: toOperation(next) };
+        continue;
+      }
       if (isTerminal(row.status)) return { outcome: "already_terminal", operation: toOperation(row) };
       if (!CANCELLABLE.has(row.status))
         throw failure(

@@ -207,6 +207,31 @@ export class OperationStore {
     return rows[0]?.changed === 1 ? after : undefined;
   }
 
+  /** Whether `id` is the payment of a flexible link (whose refusals keep their own rules). */
+  async isFlexiblePayment(id: string): Promise<boolean> {
+    const [row] = await this.#sql<{ found: boolean }[]>`
+      select exists (select 1 from operations.flexible_links where operation_id = ${id}) as found`;
+    return row?.found === true;
+  }
+
+  /**
+   * Takes a refused create (`rejected`, no provider, never announced) back to `routing` for
+   * a retried create, if nobody changed the row since it was read: one statement, so of
+   * two retries only one gets the row. The operation is created now, as far as anyone can
+   * tell (nothing of it was ever announced): `created_at` restarts, and so does the
+   * reconciler's bookkeeping.
+   */
+  async reopen(before: OperationRow, patch: OperationPatch): Promise<OperationRow | undefined> {
+    const columns = toDriver({ ...patch, version: String(BigInt(before.version) + 1n) });
+    const [row] = await this.#sql<OperationRow[]>`
+      update operations.operations
+      set ${this.#sql(columns)}, created_at = now(), updated_at = now(),
+        next_check_at = null, reconcile_checks = 0, stuck_alerted_at = null
+      where id = ${before.id} and version = ${before.version}
+      returning *`;
+    return hydrate(row);
+  }
+
   async legs(operationId: string, tx: Tx = this.#sql): Promise<LegRow[]> {
     const rows = await tx<{ id: string; amount: string; completed_at: string; receipt_id: string | null }[]>`
       select id, amount, completed_at, receipt_id from operations.legs where operation_id = ${operationId}
