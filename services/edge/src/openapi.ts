@@ -41,7 +41,7 @@ export function describeUnmanagedRoutes(app: OpenAPIHono<EdgeEnv>): void {
     summary: "Create a payment",
     description:
       "Waits up to 15 s for a provider to accept; when none does, answers 503 `no_provider_accepted` " +
-      "(a retry with the same key gets the same answer). Idempotent on merchant_operation_id and the body. " +
+      "(no decision: a retry with the same key and body asks the providers again). Idempotent on merchant_operation_id and the body. " +
       "`awaiting_confirmation` instead of `pending` when the route requires a receipt.",
     request: { body: jsonRequest(createOperationBody) },
     responses: { 200: jsonResponse(OperationSchema, "The payment."), ...createErrors },
@@ -151,8 +151,8 @@ export const OPENAPI_INFO = {
       "## Idempotency",
       "`merchant_operation_id` is the key of a create, per shop. The same key with the same body returns the",
       "original operation; with another body, `412 idempotency_conflict`. A create that no provider accepted",
-      "within the 15 s wait answers `503 no_provider_accepted` and is recorded as rejected: a retry with the",
-      "same key gets the same answer, so use a new `merchant_operation_id` to try again. No synthetic",
+      "within the 15 s wait answers `503 no_provider_accepted`: no decision, so a retry with the same key and",
+      "body asks the providers again under the same operation id and answers its own outcome. No synthetic",
       "`pending` is ever returned.",
       "",
       "## Webhooks",
