@@ -202,6 +202,9 @@ export class OperationsHandlers implements ServiceImpl<typeof OperationsService>
   async getOperation(req: GetOperationRequest) {
     const row = await this.#find(req.scope?.shopId ?? "", req.id);
     if (!row || row.status === "routing" || row.request_hash === null) throw notFound();
+    // A create no provider accepted created no operation (the spec: it "rejects", no
+    // webhook), and its retry may still route it: until then there is nothing to read.
+    if (await isRefusedCreate(this.#store, row)) throw notFound();
     const lookup = req.id.case === "operationId" ? "operationId" : "merchantOperationId";
     const { receipts, status } = await receiptEvidence(this.#d, row, await this.#store.legs(row.id), lookup);
     return { operation: toOperation(row), receipts, receiptEvidenceStatus: status };

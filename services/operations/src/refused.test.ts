@@ -99,6 +99,14 @@ describe("a retried create that no provider accepted", () => {
     const shop = await h.shop([provider.name]);
     const req = request(shop);
     const id = await refused(req);
+    // Nothing was created: neither id reads an operation while the refusal stands.
+    for (const lookup of [
+      { case: "operationId" as const, value: id },
+      { case: "merchantOperationId" as const, value: req.merchantOperationId },
+    ]) {
+      const read = await failureOf(h.operations.getOperation({ scope: shop, id: lookup }));
+      expect(read.code).toBe(Code.NotFound);
+    }
     // Still down: the retry is refused again, and nothing is announced.
     await refused(req);
 
@@ -111,6 +119,11 @@ describe("a retried create that no provider accepted", () => {
     expect(await sandboxView(id)).toMatchObject([
       { provider: provider.name, status: "pending", requests: 1 },
     ]);
+    const read = await h.operations.getOperation({
+      scope: shop,
+      id: { case: "merchantOperationId", value: req.merchantOperationId },
+    });
+    expect(read.operation).toMatchObject({ operationId: id, status: "pending" });
 
     // From now on the ordinary replay: the same operation, no new routing.
     const again = await h.operations.createOperation(req);
