@@ -1,10 +1,12 @@
 import { randomUUID } from "node:crypto";
 import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import { Code } from "@connectrpc/connect";
 import { Decimal } from "@gw/money";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { operationIdFor } from "./create.ts";
 import { SELF_MATCHING } from "./pool.ts";
-import { eventually, type OperationsHarness, startHarness } from "./test-support.ts";
+import { eventually, failureOf, type OperationsHarness, startHarness } from "./test-support.ts";
 
 // The self-matching pool as a route entry, over real matching, ledger, receipts and
 // sandbox services. The pool is shared by every shop of a method, so each test uses
@@ -212,6 +214,45 @@ describe("a payout routed to self_matching", () => {
       (b) => expect(b).toMatchObject({ balance: "-2020.00", reserved: "0.00" }),
     );
   }, 30_000);
+
+  it("enters the pool from its pending event when the AddPayout right after its create failed", async () => {
+    const payee = await shop([SELF_MATCHING], [SELF_MATCHING]);
+    const mop = `out-${randomUUID()}`;
+    const id = operationIdFor(payee.shopId, mop);
+    // A fault in matching's database refuses this payout's AddPayout, whoever sends it.
+    await h.store.sql.unsafe(`
+      create or replace function matching.test_refuse_payout() returns trigger language plpgsql
+      as $$ begin raise exception 'injected fault'; end $$`);
+    await h.store.sql.unsafe(`
+      create trigger test_refuse_payout before insert on matching.pool_payouts for each row
+      when (new.operation_id = '${id}') execute function matching.test_refuse_payout()`);
+    try {
+      const created = await h.operations.createOperation({
+        scope: payee,
+        type: "payout",
+        merchantOperationId: mop,
+        clientId: "payee",
+        method: "WT_RUB_C2C",
+        amount: "1730.00",
+        currency: "RUB",
+        number: "2200111122223333",
+        name: "Pool Payee",
+      });
+      expect(created.operation).toMatchObject({ operationId: id, status: "pending" });
+      // Recorded pending (the ledger reserves it), but not in the pool.
+      expect((await failureOf(h.matching.getPoolPayout({ operationId: id }))).code).toBe(Code.NotFound);
+    } finally {
+      await h.store.sql.unsafe("drop trigger test_refuse_payout on matching.pool_payouts");
+    }
+    // No reconciler runs here (its delay is 30 min): the payout.pending event's redelivery
+    // puts it in.
+    const entered = await eventually(
+      () => h.matching.getPoolPayout({ operationId: id }).catch(() => undefined),
+      (r) => expect(r?.payout).toMatchObject({ status: "open", amount: "1730.00", freeAmount: "1730.00" }),
+      40_000,
+    );
+    expect(entered?.payout?.shopId).toBe(payee.shopId);
+  }, 60_000);
 
   it("hands the remainder to the next provider of the payout route when the window ends, and completes with its leg", async () => {
     const payer = await shop([SELF_MATCHING], [SELF_MATCHING]);

@@ -28,7 +28,8 @@ import type { OperationStore } from "./store.ts";
  *   payout's destination as requisites, a receipt required, and the slot's expiry as
  *   `expires_at`. `amount_unavailable` is a decline: the next route entry is asked.
  * - A payout routed to `self_matching` is recorded `pending` (the ledger reserves its
- *   total) and then put into the pool (`AddPayout`, window `POOL_WINDOW_MS`).
+ *   total) and then put into the pool (`AddPayout`, window `POOL_WINDOW_MS`), right after
+ *   the create and again from its `payout.pending` event until that succeeds.
  * - The durable consumer `operations-pool` applies, exactly once, what follows:
  *   a pool payin that completed confirms its slot (`ConfirmSlot`) with its actual amount;
  *   one rejected, cancelled or expired releases its slot; `pool_payout.completed`
@@ -321,7 +322,8 @@ type ConsumerSql = Parameters<typeof runConsumer>[0]["sql"];
 /**
  * The durable consumers of the pool, inbox-idempotent like every consumer:
  * `operations-pool-payins` takes the terminal events of payments (to confirm or free
- * their slots), `operations-pool-payouts` the pool's payout events.
+ * their slots), `operations-pool-payouts` the pool's payout events, and
+ * `operations-pool-entries` the pending pool payouts (to put them into the pool).
  */
 export async function startPoolConsumers(
   pool: PoolDeps,
@@ -358,7 +360,33 @@ export async function startPoolConsumers(
     },
     logger,
   });
-  return [payins, payouts];
+  const entries = await runConsumer<OperationEvent>({
+    nats,
+    prefix,
+    durable: "operations-pool-entries",
+    subjects: ["operations.payout.pending"],
+    sql,
+    schema: "operations",
+    decode: (data) => fromBinary(OperationEventSchema, data),
+    handle: (tx, event) => enterPool(pool, tx, event),
+    logger,
+  });
+  return [payins, payouts, entries];
+}
+
+/**
+ * A payout recorded `pending` under the pool enters it from its own `payout.pending`
+ * event, committed with the state: an `AddPayout` that failed or was cut short by a crash
+ * right after the create is retried by redelivery within seconds, not by the reconciler
+ * half an hour later. `AddPayout` is idempotent on the payout's id, so the create's own
+ * attempt and this one may both run.
+ */
+async function enterPool(pool: PoolDeps, tx: postgres.TransactionSql, event: OperationEvent): Promise<void> {
+  const id = event.operation?.operationId;
+  if (!id) return;
+  const row = await pool.store.findAnyById(id, tx);
+  if (row?.type !== "payout" || row.provider !== SELF_MATCHING || row.status !== "pending") return;
+  await addPayout(pool, row);
 }
 
 /**
