@@ -14,7 +14,6 @@
 import { randomUUID } from "node:crypto";
 import { readFile } from "node:fs/promises";
 import { performance } from "node:perf_hooks";
-import { provisionShop } from "@gw/stack/provision";
 import postgres from "postgres";
 import { Agent, request } from "undici";
 import { startTestStack } from "../src/stack.ts";
@@ -54,13 +53,7 @@ const stack = await startTestStack({
 });
 const sql = postgres(stack.databaseUrl, { max: 1, onnotice: () => {} });
 try {
-  const shop = await provisionShop({
-    edgeUrl: stack.urls.edge,
-    sandboxUrl: stack.urls.sandbox,
-    adminToken: stack.adminToken,
-    webhookUrl: "http://127.0.0.1:9/unused",
-    name: "hops",
-  });
+  const shop = await stack.provisionShop({ name: "hops" });
   const agent = new Agent({ connections: 4, keepAliveTimeout: 30_000 });
   const create = async () => {
     const res = await request(`${stack.urls.edge}/v1/payment`, {

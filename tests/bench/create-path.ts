@@ -14,7 +14,6 @@ import os from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
 import { measure } from "@gw/bench";
-import { provisionShop } from "@gw/stack/provision";
 import { Agent, request } from "undici";
 import { startTestStack } from "../src/stack.ts";
 
@@ -80,13 +79,7 @@ async function pgbenchCreatePath(databaseUrl: string, shopId: string, keyHash: s
 
 const stack = await startTestStack({ extraEnv: { LOG_LEVEL: "warn" } });
 try {
-  const shop = await provisionShop({
-    edgeUrl: stack.urls.edge,
-    sandboxUrl: stack.urls.sandbox,
-    adminToken: stack.adminToken,
-    webhookUrl: "http://127.0.0.1:9/unused",
-    name: "bench",
-  });
+  const shop = await stack.provisionShop({ name: "bench" });
   const agent = new Agent({ connections: 256, pipelining: 1, keepAliveTimeout: 30_000 });
   const body = (mop: string) =>
     JSON.stringify({

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { Decimal } from "@gw/money";
-import { type ProvisionedShop, provisionShop } from "@gw/stack/provision";
+import type { ProvisionedShop } from "@gw/stack/provision";
 import { SandboxClient } from "@gw/stack/sandbox-client";
 import { startWebhookReceiver, type WebhookReceiver } from "@gw/stack/webhook-receiver";
 import { Webhook } from "standardwebhooks";
@@ -25,13 +25,7 @@ describe("the first payment through the whole stack", () => {
     stack = await startTestStack();
     let secret: string | undefined;
     receiver = await startWebhookReceiver({ secret: () => secret });
-    shop = await provisionShop({
-      edgeUrl: stack.urls.edge,
-      sandboxUrl: stack.urls.sandbox,
-      adminToken: stack.adminToken,
-      webhookUrl: receiver.url,
-      name: "first",
-    });
+    shop = await stack.provisionShop({ name: "first", webhookUrl: receiver.url });
     secret = shop.webhookSecret;
     merchant = new MerchantClient(stack.urls.edge, shop.apiKey);
     sandbox = new SandboxClient(stack.urls.sandbox);

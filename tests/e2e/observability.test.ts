@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { readFileSync } from "node:fs";
-import { type ProvisionedShop, provisionShop } from "@gw/stack/provision";
+import type { ProvisionedShop } from "@gw/stack/provision";
 import { startWebhookReceiver, type WebhookReceiver } from "@gw/stack/webhook-receiver";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MerchantClient, pollUntil } from "../src/merchant.ts";
@@ -43,13 +43,7 @@ describe("traces and log context across the stack", () => {
     stack = await startTestStack({ extraEnv: { LOG_LEVEL: "debug" } });
     let secret: string | undefined;
     receiver = await startWebhookReceiver({ secret: () => secret });
-    shop = await provisionShop({
-      edgeUrl: stack.urls.edge,
-      sandboxUrl: stack.urls.sandbox,
-      adminToken: stack.adminToken,
-      webhookUrl: receiver.url,
-      name: "observed",
-    });
+    shop = await stack.provisionShop({ name: "observed", webhookUrl: receiver.url });
     secret = shop.webhookSecret;
     merchant = new MerchantClient(stack.urls.edge, shop.apiKey);
     const op = await merchant.createPayment({

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { Decimal } from "@gw/money";
-import { type ProvisionedShop, provisionShop } from "@gw/stack/provision";
+import type { ProvisionedShop } from "@gw/stack/provision";
 import { SandboxClient } from "@gw/stack/sandbox-client";
 import { startWebhookReceiver, type WebhookReceiver } from "@gw/stack/webhook-receiver";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -20,13 +20,7 @@ describe("a payment while services are killed and restarted", () => {
     stack = await startTestStack();
     let secret: string | undefined;
     receiver = await startWebhookReceiver({ secret: () => secret });
-    shop = await provisionShop({
-      edgeUrl: stack.urls.edge,
-      sandboxUrl: stack.urls.sandbox,
-      adminToken: stack.adminToken,
-      webhookUrl: receiver.url,
-      name: "faults",
-    });
+    shop = await stack.provisionShop({ name: "faults", webhookUrl: receiver.url });
     secret = shop.webhookSecret;
     merchant = new MerchantClient(stack.urls.edge, shop.apiKey);
   });

@@ -17,7 +17,7 @@ import { AdminClient } from "@gw/stack/admin-client";
 import { requestJson } from "@gw/stack/http-json";
 import { startEmbeddedPostgres } from "@gw/stack/infra";
 import { freePort, probeTcp, waitFor } from "@gw/stack/net";
-import { DEMO_PRICING, provisionShop } from "@gw/stack/provision";
+import { DEMO_PRICING } from "@gw/stack/provision";
 import { SandboxClient } from "@gw/stack/sandbox-client";
 import { startWebhookReceiver } from "@gw/stack/webhook-receiver";
 import postgres from "postgres";
@@ -126,13 +126,7 @@ const noteFault = (what: string) => {
 let exitCode = 1;
 let stackStopped = false;
 try {
-  const shop = await provisionShop({
-    edgeUrl: stack.urls.edge,
-    sandboxUrl: stack.urls.sandbox,
-    adminToken: stack.adminToken,
-    webhookUrl: receiver.url,
-    name: "faults",
-  });
+  const shop = await stack.provisionShop({ name: "faults", webhookUrl: receiver.url });
   webhookSecret = shop.webhookSecret;
   // A second shop whose card payins and payouts go only through the self-matching pool:
   // its payouts are the pool, its payments are admitted into them and completed with a

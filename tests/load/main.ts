@@ -16,7 +16,6 @@
 import { readFileSync } from "node:fs";
 import { loadavg } from "node:os";
 import { runPgbench } from "@gw/bench";
-import { provisionShop } from "@gw/stack/provision";
 import autocannon from "autocannon";
 import { MerchantClient } from "../src/merchant.ts";
 import { startTestStack, type TestStack } from "../src/stack.ts";
@@ -148,13 +147,7 @@ print(
 const stack = await startTestStack({ replicas, extraEnv: { LOG_LEVEL: "warn" } });
 let exitCode = 0;
 try {
-  const shop = await provisionShop({
-    edgeUrl: stack.urls.edge,
-    sandboxUrl: stack.urls.sandbox,
-    adminToken: stack.adminToken,
-    webhookUrl: "http://127.0.0.1:9/unused",
-    name: "load",
-  });
+  const shop = await stack.provisionShop({ name: "load" });
   const merchant = new MerchantClient(stack.urls.edge, shop.apiKey);
   // Operations to read back: get_operation_state asks for one of these at random.
   const known: string[] = [];

@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { createTestDatabase } from "@gw/db";
 import { connectNats, streamName } from "@gw/events";
 import { ensureNats } from "@gw/stack/infra";
+import { type ProvisionedShop, provisionShop } from "@gw/stack/provision";
 import type { StackUrls } from "@gw/stack/services";
 import { freePorts, type Instance, REPO_ROOT, type Stack, startStack } from "@gw/stack/stack";
 
@@ -30,6 +31,11 @@ export interface TestStack {
   /** Every process of the stack with its own ports. */
   instances(): Promise<Instance[]>;
   replicas: number;
+  /**
+   * A merchant, shop, key, sandbox provider, routes and pricing on this stack
+   * (`provisionShop`); webhooks go to `webhookUrl` (a closed port when not given).
+   */
+  provisionShop(options: { name: string; webhookUrl?: string }): Promise<ProvisionedShop>;
   stop(): Promise<void>;
 }
 
@@ -136,6 +142,14 @@ export async function startTestStack(
     waitReady: (timeoutMs, names) => stack.waitReady(names, timeoutMs),
     instances: () => stack.instances(),
     replicas,
+    provisionShop: ({ name, webhookUrl = "http://127.0.0.1:9/unused" }) =>
+      provisionShop({
+        edgeUrl: stack.urls.edge,
+        sandboxUrl: stack.urls.sandbox,
+        adminToken,
+        webhookUrl,
+        name,
+      }),
     stop,
   };
 }
