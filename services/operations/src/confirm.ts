@@ -12,8 +12,8 @@ import type { ReceiptsService, Review } from "@gw/proto/gateway/receipts/v1/rece
 import { failure, Code as RpcCode } from "@gw/rpc";
 import type postgres from "postgres";
 import { bankDetails } from "./banks.ts";
-import { receiptsOf } from "./handlers.ts";
 import { isTerminal, type OperationRow, toOperation } from "./model.ts";
+import { receiptsOf } from "./receipts-of.ts";
 import type { LegRow, OperationStore } from "./store.ts";
 
 /**

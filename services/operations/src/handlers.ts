@@ -1,29 +1,24 @@
-import { randomUUID } from "node:crypto";
-import { create } from "@bufbuild/protobuf";
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import type { Logger } from "@gw/log";
-import { Decimal, isCurrency, isMethod } from "@gw/money";
-import {
-  type CancelOperationRequest,
-  type ConfirmFlexibleAmountRequest,
-  type ConfirmPaymentRequest,
-  type CreateFlexibleLinkRequest,
-  type GetFlexibleLinkRequest,
-  type GetOperationRequest,
-  type GetPaymentPageRequest,
-  type GetPoolCoverageRequest,
-  type HandleProviderCallbackRequest,
-  type ListManualChecksRequest,
-  type ListRoutesRequest,
-  type OperationsService,
-  type PutProviderRequest,
-  type PutRouteRequest,
-  type ReceiptItem,
-  ReceiptItemSchema,
-  type ResolveReviewRequest,
+import { isCurrency, isMethod } from "@gw/money";
+import type {
+  CancelOperationRequest,
+  ConfirmFlexibleAmountRequest,
+  ConfirmPaymentRequest,
+  CreateFlexibleLinkRequest,
+  GetFlexibleLinkRequest,
+  GetOperationRequest,
+  GetPaymentPageRequest,
+  GetPoolCoverageRequest,
+  HandleProviderCallbackRequest,
+  ListManualChecksRequest,
+  ListRoutesRequest,
+  OperationsService,
+  PutProviderRequest,
+  PutRouteRequest,
+  ResolveReviewRequest,
 } from "@gw/proto/gateway/operations/v1/operations_pb";
 import { Code, failure } from "@gw/rpc";
-import type postgres from "postgres";
 import { listProviders, listRoutes } from "./admin-reads.ts";
 import {
   confirmPayment,
@@ -32,7 +27,7 @@ import {
   receiptEvidence,
   resolveReview,
 } from "./confirm.ts";
-import { CallbackRejectedError, type Connector, type ProviderResult } from "./connectors/connector.ts";
+import { CallbackRejectedError, type Connector } from "./connectors/connector.ts";
 import { type CreateDeps, createOperation, isRefusedCreate, operationIdFor, parseCreate } from "./create.ts";
 import {
   confirmFlexibleAmount,
@@ -43,7 +38,8 @@ import {
 } from "./flexible.ts";
 import { isTerminal, type OperationRow, toOperation } from "./model.ts";
 import { getPaymentPage, markHostedPage } from "./page.ts";
-import type { LegRow, OperationStore } from "./store.ts";
+import { applyProviderResult } from "./provider-results.ts";
+import type { OperationStore } from "./store.ts";
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const REASON_MAX_BYTES = 2048;
@@ -51,122 +47,6 @@ const REASON_MAX_BYTES = 2048;
 const CANCELLABLE = new Set(["routing", "pending", "awaiting_confirmation"]);
 
 const notFound = () => failure(Code.NotFound, "operation_not_found", "operation not found");
-
-/**
- * The receipt items of a row: completed legs, only once the parent completed. The part of
- * the actual amount no leg accounts for (a provider that reported its completion without
- * legs: the whole of it, or its share of a pool payout handed off to it) is one synthetic
- * contribution with that authoritative amount and no receipt, and the evidence is then
- * `partial`, as the spec defines; rereading does not change it.
- */
-export function receiptsOf(row: OperationRow, legs: LegRow[]): { receipts: ReceiptItem[]; status: string } {
-  if (!isTerminal(row.status)) return { receipts: [], status: "not_ready" };
-  if (row.status !== "completed") return { receipts: [], status: "complete" };
-  const receipts = legs.map((l) =>
-    create(ReceiptItemSchema, {
-      id: l.id,
-      amount: new Decimal(l.amount).toFixed(2),
-      completedAt: l.completed_at.toISOString(),
-    }),
-  );
-  const decomposed = legs.reduce((sum, l) => sum.plus(l.amount), new Decimal(0));
-  const rest = new Decimal(row.actual_amount).minus(decomposed);
-  if (rest.lte(0)) return { receipts, status: "complete" };
-  receipts.push(
-    create(ReceiptItemSchema, {
-      id: row.id,
-      amount: rest.toFixed(2),
-      completedAt: row.updated_at.toISOString(),
-    }),
-  );
-  // Ordered by completed_at, then id, as the legs are.
-  receipts.sort((a, b) =>
-    a.completedAt === b.completedAt ? (a.id < b.id ? -1 : 1) : a.completedAt < b.completedAt ? -1 : 1,
-  );
-  return { receipts, status: "partial" };
-}
-
-/** What `applyProviderResult` did. */
-export type ApplyOutcome = "applied" | "already_terminal" | "not_routed";
-
-/**
- * Applies a provider's result (from its callback or from the reconciler's status
- * question) to the operation, inside `tx`: locks the row, stores the legs, and moves it
- * to `completed` (actual amount = sum of the legs) or `rejected` with its event. The row
- * lock makes a callback and the reconciler arriving together apply once: the second
- * finds the row terminal and changes nothing. A result for an operation routed to
- * another provider, or for a terminal one, changes nothing either.
- */
-export async function applyProviderResult(
-  deps: { store: OperationStore; logger: Logger },
-  tx: postgres.TransactionSql,
-  providerName: string,
-  result: ProviderResult,
-  source: "callback" | "reconciler",
-): Promise<ApplyOutcome> {
-  const row = await deps.store.lock(result.operationId, tx);
-  if (!row || row.provider !== providerName) {
-    deps.logger.warn(
-      { provider: providerName, operationId: result.operationId, source },
-      "provider result for an operation not routed to this provider",
-    );
-    return "not_routed";
-  }
-  if (isTerminal(row.status)) {
-    if (row.status === result.status) {
-      deps.logger.info({ operationId: row.id, status: row.status, source }, "provider result applied before");
-    } else if (result.status === "completed") {
-      // Terminal states never change; money the provider took for an operation we expired
-      // or cancelled needs an operator.
-      deps.logger.error(
-        { operationId: row.id, status: row.status, result: result.status, provider: providerName, source },
-        "provider completed an operation that is already terminal: money may have moved",
-      );
-    } else {
-      deps.logger.warn(
-        { operationId: row.id, status: row.status, result: result.status, source },
-        "provider result for a terminal operation ignored",
-      );
-    }
-    return "already_terminal";
-  }
-  // A pool payout handed off to this provider already holds what the pool paid into it
-  // (legs): the provider's rejection ends it as a self-matching partial, as a hand-off
-  // nobody took does, never `rejected` (that would return the whole reserve to the shop).
-  const paid = result.status === "rejected" && row.type === "payout" ? await deps.store.legs(row.id, tx) : [];
-  if (result.status === "rejected" && paid.length === 0) {
-    const next = await deps.store.transition(row, { status: "rejected" }, { emit: true, tx });
-    if (!next) throw failure(Code.Aborted, "dependency_unavailable", "operation changed concurrently; retry");
-    return "applied";
-  }
-  // A rejection reports no legs of its own: only what the pool paid counts.
-  const reported = result.status === "rejected" ? [] : result.legs;
-  let total = paid.reduce((sum, l) => sum.plus(l.amount), new Decimal(0));
-  for (const leg of reported) {
-    const amount = new Decimal(leg.amount);
-    if (!amount.isFinite() || amount.lte(0))
-      throw failure(Code.InvalidArgument, "validation_failed", "leg amount");
-    total = total.plus(amount);
-    await tx`
-      insert into operations.legs (id, operation_id, provider, provider_leg_id, amount, completed_at)
-      values (${randomUUID()}, ${row.id}, ${providerName}, ${leg.id}, ${amount.toFixed(2)}, ${leg.completedAt.toISOString()})
-      on conflict (operation_id, provider_leg_id) do nothing`;
-  }
-  if (result.status === "completed" && reported.length === 0) total = new Decimal(row.expected_amount ?? "0");
-  const legs = await deps.store.legs(row.id, tx);
-  // A pool payout handed off to this provider already holds the pool's contributions as
-  // legs: the actual amount is every leg, not only this provider's.
-  if (reported.length > 0) total = legs.reduce((sum, l) => sum.plus(l.amount), new Decimal(0));
-  const completed = { ...row, status: "completed" as const, actual_amount: total.toFixed(2) };
-  const { receipts } = receiptsOf(completed, legs);
-  const next = await deps.store.transition(
-    row,
-    { status: "completed", actual_amount: total.toFixed(2) },
-    { emit: true, receipts, tx },
-  );
-  if (!next) throw failure(Code.Aborted, "dependency_unavailable", "operation changed concurrently; retry");
-  return "applied";
-}
 
 export interface HandlerDeps extends CreateDeps {
   prefix: string;

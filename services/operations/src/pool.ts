@@ -13,9 +13,9 @@ import { type OperationEvent, OperationEventSchema } from "@gw/proto/gateway/ope
 import { Code, errorInfo, failure } from "@gw/rpc";
 import type postgres from "postgres";
 import type { Connector, ProviderAnswer, ProviderConfig } from "./connectors/connector.ts";
-import { receiptsOf } from "./handlers.ts";
 import { recordHandOff } from "./handoff.ts";
 import { isTerminal, type OperationRow } from "./model.ts";
+import { receiptsOf } from "./receipts-of.ts";
 import type { OperationStore } from "./store.ts";
 
 /**

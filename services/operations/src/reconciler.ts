@@ -3,9 +3,9 @@ import { errorInfo, metricsRegistry } from "@gw/rpc";
 import { Gauge } from "prom-client";
 import type { OperationsConfig } from "./config.ts";
 import { type CreateDeps, reroute } from "./create.ts";
-import { applyProviderResult } from "./handlers.ts";
 import { isTerminal } from "./model.ts";
 import { type PoolDeps, reconcilePooled, SELF_MATCHING } from "./pool.ts";
+import { applyProviderResult } from "./provider-results.ts";
 import { NON_TERMINAL, type ReconcileRow } from "./store.ts";
 
 /**

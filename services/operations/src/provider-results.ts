@@ -1,0 +1,91 @@
+import { randomUUID } from "node:crypto";
+import type { Logger } from "@gw/log";
+import { Decimal } from "@gw/money";
+import { Code, failure } from "@gw/rpc";
+import type postgres from "postgres";
+import type { ProviderResult } from "./connectors/connector.ts";
+import { isTerminal } from "./model.ts";
+import { receiptsOf } from "./receipts-of.ts";
+import type { OperationStore } from "./store.ts";
+
+/** What `applyProviderResult` did. */
+export type ApplyOutcome = "applied" | "already_terminal" | "not_routed";
+
+/**
+ * Applies a provider's result (from its callback or from the reconciler's status
+ * question) to the operation, inside `tx`: locks the row, stores the legs, and moves it
+ * to `completed` (actual amount = sum of the legs) or `rejected` with its event. The row
+ * lock makes a callback and the reconciler arriving together apply once: the second
+ * finds the row terminal and changes nothing. A result for an operation routed to
+ * another provider, or for a terminal one, changes nothing either.
+ */
+export async function applyProviderResult(
+  deps: { store: OperationStore; logger: Logger },
+  tx: postgres.TransactionSql,
+  providerName: string,
+  result: ProviderResult,
+  source: "callback" | "reconciler",
+): Promise<ApplyOutcome> {
+  const row = await deps.store.lock(result.operationId, tx);
+  if (!row || row.provider !== providerName) {
+    deps.logger.warn(
+      { provider: providerName, operationId: result.operationId, source },
+      "provider result for an operation not routed to this provider",
+    );
+    return "not_routed";
+  }
+  if (isTerminal(row.status)) {
+    if (row.status === result.status) {
+      deps.logger.info({ operationId: row.id, status: row.status, source }, "provider result applied before");
+    } else if (result.status === "completed") {
+      // Terminal states never change; money the provider took for an operation we expired
+      // or cancelled needs an operator.
+      deps.logger.error(
+        { operationId: row.id, status: row.status, result: result.status, provider: providerName, source },
+        "provider completed an operation that is already terminal: money may have moved",
+      );
+    } else {
+      deps.logger.warn(
+        { operationId: row.id, status: row.status, result: result.status, source },
+        "provider result for a terminal operation ignored",
+      );
+    }
+    return "already_terminal";
+  }
+  // A pool payout handed off to this provider already holds what the pool paid into it
+  // (legs): the provider's rejection ends it as a self-matching partial, as a hand-off
+  // nobody took does, never `rejected` (that would return the whole reserve to the shop).
+  const paid = result.status === "rejected" && row.type === "payout" ? await deps.store.legs(row.id, tx) : [];
+  if (result.status === "rejected" && paid.length === 0) {
+    const next = await deps.store.transition(row, { status: "rejected" }, { emit: true, tx });
+    if (!next) throw failure(Code.Aborted, "dependency_unavailable", "operation changed concurrently; retry");
+    return "applied";
+  }
+  // A rejection reports no legs of its own: only what the pool paid counts.
+  const reported = result.status === "rejected" ? [] : result.legs;
+  let total = paid.reduce((sum, l) => sum.plus(l.amount), new Decimal(0));
+  for (const leg of reported) {
+    const amount = new Decimal(leg.amount);
+    if (!amount.isFinite() || amount.lte(0))
+      throw failure(Code.InvalidArgument, "validation_failed", "leg amount");
+    total = total.plus(amount);
+    await tx`
+      insert into operations.legs (id, operation_id, provider, provider_leg_id, amount, completed_at)
+      values (${randomUUID()}, ${row.id}, ${providerName}, ${leg.id}, ${amount.toFixed(2)}, ${leg.completedAt.toISOString()})
+      on conflict (operation_id, provider_leg_id) do nothing`;
+  }
+  if (result.status === "completed" && reported.length === 0) total = new Decimal(row.expected_amount ?? "0");
+  const legs = await deps.store.legs(row.id, tx);
+  // A pool payout handed off to this provider already holds the pool's contributions as
+  // legs: the actual amount is every leg, not only this provider's.
+  if (reported.length > 0) total = legs.reduce((sum, l) => sum.plus(l.amount), new Decimal(0));
+  const completed = { ...row, status: "completed" as const, actual_amount: total.toFixed(2) };
+  const { receipts } = receiptsOf(completed, legs);
+  const next = await deps.store.transition(
+    row,
+    { status: "completed", actual_amount: total.toFixed(2) },
+    { emit: true, receipts, tx },
+  );
+  if (!next) throw failure(Code.Aborted, "dependency_unavailable", "operation changed concurrently; retry");
+  return "applied";
+}
