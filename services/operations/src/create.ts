@@ -403,8 +403,8 @@ async function route(
         break;
       }
       deps.logger.info(
-        { operationId: claimed.id, provider: provider.name, reason: answer.reason },
-        "provider declined",
+        { operationId: claimed.id, provider: provider.name, outcome: answer.outcome, reason: answer.reason },
+        answer.outcome === "declined" ? "provider declined" : "provider did not answer",
       );
     } catch (err) {
       deps.logger.warn(

@@ -193,6 +193,7 @@ export class HandOffDriver {
         },
         AbortSignal.any([this.#stop.signal, AbortSignal.timeout(this.#pool.attemptTimeoutMs)]),
       );
+      if (answer.outcome === "unknown") throw new Error(answer.reason);
       accepted = answer.outcome === "accepted";
     } catch (err) {
       // Stopping: not an answer, and not counted; the lease runs out and the ask is repeated.

@@ -198,16 +198,16 @@ export class Reconciler {
       await store.scheduleCheck(row.id, this.#backoff(row), true);
       return "failed";
     }
-    let answer: Awaited<ReturnType<typeof connector.status>>;
-    try {
-      answer = await connector.status(
-        provider,
-        row.id,
-        AbortSignal.any([this.#stop.signal, AbortSignal.timeout(this.#deps.attemptTimeoutMs)]),
-      );
-    } catch (err) {
+    const answer = await connector.status(
+      provider,
+      row.id,
+      AbortSignal.any([this.#stop.signal, AbortSignal.timeout(this.#deps.attemptTimeoutMs)]),
+    );
+    if (answer.status === "unknown" || answer.status === "not_found" || answer.status === "withdrawn") {
+      // Nothing to apply: a pending row's provider that does not know it, or withdrew it,
+      // is a question for an operator, asked again later like no answer at all.
       logger.warn(
-        { operationId: row.id, provider: provider.name, err: String(err) },
+        { operationId: row.id, provider: provider.name, answer: answer.status },
         "reconcile: provider did not answer the status question",
       );
       await store.scheduleCheck(row.id, this.#backoff(row), true);

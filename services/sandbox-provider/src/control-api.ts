@@ -20,6 +20,7 @@ const behaviour = z.object({
     .optional(),
   delay_ms: z.number().int().min(0).max(600_000).optional(),
   decline_reason: z.string().min(1).max(128).optional(),
+  withdraw: z.enum(["supported", "unsupported", "failing"]).optional(),
   requisites: z
     .object({
       card_number: z
@@ -176,6 +177,8 @@ export function controlApi(deps: ControlApiDeps) {
         for update`;
       const pending = open.filter((o) => o.status === "pending");
       if (open.length === 0) throw new ApiError(404, "not_found", "no provider took this operation");
+      if (pending.length === 0 && open.some((o) => o.status === "withdrawn"))
+        throw new ApiError(409, "withdrawn", "the operation was withdrawn: no money is taken for it");
       if (pending.length === 0)
         throw new ApiError(409, "already_settled", "the operation is already settled");
       if (pending.length > 1)

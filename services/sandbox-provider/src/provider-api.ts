@@ -242,8 +242,8 @@ export function providerApi(deps: ProviderApiDeps) {
 
   api.post("/:name/v1/payins", (c) => create(c, "payin"));
   api.post("/:name/v1/payouts", (c) => create(c, "payout"));
-  api.get("/:name/v1/operations/:reference", async (c) => {
-    const provider = await authenticate(c);
+  /** The operation this provider holds under the path's reference; 404 when it never received it. */
+  async function held(c: Context, provider: { name: string }) {
     const ref = reference.safeParse(c.req.param("reference"));
     if (!ref.success) throw new ApiError(400, "validation_failed", "bad reference", "reference");
     const [row] = await db
@@ -251,7 +251,30 @@ export function providerApi(deps: ProviderApiDeps) {
       .from(operations)
       .where(sql`${operations.provider} = ${provider.name} and ${operations.reference} = ${ref.data}`);
     if (!row) throw new ApiError(404, "not_found", "no operation with this reference");
+    return row;
+  }
+
+  api.get("/:name/v1/operations/:reference", async (c) => {
+    const provider = await authenticate(c);
+    const row = await held(c, provider);
     return c.json(providerView(row, await legsOf(row.id)));
+  });
+  // Withdrawal: a pending operation stops taking money (its requisites are withdrawn) and
+  // can no longer be settled; one already final answers its result. Idempotent.
+  api.post("/:name/v1/operations/:reference/withdraw", async (c) => {
+    const provider = await authenticate(c);
+    const row = await held(c, provider);
+    const mode = provider[row.direction].withdraw ?? "supported";
+    if (mode === "unsupported")
+      throw new ApiError(501, "not_supported", "this provider offers no withdrawal");
+    if (mode === "failing") throw new ApiError(503, "unavailable", "withdrawal failed; try again");
+    const [withdrawn] = await db
+      .update(operations)
+      .set({ status: "withdrawn", settledAt: new Date() })
+      .where(sql`${operations.id} = ${row.id} and ${operations.status} = 'pending'`)
+      .returning();
+    const now = withdrawn ?? (await held(c, provider));
+    return c.json(providerView(now, await legsOf(now.id)));
   });
   return api;
 }

@@ -38,7 +38,14 @@ export type ProviderAnswer =
       /** Only when the provider reports a real expiry of the payable window. */
       expiresAt?: Date;
     }
-  | { outcome: "declined"; reason: string };
+  | { outcome: "declined"; reason: string }
+  /**
+   * The provider may or may not have taken the operation: the request timed out or was
+   * abandoned, the connection failed after the request was sent, the provider answered a
+   * 5xx, or its answer could not be read. Money may have moved: the caller asks `status`
+   * until it knows, and never treats this as a decline.
+   */
+  | { outcome: "unknown"; reason: string };
 
 /** One completed physical part of an operation at the provider. */
 export interface ProviderLeg {
@@ -54,6 +61,36 @@ export interface ProviderResult {
   legs: ProviderLeg[];
 }
 
+/**
+ * The provider's answer to the status question (`Connector.status`): a final result, still
+ * pending, `not_found` (the provider never received the operation: a definite answer, the
+ * only one besides a decline that lets a cascade move on), `withdrawn` (taken, then
+ * withdrawn at the gateway's request: no money will move), or `unknown` (no readable answer:
+ * ask again later).
+ */
+export type ProviderStatus =
+  | ProviderResult
+  | { status: "pending" }
+  | { status: "not_found" }
+  | { status: "withdrawn" }
+  | { status: "unknown"; reason: string };
+
+/**
+ * The provider's answer to a withdrawal (`Connector.cancel`): the requisites are withdrawn
+ * and no money will move (`withdrawn`, also when it was withdrawn before); the provider had
+ * already reached a final result, which the caller must apply like any other result
+ * (`final`); the provider never received the operation (`not_found`); the provider offers
+ * no withdrawal (`not_supported`); or no readable answer (`unknown`: it may or may not be
+ * withdrawn). Whatever still arrives after anything but `withdrawn` and `not_found` is a
+ * provider fact the gateway records.
+ */
+export type WithdrawAnswer =
+  | { outcome: "withdrawn" }
+  | { outcome: "final"; result: ProviderResult }
+  | { outcome: "not_found" }
+  | { outcome: "not_supported" }
+  | { outcome: "unknown"; reason: string };
+
 /** Thrown when a callback's signature, timestamp or shape is not acceptable. */
 export class CallbackRejectedError extends Error {
   override readonly name = "CallbackRejectedError";
@@ -61,9 +98,9 @@ export class CallbackRejectedError extends Error {
 
 export interface Connector {
   /**
-   * Asks the provider to take the operation. Resolves with its answer; rejects when the
-   * provider did not answer before `signal` aborted or the transport failed, which the
-   * router treats like a decline and moves on.
+   * Asks the provider to take the operation. Never rejects: every failure to get a
+   * decision (abort of `signal`, transport error, 5xx, unreadable answer) resolves
+   * `unknown`, which means the provider may have taken it.
    */
   create(
     provider: ProviderConfig,
@@ -80,10 +117,14 @@ export interface Connector {
     headers: Record<string, string>,
     now: Date,
   ): ProviderResult & { callbackId: string };
-  /** Asks for the current result of an operation (the reconciler's question). */
-  status(
-    provider: ProviderConfig,
-    operationId: string,
-    signal: AbortSignal,
-  ): Promise<ProviderResult | { status: "pending" }>;
+  /**
+   * Asks for the current state of an operation (the reconciler's and the cascade's
+   * question). Never rejects: no readable answer resolves `unknown`.
+   */
+  status(provider: ProviderConfig, operationId: string, signal: AbortSignal): Promise<ProviderStatus>;
+  /**
+   * Asks the provider to withdraw the operation (cancel and expiry of a payin: the
+   * requisites must stop taking money). Never rejects: no readable answer is `unknown`.
+   */
+  cancel(provider: ProviderConfig, operationId: string, signal: AbortSignal): Promise<WithdrawAnswer>;
 }

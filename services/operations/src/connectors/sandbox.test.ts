@@ -5,7 +5,7 @@ import { createTestDatabase, type TestDatabase } from "@gw/db";
 import { configSchema, type RunningSandbox, startSandbox } from "@gw/sandbox-provider";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CallbackRejectedError, type ProviderConfig, type ProviderCreateRequest } from "./connector.ts";
-import { ProviderRequestError, SandboxConnector } from "./sandbox.ts";
+import { SandboxConnector } from "./sandbox.ts";
 
 /** The gateway's callback endpoint stand-in: keeps each POST's exact bytes and headers. */
 class Receiver {
@@ -153,12 +153,32 @@ describe("SandboxConnector.create", () => {
     });
   });
 
-  it("gives up on a provider that never answers when the signal aborts", async () => {
+  it("answers unknown, not declined, for a provider that never answers before the signal aborts", async () => {
     const p = await provider("silent", { payin: { mode: "no_answer" } });
     const req = createRequest();
-    await expect(connector.create(p, req, AbortSignal.timeout(300))).rejects.toThrow();
+    expect(await connector.create(p, req, AbortSignal.timeout(300))).toMatchObject({ outcome: "unknown" });
     const seen = await control("GET", `/operations/${req.operationId}`);
     expect(seen.json.received[0].decision).toBe("no_answer");
+  });
+
+  it("answers unknown for a provider that accepts after the caller gave up, which the status read then shows", async () => {
+    const p = await provider("late", { payout: { mode: "accept", delay_ms: 1_500 } });
+    const req = createRequest({ direction: "payout", number: "2200000000000004" });
+    expect(await connector.create(p, req, AbortSignal.timeout(200))).toMatchObject({ outcome: "unknown" });
+    expect(await connector.status(p, req.operationId, timeout())).toEqual({ status: "pending" });
+  });
+
+  it("answers unknown when the provider cannot be reached at all", async () => {
+    const closed = {
+      name: "gone",
+      kind: "sandbox",
+      baseUrl: "http://127.0.0.1:1",
+      credentials: "x".repeat(16),
+      methods: [],
+    };
+    expect(await connector.create(closed, createRequest(), timeout())).toMatchObject({ outcome: "unknown" });
+    expect(await connector.status(closed, randomUUID(), timeout())).toMatchObject({ status: "unknown" });
+    expect(await connector.cancel(closed, randomUUID(), timeout())).toMatchObject({ outcome: "unknown" });
   });
 
   it("is idempotent on the operation id: a repeat gets the same requisites and creates nothing new", async () => {
@@ -172,12 +192,13 @@ describe("SandboxConnector.create", () => {
     expect(seen.json.received[0].requests).toBe(2);
   });
 
-  it("rejects when the provider refuses its credentials", async () => {
+  it("reads a refusal of its credentials as a decline: the provider took nothing", async () => {
     const p = await provider("guarded");
     const wrong = { ...p, credentials: "someone-elses-credentials-000" };
-    const err = await connector.create(wrong, createRequest(), timeout()).catch((e: unknown) => e);
-    expect(err).toBeInstanceOf(ProviderRequestError);
-    expect((err as ProviderRequestError).status).toBe(401);
+    expect(await connector.create(wrong, createRequest(), timeout())).toEqual({
+      outcome: "declined",
+      reason: "unauthorized",
+    });
   });
 });
 
@@ -258,8 +279,48 @@ describe("SandboxConnector.status", () => {
     });
   });
 
-  it("rejects for a reference the provider never received", async () => {
+  it("answers not_found for a reference the provider never received", async () => {
     const p = await provider("unknown");
-    await expect(connector.status(p, randomUUID(), timeout())).rejects.toBeInstanceOf(ProviderRequestError);
+    expect(await connector.status(p, randomUUID(), timeout())).toEqual({ status: "not_found" });
+  });
+});
+
+describe("SandboxConnector.cancel", () => {
+  it("withdraws a pending payin: the status reads withdrawn and the provider refuses to settle it", async () => {
+    const p = await provider("withdraws");
+    const req = createRequest();
+    await connector.create(p, req, timeout());
+    expect(await connector.cancel(p, req.operationId, timeout())).toEqual({ outcome: "withdrawn" });
+    expect(await connector.cancel(p, req.operationId, timeout())).toEqual({ outcome: "withdrawn" });
+    expect(await connector.status(p, req.operationId, timeout())).toEqual({ status: "withdrawn" });
+    const settle = await control("POST", `/operations/${req.operationId}/settle`, { legs: ["1000.00"] });
+    expect(settle.status).toBe(409);
+    expect(settle.json.error.code).toBe("withdrawn");
+  });
+
+  it("answers the final result of an operation the provider completed before the withdrawal", async () => {
+    const p = await provider("too-late");
+    const req = createRequest();
+    await connector.create(p, req, timeout());
+    await control("POST", `/operations/${req.operationId}/settle`, { legs: ["700.00"] });
+    expect(await connector.cancel(p, req.operationId, timeout())).toMatchObject({
+      outcome: "final",
+      result: { operationId: req.operationId, status: "completed", legs: [{ amount: "700.00" }] },
+    });
+  });
+
+  it("tells not_found, not_supported and a failed withdrawal apart", async () => {
+    const p = await provider("no-withdrawals", { payin: { mode: "accept", withdraw: "unsupported" } });
+    const req = createRequest();
+    await connector.create(p, req, timeout());
+    expect(await connector.cancel(p, randomUUID(), timeout())).toEqual({ outcome: "not_found" });
+    expect(await connector.cancel(p, req.operationId, timeout())).toEqual({ outcome: "not_supported" });
+    const failing = await provider("failing-withdrawals", { payin: { mode: "accept", withdraw: "failing" } });
+    const other = createRequest();
+    await connector.create(failing, other, timeout());
+    expect(await connector.cancel(failing, other.operationId, timeout())).toMatchObject({
+      outcome: "unknown",
+    });
+    expect(await connector.status(failing, other.operationId, timeout())).toEqual({ status: "pending" });
   });
 });

@@ -10,6 +10,8 @@ import {
   type ProviderCreateRequest,
   type ProviderLeg,
   type ProviderResult,
+  type ProviderStatus,
+  type WithdrawAnswer,
 } from "./connector.ts";
 
 /** The header that carries a sandbox callback's signature: `t=<unix seconds>,v1=<hex>`. */
@@ -99,6 +101,22 @@ function header(headers: Record<string, string>, name: string): string | undefin
   return undefined;
 }
 
+/** Why a request got no answer: the caller's deadline, or the transport. */
+function transportReason(err: unknown, signal: AbortSignal): string {
+  if (signal.aborted) return "no answer before the deadline";
+  return `transport: ${err instanceof Error ? err.message : String(err)}`;
+}
+
+/** Reads the provider's JSON view of an operation (status read and withdraw answer). */
+function readView(operationId: string, json: Json): ProviderStatus | undefined {
+  if (json.status === "pending") return { status: "pending" };
+  if (json.status === "withdrawn") return { status: "withdrawn" };
+  if (json.status !== "completed" && json.status !== "rejected") return undefined;
+  const legs = parseLegs(json.legs);
+  if (!legs) return undefined;
+  return { operationId, status: json.status, legs };
+}
+
 /**
  * The connector for the sandbox provider protocol (see services/sandbox-provider/README.md):
  * JSON over HTTP with `Authorization: Bearer <credentials>`, the gateway's operation_id as
@@ -107,9 +125,10 @@ function header(headers: Record<string, string>, name: string): string | undefin
  */
 export class SandboxConnector implements Connector {
   /**
-   * Rejects (so the router moves on) when `signal` aborts first, the transport fails, or
-   * the provider answers with something other than a decision: an authentication error,
-   * a 5xx or a malformed body. A 4xx refusal of the request is a decline.
+   * A 4xx refusal of the request (other than 408) is a decline: the provider has not taken
+   * it. Everything else that is not a decision is `unknown`, never a decline: the signal
+   * aborted first, the transport failed (the request may have arrived), a 408 or 5xx, or an
+   * answer that cannot be read.
    */
   async create(
     provider: ProviderConfig,
@@ -129,21 +148,28 @@ export class SandboxConnector implements Connector {
       if (req.bankname) destination.bankname = req.bankname;
       body.destination = destination;
     }
-    const { status, json } = await this.#call(
-      provider,
-      providerUrl(provider, req.direction === "payin" ? "payins" : "payouts"),
-      "POST",
-      signal,
-      JSON.stringify(body),
-    );
-    if (
-      status >= 400 &&
-      status < 500 &&
-      status !== 401 &&
-      status !== 403 &&
-      status !== 408 &&
-      status !== 429
-    ) {
+    let answer: { status: number; json: unknown };
+    try {
+      answer = await this.#call(
+        provider,
+        providerUrl(provider, req.direction === "payin" ? "payins" : "payouts"),
+        "POST",
+        signal,
+        JSON.stringify(body),
+      );
+    } catch (err) {
+      return { outcome: "unknown", reason: transportReason(err, signal) };
+    }
+    try {
+      return this.#decision(req, answer.status, answer.json);
+    } catch (err) {
+      return { outcome: "unknown", reason: String(err instanceof Error ? err.message : err) };
+    }
+  }
+
+  /** Reads a create answer; throws ProviderRequestError for one that is not a decision. */
+  #decision(req: ProviderCreateRequest, status: number, json: unknown): ProviderAnswer {
+    if (status >= 400 && status < 500 && status !== 408) {
       const code = isObject(json) && isObject(json.error) ? optionalString(json.error.code) : undefined;
       return { outcome: "declined", reason: code ?? `http_${status}` };
     }
@@ -230,25 +256,54 @@ export class SandboxConnector implements Connector {
   }
 
   /**
-   * Reads the provider's view of an operation. Rejects when the provider does not know the
-   * reference (404: nothing to conclude from, so the caller must not treat it as rejected),
-   * when `signal` aborts first, and on any other unexpected answer.
+   * Reads the provider's view of an operation. A 404 is the definite `not_found` (the
+   * provider never received it); an abort, a transport error, any other status or an
+   * unreadable body is `unknown`.
    */
-  async status(
-    provider: ProviderConfig,
-    operationId: string,
-    signal: AbortSignal,
-  ): Promise<ProviderResult | { status: "pending" }> {
+  async status(provider: ProviderConfig, operationId: string, signal: AbortSignal): Promise<ProviderStatus> {
     const url = providerUrl(provider, `operations/${encodeURIComponent(operationId)}`);
-    const { status, json } = await this.#call(provider, url, "GET", signal);
-    if (status !== 200 || !isObject(json)) throw this.#unexpected(status, json);
-    if (json.status === "pending") return { status: "pending" };
-    if (json.status !== "completed" && json.status !== "rejected") {
-      throw new ProviderRequestError("unknown operation status", status);
+    let answer: { status: number; json: unknown };
+    try {
+      answer = await this.#call(provider, url, "GET", signal);
+    } catch (err) {
+      return { status: "unknown", reason: transportReason(err, signal) };
     }
-    const legs = parseLegs(json.legs);
-    if (!legs) throw new ProviderRequestError("malformed legs", status);
-    return { operationId, status: json.status, legs };
+    const { status, json } = answer;
+    if (status === 404 && isObject(json) && isObject(json.error) && json.error.code === "not_found") {
+      return { status: "not_found" };
+    }
+    if (status !== 200 || !isObject(json))
+      return { status: "unknown", reason: this.#unexpected(status, json).message };
+    const view = readView(operationId, json);
+    return view ?? { status: "unknown", reason: "unreadable operation status" };
+  }
+
+  /**
+   * Withdraws an operation: `POST operations/{reference}/withdraw`. The provider answers
+   * its view of the operation after the request (`withdrawn`, or the final result it had
+   * reached before), 404 for a reference it never received, 501 when it offers no
+   * withdrawal; anything else is `unknown`.
+   */
+  async cancel(provider: ProviderConfig, operationId: string, signal: AbortSignal): Promise<WithdrawAnswer> {
+    const url = providerUrl(provider, `operations/${encodeURIComponent(operationId)}/withdraw`);
+    let answer: { status: number; json: unknown };
+    try {
+      answer = await this.#call(provider, url, "POST", signal, "{}");
+    } catch (err) {
+      return { outcome: "unknown", reason: transportReason(err, signal) };
+    }
+    const { status, json } = answer;
+    const code = isObject(json) && isObject(json.error) ? json.error.code : undefined;
+    if (status === 404 && code === "not_found") return { outcome: "not_found" };
+    if (status === 501 && code === "not_supported") return { outcome: "not_supported" };
+    if (status !== 200 || !isObject(json))
+      return { outcome: "unknown", reason: this.#unexpected(status, json).message };
+    const view = readView(operationId, json);
+    if (!view || view.status === "unknown" || view.status === "not_found" || view.status === "pending") {
+      return { outcome: "unknown", reason: "withdrawal answered without a final state" };
+    }
+    if (view.status === "withdrawn") return { outcome: "withdrawn" };
+    return { outcome: "final", result: view };
   }
 
   async #call(

@@ -25,6 +25,12 @@ export interface Behaviour {
   expires_in_seconds?: number | undefined;
   /** The provider answers only after this delay (it has taken the operation before). */
   delay_ms?: number | undefined;
+  /**
+   * How the provider answers a withdrawal (`POST .../operations/{reference}/withdraw`):
+   * `supported` (the default) withdraws a pending operation, `unsupported` answers 501
+   * `not_supported`, `failing` answers 503 without withdrawing anything.
+   */
+  withdraw?: "supported" | "unsupported" | "failing" | undefined;
   /** The decline reason reported in `decline` mode. */
   decline_reason?: string | undefined;
   /** Fixed requisites for payins; generated from the reference when absent. */
@@ -76,7 +82,14 @@ export const operations = sandbox.table(
     requisites: jsonb("requisites").$type<{ number: string; name?: string; bankname?: string }>(),
     receiptRequired: boolean("receipt_required").notNull().default(false),
     expiresAt: timestamp("expires_at", { withTimezone: true }),
-    status: text("status").$type<"pending" | "completed" | "rejected">().notNull().default("pending"),
+    /**
+     * `withdrawn`: the gateway withdrew a pending operation (cancel or expiry); the provider
+     * then takes no money for it and refuses to settle it. `settled_at` is when it got there.
+     */
+    status: text("status")
+      .$type<"pending" | "completed" | "rejected" | "withdrawn">()
+      .notNull()
+      .default("pending"),
     /** How many create requests carried this reference (the first one and its repeats). */
     requests: integer("requests").notNull().default(1),
     createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
