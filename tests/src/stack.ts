@@ -133,7 +133,9 @@ export async function startTestStack(
   const log = createWriteStream(logFile);
   const tail: string[] = [];
   const write = (line: string) => {
-    log.write(`${line}\n`);
+    // The supervisor reports an exit a moment after it (with the stderr drained), which
+    // may fall after stop() ended the log: a write then would throw in an event handler.
+    if (!log.writableEnded) log.write(`${line}\n`);
     tail.push(line);
     if (tail.length > 60) tail.shift();
   };
