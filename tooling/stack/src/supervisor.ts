@@ -199,7 +199,9 @@ export class Supervisor {
         void Promise.race([drained, new Promise((r) => setTimeout(r, 1_000).unref())]).then(() =>
           output.error(
             `${instance} exited unexpectedly (${signal ?? `code ${code}`}); restarting in ${delay} ms; ` +
-              `last ${stderr.length} line(s) of its stderr:\n${stderr.map((l) => `  ${l}`).join("\n")}`,
+              (stderr.length === 0
+                ? "nothing on its stderr"
+                : `last ${stderr.length} line(s) of its stderr:\n${stderr.map((l) => `  ${l}`).join("\n")}`),
           ),
         );
         child.timer = setTimeout(() => {
