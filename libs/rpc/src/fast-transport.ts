@@ -517,7 +517,6 @@ class UnaryExchange<I extends DescMessage, O extends DescMessage> {
     stream.on("trailers", (t) => {
       this.#trailers = t;
     });
-
     stream.on("error", (err) => {
       this.#error = err;
     });
@@ -608,9 +607,10 @@ class UnaryExchange<I extends DescMessage, O extends DescMessage> {
       if (this.#error !== undefined) throw nodeError(this.#error);
       // No status at all: the answer was cut off, as when the server's session ends
       // (GOAWAY, destroyed) before the trailers; Node then ends the stream with a
-      // NO_ERROR reset or none. The call may or may not have run: UNAVAILABLE, which
-      // callers treat as an unknown outcome (connect-node says INTERNAL here). A CANCEL
-      // is the server abandoning the stream, as above.
+      // NO_ERROR reset or none. The call may or may not have run: UNAVAILABLE, as for
+      // any connection failure, retried by callers under the call's own idempotency key
+      // (connect-node says INTERNAL here). A CANCEL is the server abandoning the
+      // stream, as above.
       const rst = stream.rstCode ?? 0;
       throw (
         (rst === NGHTTP2_CANCEL ? undefined : rstError(rst)) ??
