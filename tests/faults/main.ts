@@ -347,6 +347,7 @@ try {
       const pid = stack.pid(pick.name);
       if (pid !== undefined) {
         try {
+          stack.excuseExit(pid);
           process.kill(pid, "SIGKILL");
           kills++;
           noteFault(`SIGKILL ${pick.service}`);
@@ -720,13 +721,16 @@ try {
   print(`webhooks received with a valid signature: ${received.size} distinct; unverified: ${unverified}`);
   print(`run time ${Math.round((Date.now() - runStart) / 1000)} s, load average now ${load()}`);
   print(`faults injected: ${faults}, invariants checked: ${checks.length}, invariants broken: ${broken}`);
+  // Crashes besides the kills injected above fail the run (issue 17).
+  const crashes = stack.unexpectedExits().length;
+  print(`unexpected process exits (besides the injected kills): ${crashes}`);
   if (TAMPER) {
     print(`tamper: ${caught} of ${tampered.size} corrupted invariants reported broken`);
     exitCode = tampered.size > 0 && caught === tampered.size ? 0 : 1;
   } else if (kills < KILLS) {
     print(`only ${kills} of the ${KILLS} kills asked for happened: the run does not count`);
     exitCode = 1;
-  } else exitCode = broken === 0 ? 0 : 1;
+  } else exitCode = broken === 0 && crashes === 0 ? 0 : 1;
 } finally {
   await sql.end().catch(() => {});
   if (!stackStopped) await stack.stop().catch(() => {});

@@ -1,8 +1,9 @@
 /**
  * The load suite: the whole stack on loopback under autocannon, bounded in time. Not a
  * test and not part of `pnpm test`; it prints figures and the overload verdict, and
- * exits 1 only when the overload phase saw an answer outside the design (anything but
- * 200, 429 or 503, or a 429/503 without `Retry-After`).
+ * exits 1 when the overload phase saw an answer outside the design (anything but 200,
+ * 429 or 503, or a 429/503 without `Retry-After`), or when any process of the stack
+ * exited without being asked to (the supervisor restarts it; the suite counts it).
  *
  *   pnpm --filter @gw/tests load [--replicas=3] [--duration=8000] [--soak=60000]
  *                                [--connections=32]
@@ -16,9 +17,9 @@
 import { readFileSync } from "node:fs";
 import { loadavg } from "node:os";
 import { runPgbench } from "@gw/bench";
-import autocannon from "autocannon";
 import { MerchantClient } from "../src/merchant.ts";
-import { startTestStack, type TestStack } from "../src/stack.ts";
+import { startTestStack, stopAndReportExits } from "../src/stack.ts";
+import { type Endpoint, fire, type Run } from "./fire.ts";
 
 const arg = (name: string, fallback: string) =>
   process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3) ?? fallback;
@@ -27,98 +28,7 @@ const durationMs = Number(arg("duration", "8000"));
 const soakMs = Number(arg("soak", "60000"));
 const connections = Number(arg("connections", "32"));
 const SLICE_MS = 10_000;
-
-interface Endpoint {
-  name: string;
-  method: "GET" | "POST";
-  path: string;
-  /** A fresh body per request (a new merchant_operation_id for creates). */
-  body?: () => string;
-}
-
-interface Run {
-  endpoint: string;
-  mode: string;
-  ok: number;
-  okPerSec: number;
-  p50: number;
-  p99: number;
-  codes: Record<string, number>;
-  errors: number;
-  timeouts: number;
-  missingRetryAfter: number;
-}
-
 const uuid = () => crypto.randomUUID();
-
-function fire(
-  stack: TestStack,
-  apiKey: string,
-  ep: Endpoint,
-  opts: { mode: string; durationMs: number; connections: number; rate?: number },
-): Promise<Run> {
-  let missingRetryAfter = 0;
-  return new Promise((resolve, reject) => {
-    autocannon(
-      {
-        url: stack.urls.edge,
-        connections: opts.connections,
-        duration: Math.max(1, Math.round(opts.durationMs / 1000)),
-        timeout: 10,
-        ...(opts.rate ? { overallRate: Math.max(1, Math.round(opts.rate)) } : {}),
-        headers: { "x-api-key": apiKey, "content-type": "application/json" },
-        requests: [
-          {
-            method: ep.method,
-            path: ep.path,
-            setupRequest: (req: Record<string, unknown>) => (ep.body ? { ...req, body: ep.body() } : req),
-            onResponse: (status: number, _body: string, _ctx: unknown, headers: unknown) => {
-              if ((status === 429 || status === 503) && !hasHeader(headers, "retry-after"))
-                missingRetryAfter++;
-            },
-          },
-        ],
-      },
-      (err: Error | null, r: AutocannonResult) => {
-        if (err) return reject(err);
-        const codes: Record<string, number> = {};
-        for (const [code, { count }] of Object.entries(r.statusCodeStats ?? {})) codes[code] = Number(count);
-        const ok = codes["200"] ?? 0;
-        resolve({
-          endpoint: ep.name,
-          mode: opts.mode,
-          ok,
-          okPerSec: ok / (r.duration || opts.durationMs / 1000),
-          p50: r.latency.p50,
-          p99: r.latency.p99,
-          codes,
-          errors: r.errors,
-          timeouts: r.timeouts,
-          missingRetryAfter,
-        });
-      },
-    );
-  });
-}
-
-interface AutocannonResult {
-  duration: number;
-  errors: number;
-  timeouts: number;
-  latency: { p50: number; p99: number };
-  statusCodeStats?: Record<string, { count: number | string }>;
-}
-
-/** autocannon hands headers as an object or as a flat [name, value, ...] list by version. */
-function hasHeader(headers: unknown, name: string): boolean {
-  if (Array.isArray(headers)) {
-    for (let i = 0; i < headers.length; i += 2) if (String(headers[i]).toLowerCase() === name) return true;
-    return false;
-  }
-  if (headers && typeof headers === "object")
-    return Object.keys(headers).some((k) => k.toLowerCase() === name);
-  return false;
-}
 
 /** Resident memory of a process in bytes, from /proc; undefined when it is gone. */
 function rss(pid: number | undefined): number | undefined {
@@ -298,6 +208,7 @@ try {
     );
   }
 } finally {
-  await stack.stop();
+  // A process that crashed and was restarted fails the suite (issue 17).
+  if ((await stopAndReportExits(stack, print)) > 0) exitCode = 1;
 }
 process.exit(exitCode);

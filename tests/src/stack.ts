@@ -8,6 +8,7 @@ import { ensureNats } from "@gw/stack/infra";
 import { type ProvisionedShop, provisionShop } from "@gw/stack/provision";
 import type { StackUrls } from "@gw/stack/services";
 import { freePorts, type Instance, REPO_ROOT, type Stack, startStack } from "@gw/stack/stack";
+import type { ProcessExit } from "@gw/stack/supervisor";
 
 export interface TestStack {
   urls: StackUrls;
@@ -36,7 +37,55 @@ export interface TestStack {
    * (`provisionShop`); webhooks go to `webhookUrl` (a closed port when not given).
    */
   provisionShop(options: { name: string; webhookUrl?: string }): Promise<ProvisionedShop>;
+  /**
+   * Every process exit so far that neither `kill`, `stop` nor `excuseExit` caused: a
+   * crash the supervisor hid by restarting the process.
+   */
+  unexpectedExits(): ProcessExit[];
+  /** The process `pid` is about to be killed by the caller itself (a fault it injects). */
+  excuseExit(pid: number): void;
+  /**
+   * Stops the stack and drops its database; then throws UnexpectedExitsError when any
+   * process exited unexpectedly, so a suite passes only if nothing crashed.
+   */
   stop(): Promise<void>;
+}
+
+/** Processes of a test stack exited without being asked to (issue 17). */
+export class UnexpectedExitsError extends Error {
+  readonly exits: ProcessExit[];
+  constructor(exits: ProcessExit[], logFile: string) {
+    super(
+      `${exits.length} unexpected process exit(s):\n${exits.map(describeExit).join("\n")}\nservice output: ${logFile}`,
+    );
+    this.name = "UnexpectedExitsError";
+    this.exits = exits;
+  }
+}
+
+/**
+ * Stops a stack and prints how many of its processes exited unexpectedly, with each
+ * one's last stderr lines; answers that count. For scripts (load, faults), which report
+ * rather than throw.
+ */
+export async function stopAndReportExits(stack: TestStack, print: (line: string) => void): Promise<number> {
+  let exits = stack.unexpectedExits();
+  try {
+    await stack.stop();
+  } catch (err) {
+    if (!(err instanceof UnexpectedExitsError)) throw err;
+    exits = err.exits;
+  }
+  print(`\nunexpected process exits: ${exits.length}`);
+  for (const exit of exits) print(describeExit(exit));
+  return exits.length;
+}
+
+/** One exit as a line for a person, with the last lines of its stderr below it. */
+export function describeExit(exit: ProcessExit): string {
+  const how = exit.signal ?? `code ${exit.code}`;
+  const tail = exit.stderrTail.map((l) => `    ${l}`).join("\n");
+  return `  ${exit.instance} (pid ${exit.pid}) exited with ${how} at ${exit.at.toISOString()}${tail ? `:\n${tail}` : ""}`;
 }
 
 /** Settings that make a test stack quick to recover: short retry delays everywhere. */
@@ -84,7 +133,9 @@ export async function startTestStack(
   const log = createWriteStream(logFile);
   const tail: string[] = [];
   const write = (line: string) => {
-    log.write(`${line}\n`);
+    // The supervisor reports an exit a moment after it (with the stderr drained), which
+    // may fall after stop() ended the log: a write then would throw in an event handler.
+    if (!log.writableEnded) log.write(`${line}\n`);
     tail.push(line);
     if (tail.length > 60) tail.shift();
   };
@@ -101,6 +152,7 @@ export async function startTestStack(
     output: {
       line: (service, text) => write(`[${service}] ${text}`),
       notice: (text) => write(`[stack] ${text}`),
+      error: (text) => write(`[stack] ERROR ${text}`),
     },
     readyTimeoutMs: replicas > 1 ? 240_000 : 120_000,
     replicas,
@@ -108,7 +160,10 @@ export async function startTestStack(
     extraEnv: { ...TEST_ENV, ...(replicas > 1 ? { DB_POOL_MAX: "2" } : {}), ...options.extraEnv },
   });
 
-  const stop = async () => {
+  const excused = new Set<number>();
+  const unexpectedExits = () =>
+    stack.unexpectedExits().filter((e) => e.pid === undefined || !excused.has(e.pid));
+  const stopStack = async () => {
     await stack.stop();
     await new Promise((r) => log.end(r));
     if (!options.infra) {
@@ -120,12 +175,17 @@ export async function startTestStack(
     rmSync(natsDir, { recursive: true, force: true });
     await database.drop();
   };
+  const stop = async () => {
+    await stopStack();
+    const exits = unexpectedExits();
+    if (exits.length > 0) throw new UnexpectedExitsError(exits, logFile);
+  };
 
   try {
     if (stack.missing.length > 0) throw new Error(`services not in the tree: ${stack.missing.join(", ")}`);
     await stack.waitReady();
   } catch (err) {
-    await stop().catch(() => {});
+    await stopStack().catch(() => {});
     throw new Error(`${(err as Error).message}\nlast service output (${logFile}):\n${tail.join("\n")}`);
   }
 
@@ -150,6 +210,8 @@ export async function startTestStack(
         webhookUrl,
         name,
       }),
+    unexpectedExits,
+    excuseExit: (pid) => excused.add(pid),
     stop,
   };
 }

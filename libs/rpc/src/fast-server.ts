@@ -284,7 +284,14 @@ class UnaryCall implements HandlerContext {
     try {
       stream.respond(this.#responseHeaders(), { waitForTrailers: true });
       stream.once("wantTrailers", () => {
-        if (!stream.destroyed) stream.sendTrailers(trailers);
+        // An event handler must not throw (it would end the process): the stream may
+        // have been closed with its session since the check.
+        if (stream.destroyed || stream.closed) return;
+        try {
+          stream.sendTrailers(trailers);
+        } catch {
+          // As below.
+        }
       });
       stream.end(frame);
     } catch {

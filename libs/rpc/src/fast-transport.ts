@@ -229,6 +229,8 @@ class SessionHolder implements Sessions {
   readonly #pingTimeoutMs: number;
   readonly #idleMs: number;
   #conn: Conn | undefined;
+  /** The liveness check of an idle session that calls arriving meanwhile wait on too. */
+  #checking: Promise<Conn> | undefined;
   #closed = false;
 
   constructor(url: string, pingIntervalMs: number, pingTimeoutMs: number, idleMs: number) {
@@ -247,13 +249,26 @@ class SessionHolder implements Sessions {
     if (this.#closed) throw new ConnectError("the client is closed", Code.Unavailable);
     const conn = this.#conn;
     if (conn === undefined || !conn.usable()) return this.#open();
+    if (this.#checking !== undefined) return this.#checking;
     if (conn.inFlight === 0 && Date.now() - conn.lastUsed > this.#pingIntervalMs) {
-      return conn.ping(this.#pingTimeoutMs).then((ok) => (ok && conn.usable() ? conn : this.#open()));
+      // Every call arriving during the check shares it and its outcome: a session
+      // opened for one of them must not be closed by the next one's check.
+      const checking = conn.ping(this.#pingTimeoutMs).then((ok) => {
+        if (this.#checking === checking) this.#checking = undefined;
+        if (this.#closed) throw new ConnectError("the client is closed", Code.Unavailable);
+        if (ok && conn.usable()) return conn;
+        return this.#conn !== undefined && this.#conn !== conn && this.#conn.usable()
+          ? this.#conn
+          : this.#open();
+      });
+      this.#checking = checking;
+      return checking;
     }
     return conn;
   }
 
   #open(): Conn {
+    this.#checking = undefined;
     this.#conn?.close();
     const conn = new Conn(this.#url, this.#pingIntervalMs, this.#pingTimeoutMs, this.#idleMs, () => {
       if (this.#conn === conn) this.#conn = undefined;
@@ -291,7 +306,9 @@ class Conn {
       settings: { enablePush: false, initialWindowSize: 4 * 1024 * 1024 },
     });
     const session = this.session;
-    session.on("connect", () => session.setLocalWindowSize(16 * 1024 * 1024));
+    // Node emits `connect` even for a session destroyed while its socket was still
+    // connecting (issue 17), so the handler must look before it touches the session.
+    session.on("connect", () => widenSessionWindow(session));
     // A failing session also emits 'close'; without a listener an 'error' would throw.
     session.on("error", () => this.#gone());
     session.on("goaway", () => this.#gone());
@@ -302,6 +319,8 @@ class Conn {
         if (Date.now() - this.lastUsed > idleMs) this.close();
         return;
       }
+      // A session still connecting has no peer to ask yet (Node cancels such a ping).
+      if (session.connecting) return;
       if (this.#heard === 0) void this.ping(pingTimeoutMs);
       this.#heard = 0;
     }, pingIntervalMs);
@@ -322,18 +341,31 @@ class Conn {
     if (--this.inFlight === 0 && !this.session.destroyed) this.session.unref();
   }
 
-  /** Answers whether the peer answered a ping in time; a silent peer's session is destroyed. */
+  /**
+   * Answers whether the peer answered a ping in time; a silent peer's session is
+   * destroyed. Never rejects: it runs from timers, where a throw would end the process.
+   * A session still connecting counts as alive (it has nobody to ask yet), and one
+   * already closing or destroyed as dead.
+   */
   ping(timeoutMs: number): Promise<boolean> {
+    const session = this.session;
+    if (session.destroyed || session.closed) return Promise.resolve(false);
+    if (session.connecting) return Promise.resolve(true);
     return new Promise((resolve) => {
       const timer = setTimeout(() => {
         this.destroy();
         resolve(false);
       }, timeoutMs);
-      const sent = this.session.ping((err) => {
-        clearTimeout(timer);
-        if (err) this.destroy();
-        resolve(!err);
-      });
+      let sent = false;
+      try {
+        sent = session.ping((err) => {
+          clearTimeout(timer);
+          if (err) this.destroy();
+          resolve(!err);
+        });
+      } catch {
+        // The session was destroyed in the meantime.
+      }
       if (!sent) {
         clearTimeout(timer);
         resolve(false);
@@ -354,6 +386,20 @@ class Conn {
   destroy(): void {
     this.#gone();
     this.session.destroy();
+  }
+}
+
+/**
+ * Gives a client session's connection a wide flow-control window, if the session is
+ * still there: Node throws ERR_HTTP2_INVALID_SESSION for a destroyed one, and this runs
+ * in an event handler, where a throw ends the process.
+ */
+function widenSessionWindow(session: http2.ClientHttp2Session): void {
+  if (session.destroyed) return;
+  try {
+    session.setLocalWindowSize(16 * 1024 * 1024);
+  } catch {
+    // Destroyed between the check and the call; its calls fail on their own.
   }
 }
 
@@ -497,7 +543,13 @@ class UnaryExchange<I extends DescMessage, O extends DescMessage> {
     this.#settled = true;
     this.#cleanup();
     this.#reject(err);
-    if (this.#stream !== undefined && !this.#stream.closed) this.#stream.close(NGHTTP2_CANCEL);
+    const stream = this.#stream;
+    if (stream === undefined || stream.closed || stream.destroyed) return;
+    try {
+      stream.close(NGHTTP2_CANCEL);
+    } catch {
+      // Its session went away meanwhile, taking the stream with it.
+    }
   }
 
   #closed(): void {
@@ -528,6 +580,11 @@ class UnaryExchange<I extends DescMessage, O extends DescMessage> {
       // A stream the session took down with it carries the connection's error (say
       // ECONNREFUSED) and a generic reset code: the error says more.
       if (this.#error !== undefined && code !== "ERR_HTTP2_STREAM_ERROR") throw nodeError(this.#error);
+      // This client cancels only calls it has settled already, so a CANCEL before any
+      // answer came from the server abandoning the stream, which is what a server does
+      // to the streams of a session it destroys: the call may or may not have run.
+      if (rst === NGHTTP2_CANCEL)
+        throw new ConnectError("the server ended the stream before answering", Code.Unavailable);
       const reset = rstError(rst);
       if (reset !== undefined) throw reset;
       if (this.#error !== undefined) throw nodeError(this.#error);
@@ -548,7 +605,17 @@ class UnaryExchange<I extends DescMessage, O extends DescMessage> {
     const statusFields = this.#trailers ?? (headers["grpc-status"] !== undefined ? headers : undefined);
     if (statusFields === undefined) {
       if (this.#error !== undefined) throw nodeError(this.#error);
-      throw rstError(stream.rstCode) ?? new ConnectError("protocol error: missing status", Code.Internal);
+      // No status at all: the answer was cut off, as when the server's session ends
+      // (GOAWAY, destroyed) before the trailers; Node then ends the stream with a
+      // NO_ERROR reset or none. The call may or may not have run: UNAVAILABLE, as for
+      // any connection failure, retried by callers under the call's own idempotency key
+      // (connect-node says INTERNAL here). A CANCEL is the server abandoning the
+      // stream, as above.
+      const rst = stream.rstCode ?? 0;
+      throw (
+        (rst === NGHTTP2_CANCEL ? undefined : rstError(rst)) ??
+        new ConnectError("the stream ended before its status", Code.Unavailable)
+      );
     }
     const grpcStatus = statusFields["grpc-status"];
     if (grpcStatus !== "0") {

@@ -59,9 +59,18 @@ const MAX_CONNECTION_AGE_GRACE_MS = 30_000;
 /** Options of the HTTP/2 server behind startGrpcServer, for tools that build their own. */
 export const HTTP2_SERVER_OPTIONS: http2.ServerOptions = { settings: HTTP2_SETTINGS };
 
-/** Applies the per-session tuning of startGrpcServer to a new server session. */
+/**
+ * Applies the per-session tuning of startGrpcServer to a new server session. It runs in
+ * the server's `session` handler, where a throw would end the process, so a session
+ * already destroyed (its peer reset the connection at once) is left alone.
+ */
 export function tuneServerSession(session: http2.ServerHttp2Session): void {
-  session.setLocalWindowSize(SESSION_WINDOW);
+  if (session.destroyed) return;
+  try {
+    session.setLocalWindowSize(SESSION_WINDOW);
+  } catch {
+    // Destroyed between the check and the call: nothing to tune.
+  }
 }
 
 /**

@@ -31,7 +31,8 @@ export function formatLogLine(text: string): string {
 
 /**
  * Prints each service's lines prefixed with its name (`[edge] ...`), one colour per
- * service on a terminal, and the runner's own notices as `[stack] ...`.
+ * service on a terminal, and the runner's own notices as `[stack] ...` (its errors as
+ * `[stack] ERROR ...`).
  */
 export function consoleOutput(
   names: readonly string[],
@@ -47,6 +48,8 @@ export function consoleOutput(
     line: (service, text) =>
       process.stdout.write(`${prefix(service, codeOf(service))} ${formatLogLine(text)}\n`),
     notice: (text) => process.stdout.write(`${prefix("stack", 1)} ${text}\n`),
+    error: (text) =>
+      process.stdout.write(`${prefix("stack", 1)} ${color ? "\x1b[31mERROR\x1b[0m" : "ERROR"} ${text}\n`),
     say: (name, text) => process.stdout.write(`${prefix(name, 1)} ${text}\n`),
   };
   return output;

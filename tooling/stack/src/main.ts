@@ -12,6 +12,7 @@ import {
   WEBHOOK_SECRET_FILE,
 } from "./local.ts";
 import { consoleOutput } from "./log-format.ts";
+import { startStackMetricsServer } from "./metrics.ts";
 import { SERVICES } from "./services.ts";
 import { defaultPorts, type Stack, startStack } from "./stack.ts";
 import { startWebhookReceiver, type WebhookReceiver } from "./webhook-receiver.ts";
@@ -74,6 +75,10 @@ try {
     ...(replicas > 1 && !env.DB_POOL_MAX ? { extraEnv: { DB_POOL_MAX: "3" } } : {}),
   });
   cleanups.push(() => stack.stop());
+  // The supervisor's own metrics (its restart counter), beside the services' ports.
+  const metricsPort = Number(env.STACK_METRICS_PORT ?? 9108);
+  const metrics = await startStackMetricsServer(metricsPort);
+  cleanups.push(() => new Promise<void>((resolve) => metrics.close(() => resolve())));
   if (replicas > 1) out.notice(`${replicas} replicas of every service, each behind a balancer on its port`);
   if (stack.missing.length > 0) out.notice(`not in the tree yet, not started: ${stack.missing.join(", ")}`);
 
@@ -92,6 +97,7 @@ try {
       `  sandbox        ${urls.sandbox}   (control API: ${urls.sandbox}/control)`,
       `  admin token    ${ADMIN_TOKEN_FILE}   (Authorization: Bearer $(cat .data/admin-token))`,
       `  webhooks seen  ${LOCAL_WEBHOOK_URL}   (GET lists what was delivered)`,
+      `  restarts       http://127.0.0.1:${metricsPort}/metrics   (stack_process_restarts_total)`,
       "  next: ./gw demo   (in another terminal) sets up a shop and prints an API key and curl commands",
       "",
     ].join("\n"),

@@ -12,7 +12,7 @@ import {
   serviceExists,
   stackUrls,
 } from "./services.ts";
-import { Supervisor, type SupervisorOutput } from "./supervisor.ts";
+import { type ProcessExit, Supervisor, type SupervisorOutput } from "./supervisor.ts";
 
 /** The repository root, from this file's place in it. */
 export const REPO_ROOT = fileURLToPath(new URL("../../../", import.meta.url));
@@ -74,6 +74,8 @@ export interface Stack {
   instances(): Promise<Instance[]>;
   /** Processes per service. */
   replicas: number;
+  /** Every process exit nobody asked for (a crash the supervisor restarted), oldest first. */
+  unexpectedExits(): readonly ProcessExit[];
   stop(): Promise<void>;
 }
 
@@ -202,6 +204,7 @@ export function startStack(options: StackOptions): Stack {
       await started;
       return [...byInstance.values()];
     },
+    unexpectedExits: () => supervisor.unexpectedExits(),
     async stop() {
       await started.catch(() => {});
       await supervisor.stop();
