@@ -235,6 +235,7 @@ const fact: fc.Arbitrary<Fact> = fc.oneof(
   fc.record({
     kind: fc.constant("create_adopted" as const),
     type: fc.constantFrom("payment" as const, "payout" as const),
+    requestHash: fc.constant("h"),
   }),
   fc.record({
     kind: fc.constant("provider_completed" as const),
