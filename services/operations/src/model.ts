@@ -40,6 +40,15 @@ export interface OperationRow {
   updated_at: Date;
 }
 
+/** A completed part of an operation: a provider's leg, a receipt-proven contribution, a pool contribution. */
+export interface LegRow {
+  id: string;
+  amount: string;
+  completed_at: Date;
+  /** The receipts service's id of the receipt proving the leg; null for provider-reported legs. */
+  receipt_id?: string | null;
+}
+
 export type Status =
   | "routing"
   | "pending"

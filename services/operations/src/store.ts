@@ -1,10 +1,17 @@
+import { randomUUID } from "node:crypto";
 import type { Sql } from "@gw/db";
 import { eventHeaders } from "@gw/events";
 import type { ReceiptItem } from "@gw/proto/gateway/operations/v1/operations_pb";
 import type postgres from "postgres";
 import type { ProviderConfig } from "./connectors/connector.ts";
 import { operationEvent } from "./events.ts";
-import type { OperationRow } from "./model.ts";
+import { type Applied, apply, type Fact, stateOf } from "./lifecycle/apply.ts";
+import { isDomainError, LifecycleViolationError } from "./lifecycle/errors.ts";
+import { allowsState } from "./lifecycle/table.ts";
+import type { LegRow, OperationRow } from "./model.ts";
+import { receiptsOf } from "./receipts-of.ts";
+
+export type { LegRow };
 
 type Tx = Sql | postgres.TransactionSql;
 
@@ -62,12 +69,15 @@ export interface ReconcileRow extends OperationRow {
 /** `ms` milliseconds as a Postgres interval, so every time comparison uses the database clock. */
 const millis = (sql: Sql, ms: number) => sql`make_interval(secs => ${ms}::double precision / 1000)`;
 
-export interface LegRow {
-  id: string;
-  amount: string;
-  completed_at: Date;
-  /** The receipts service's id of the receipt proving the leg; null for provider-reported legs. */
-  receipt_id?: string | null;
+/**
+ * Refuses a write that moves the row along no transition of the lifecycle table (from
+ * `completed`, `rejected` or `cancelled` nothing does): whichever file asks, the status
+ * changes only as the table allows.
+ */
+function assertTransition(before: OperationRow, patch: OperationPatch): void {
+  const from = stateOf(before);
+  const to = stateOf({ ...before, ...patch });
+  if (!allowsState(from, to)) throw new LifecycleViolationError(before.id, from, to);
 }
 
 /**
@@ -164,6 +174,10 @@ export class OperationStore {
     row: Partial<OperationRow> &
       Pick<OperationRow, "id" | "shop_id" | "merchant_id" | "merchant_operation_id" | "type" | "status">,
   ): Promise<OperationRow | undefined> {
+    const initial =
+      (row.status === "routing" && row.request_hash !== null) ||
+      (row.status === "cancelled" && (row.request_hash ?? null) === null);
+    if (!initial) throw new LifecycleViolationError(row.id, "(new)", row.status);
     const [inserted] = await this.#sql<OperationRow[]>`
       insert into operations.operations ${this.#sql(toDriver(row))}
       on conflict do nothing returning *`;
@@ -181,6 +195,7 @@ export class OperationStore {
     options: { emit: boolean; receipts?: ReceiptItem[]; tx?: Tx },
   ): Promise<OperationRow | undefined> {
     const tx = options.tx ?? this.#sql;
+    assertTransition(before, patch);
     const after: OperationRow = {
       ...before,
       ...patch,
@@ -207,6 +222,42 @@ export class OperationStore {
     return rows[0]?.changed === 1 ? after : undefined;
   }
 
+  /**
+   * Applies a lifecycle fact to `before` (read, or locked, by the caller): records the
+   * legs the fact adds, then writes its change with its event (and, on a completion, the
+   * receipts) through `transition`, in one transaction. `data` adds columns that are not
+   * the lifecycle's (requisites, say). Throws the fact's `DomainError`; returns the row
+   * after (the same row when the fact changes nothing), or undefined when the version
+   * moved on (re-read and decide).
+   */
+  async applyFact(
+    before: OperationRow,
+    fact: Fact,
+    options: { tx?: postgres.TransactionSql; data?: OperationPatch } = {},
+  ): Promise<{ row: OperationRow | undefined; applied: Applied }> {
+    const tx = options.tx;
+    if (!tx) return this.#sql.begin((t) => this.applyFact(before, fact, { ...options, tx: t }));
+    const legs = await this.legs(before.id, tx);
+    const applied = apply({ ...before, legs }, fact);
+    if (isDomainError(applied)) throw applied;
+    const { change, events } = applied;
+    if (!change) return { row: before, applied };
+    for (const leg of change.legs)
+      await tx`
+        insert into operations.legs (id, operation_id, provider, provider_leg_id, amount, completed_at, receipt_id)
+        values (${randomUUID()}, ${before.id}, ${before.provider ?? "receipt"}, ${leg.id}, ${leg.amount},
+          ${(leg.completedAt ?? new Date()).toISOString()}, ${leg.receiptId ?? null})
+        on conflict (operation_id, provider_leg_id) do nothing`;
+    const patch: OperationPatch = { ...options.data, ...change.patch };
+    const receipts =
+      change.to === "completed"
+        ? receiptsOf({ ...before, ...patch }, change.legs.length > 0 ? await this.legs(before.id, tx) : legs)
+            .receipts
+        : undefined;
+    const row = await this.transition(before, patch, { emit: events.length > 0, receipts, tx });
+    return { row, applied };
+  }
+
   /** Whether `id` is the payment of a flexible link (whose refusals keep their own rules). */
   async isFlexiblePayment(id: string): Promise<boolean> {
     const [row] = await this.#sql<{ found: boolean }[]>`
@@ -222,6 +273,13 @@ export class OperationStore {
    * reconciler's bookkeeping.
    */
   async reopen(before: OperationRow, patch: OperationPatch): Promise<OperationRow | undefined> {
+    if (stateOf(before) !== "refused" || patch.status !== "routing")
+      throw new LifecycleViolationError(
+        before.id,
+        stateOf(before),
+        patch.status ?? before.status,
+        "refusal_retried",
+      );
     const columns = toDriver({ ...patch, version: String(BigInt(before.version) + 1n) });
     const [row] = await this.#sql<OperationRow[]>`
       update operations.operations

@@ -22,8 +22,12 @@ import {
 
 /** A completed part of an operation (a provider's leg, a receipt, a pool contribution). */
 export interface Leg {
+  /** The leg's id at its source (the provider's leg id, `receipt:<id>`, `pool:<payin>`). */
   id: string;
   amount: string;
+  /** The receipt proving it, for a receipt-proven contribution. */
+  receiptId?: string;
+  completedAt?: Date;
 }
 
 /** What the lifecycle reads of an operation: its row's lifecycle columns and its legs. */
@@ -269,7 +273,9 @@ function review(op: LifecycleOperation, from: LifecycleState, v: Verdict): Outco
     const amount = new Decimal(v.amount ?? "0");
     if (!amount.isFinite() || amount.lte(0))
       return new DependencyUnavailableError("a completed review without an amount");
-    const { all, fresh } = withLegs(op.legs, [{ id: `receipt:${v.receiptId}`, amount: amount.toFixed(2) }]);
+    const { all, fresh } = withLegs(op.legs, [
+      { id: `receipt:${v.receiptId}`, amount: amount.toFixed(2), receiptId: v.receiptId },
+    ]);
     return {
       to: "completed",
       patch: { status: "completed", actual_amount: sum(all).toFixed(2), manual_check_reason: null },

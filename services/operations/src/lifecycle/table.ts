@@ -147,9 +147,9 @@ export function allows(from: LifecycleState, fact: FactKind, to: LifecycleState)
   return TRANSITIONS.some((r) => r.from === from && r.fact === fact && r.to === to);
 }
 
-/** Whether any transition leads from `from` to a state stored as `to`. */
-export function allowsStored(from: LifecycleState, to: Status): boolean {
-  return TRANSITIONS.some((r) => r.from === from && STORED_STATUS[r.to] === to);
+/** Whether any fact leads from `from` to `to`: what the repository checks on every write. */
+export function allowsState(from: LifecycleState, to: LifecycleState): boolean {
+  return TRANSITIONS.some((r) => r.from === from && r.to === to);
 }
 
 /** Whether any fact applies in `from` at all. */
