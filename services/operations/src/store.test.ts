@@ -87,20 +87,6 @@ describe("the operations repository", () => {
     expect((await store.reopen(refused, { status: "routing" }))?.status).toBe("routing");
   });
 
-  it("inserts only a create in routing or a cancel placeholder", async () => {
-    await expect(
-      store.insert({
-        id: randomUUID(),
-        shop_id: randomUUID(),
-        merchant_id: randomUUID(),
-        merchant_operation_id: "m",
-        request_hash: "hash",
-        type: "payment",
-        status: "completed",
-      }),
-    ).rejects.toBeInstanceOf(LifecycleViolationError);
-  });
-
   it("applies a cancel fact to a pending payment with its event, and refuses it once terminal", async () => {
     const row = await pendingPayment();
     const before = await outboxCount();

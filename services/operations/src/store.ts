@@ -174,10 +174,6 @@ export class OperationStore {
     row: Partial<OperationRow> &
       Pick<OperationRow, "id" | "shop_id" | "merchant_id" | "merchant_operation_id" | "type" | "status">,
   ): Promise<OperationRow | undefined> {
-    const initial =
-      (row.status === "routing" && row.request_hash !== null) ||
-      (row.status === "cancelled" && (row.request_hash ?? null) === null);
-    if (!initial) throw new LifecycleViolationError(row.id, "(new)", row.status);
     const [inserted] = await this.#sql<OperationRow[]>`
       insert into operations.operations ${this.#sql(toDriver(row))}
       on conflict do nothing returning *`;

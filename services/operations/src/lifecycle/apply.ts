@@ -160,14 +160,16 @@ function refuse(op: LifecycleOperation, from: LifecycleState, fact: Fact): Domai
   if (fact.kind === "create_adopted" && fact.type !== "payment")
     return new IdempotencyConflictError("merchant_operation_id was already used with a different request");
   if (hasTransitions(from, fact.kind)) return undefined;
-  if (FINAL_STATES.has(from)) return new AlreadyTerminalError(`operation ${op.id} is already ${op.status}`);
-  if (fact.kind === "cancel") return new NotCancellableError(`a payment in ${op.status} cannot be cancelled`);
+  // A verdict for a payment that left review (or never entered it) is the caller's 412,
+  // whatever state it is in now.
   if (fact.kind === "receipt_reviewed" || fact.kind === "operator_reviewed")
     return new NotAwaitingConfirmationError(
       op.type === "payment"
         ? `the payment is ${op.status}, not awaiting confirmation`
         : "a payout takes no confirmation",
     );
+  if (FINAL_STATES.has(from)) return new AlreadyTerminalError(`operation ${op.id} is already ${op.status}`);
+  if (fact.kind === "cancel") return new NotCancellableError(`a payment in ${op.status} cannot be cancelled`);
   return new LifecycleViolationError(op.id, from, "?", fact.kind);
 }
 
