@@ -96,8 +96,72 @@ export class OperationStore {
     this.#prefix = prefix;
   }
 
+  /**
+   * The connection, for the modules that still write the schema themselves (create,
+   * pool, hand-off, flexible links); new code calls the methods below instead.
+   */
   get sql(): Sql {
     return this.#sql;
+  }
+
+  /** Runs `fn` in one transaction; the methods taking a `tx` join it. */
+  transaction<T>(fn: (tx: postgres.TransactionSql) => Promise<T>): Promise<T> {
+    return this.#sql.begin(fn) as Promise<T>;
+  }
+
+  /**
+   * Records a provider callback as seen; false when it was recorded before (a replay,
+   * applied then). Inside the transaction that applies it, so a refused apply forgets it.
+   */
+  async recordCallback(
+    tx: postgres.TransactionSql,
+    callback: { provider: string; callbackId: string; operationId: string },
+  ): Promise<boolean> {
+    const rows = await tx`
+      insert into operations.callbacks (provider, callback_id, operation_id)
+      values (${callback.provider}, ${callback.callbackId}, ${callback.operationId})
+      on conflict do nothing returning 1`;
+    return rows.length === 1;
+  }
+
+  /** Every registered provider, by name, without its credentials (the column is not even selected). */
+  async listProviders(): Promise<
+    { name: string; kind: string; base_url: string; methods: string[]; updated_at: string }[]
+  > {
+    return this.#sql`
+      select name, kind, base_url, methods,
+             to_char(updated_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as updated_at
+        from operations.providers order by name limit 1000`;
+  }
+
+  /** A shop's routes, by method. */
+  async listRoutes(
+    shopId: string,
+  ): Promise<
+    { method: string; payin: string[]; payout: string[]; settlement_currency: string; updated_at: string }[]
+  > {
+    return this.#sql`
+      select method, payin, payout, settlement_currency,
+             to_char(updated_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as updated_at
+        from operations.routes
+       where shop_id = ${shopId} order by method`;
+  }
+
+  /** The credential hash and status of the flexible link a payment was created through, if any. */
+  async flexibleLinkOf(operationId: string): Promise<{ k_hash: string; status: string } | undefined> {
+    const [link] = await this.#sql<{ k_hash: string; status: string }[]>`
+      select k_hash, status from operations.flexible_links where operation_id = ${operationId}`;
+    return link;
+  }
+
+  /**
+   * Records that a payment was handed out as a hosted link: a bookkeeping column, no
+   * version bump, no event.
+   */
+  async markHostedPage(operationId: string): Promise<void> {
+    await this.#sql`
+      update operations.operations set hosted_page = true
+      where id = ${operationId} and not hosted_page`;
   }
 
   async findByMop(shopId: string, mop: string, tx: Tx = this.#sql): Promise<OperationRow | undefined> {

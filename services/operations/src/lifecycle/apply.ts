@@ -211,11 +211,12 @@ function decide(op: LifecycleOperation, from: LifecycleState, fact: Fact): Outco
     case "cancel":
       if (from === "routing")
         return { to: "routing", patch: { cancel_requested: true, cancel_reason: fact.reason } };
+      // A refused create's cancel also marks the request cancelled, so a retry answers it.
       return {
         to: "cancelled",
         patch: {
           status: "cancelled",
-          cancel_requested: true,
+          ...(from === "refused" ? { cancel_requested: true } : {}),
           cancelled_by_command: true,
           cancel_reason: fact.reason,
         },
