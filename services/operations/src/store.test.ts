@@ -63,6 +63,14 @@ describe("the operations repository", () => {
     expect((await store.findAnyById(row.id))?.status).toBe("pending");
   });
 
+  it("refuses to reject a pending payment without its event", async () => {
+    const row = await pendingPayment();
+    await expect(store.transition(row, { status: "rejected" }, { emit: false })).rejects.toBeInstanceOf(
+      LifecycleViolationError,
+    );
+    expect((await store.findAnyById(row.id))?.status).toBe("pending");
+  });
+
   it("refuses any write to a completed operation", async () => {
     const row = await pendingPayment();
     const done = await store.transition(

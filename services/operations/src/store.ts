@@ -71,13 +71,15 @@ const millis = (sql: Sql, ms: number) => sql`make_interval(secs => ${ms}::double
 
 /**
  * Refuses a write that moves the row along no transition of the lifecycle table (from
- * `completed`, `rejected` or `cancelled` nothing does): whichever file asks, the status
- * changes only as the table allows.
+ * `completed`, `rejected` or `cancelled` nothing does), or that emits where the table
+ * says it does not, or not where it does: whichever file asks, the status changes only
+ * as the table allows.
  */
-function assertTransition(before: OperationRow, patch: OperationPatch): void {
+function assertTransition(before: OperationRow, patch: OperationPatch, emit: boolean): void {
   const from = stateOf(before);
   const to = stateOf({ ...before, ...patch });
-  if (!allowsState(from, to)) throw new LifecycleViolationError(before.id, from, to);
+  if (!allowsState(from, to, emit))
+    throw new LifecycleViolationError(before.id, from, emit ? to : `${to} (without its event)`);
 }
 
 /**
@@ -255,7 +257,7 @@ export class OperationStore {
     options: { emit: boolean; receipts?: ReceiptItem[]; tx?: Tx },
   ): Promise<OperationRow | undefined> {
     const tx = options.tx ?? this.#sql;
-    assertTransition(before, patch);
+    assertTransition(before, patch, options.emit);
     const after: OperationRow = {
       ...before,
       ...patch,

@@ -147,9 +147,15 @@ export function allows(from: LifecycleState, fact: FactKind, to: LifecycleState)
   return TRANSITIONS.some((r) => r.from === from && r.fact === fact && r.to === to);
 }
 
-/** Whether any fact leads from `from` to `to`: what the repository checks on every write. */
-export function allowsState(from: LifecycleState, to: LifecycleState): boolean {
-  return TRANSITIONS.some((r) => r.from === from && r.to === to);
+/**
+ * Whether any fact leads from `from` to `to`, emitting (or not) as `emits` says: what the
+ * repository checks on every write, so a status change can neither skip the table nor
+ * drop (or invent) its event.
+ */
+export function allowsState(from: LifecycleState, to: LifecycleState, emits?: boolean): boolean {
+  return TRANSITIONS.some(
+    (r) => r.from === from && r.to === to && (emits === undefined || r.emits === emits),
+  );
 }
 
 /** Whether any fact applies in `from` at all. */
