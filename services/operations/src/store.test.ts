@@ -2,7 +2,12 @@ import { randomUUID } from "node:crypto";
 import { fileURLToPath } from "node:url";
 import { connect, createTestDatabase, migrateSchema, type Sql, type TestDatabase } from "@gw/db";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { AlreadyTerminalError, LifecycleViolationError, NotCancellableError } from "./lifecycle/errors.ts";
+import {
+  AlreadyTerminalError,
+  LegsDisagreeError,
+  LifecycleViolationError,
+  NotCancellableError,
+} from "./lifecycle/errors.ts";
 import type { OperationRow } from "./model.ts";
 import { OperationStore } from "./store.ts";
 
@@ -69,6 +74,19 @@ describe("the operations repository", () => {
       LifecycleViolationError,
     );
     expect((await store.findAnyById(row.id))?.status).toBe("pending");
+  });
+
+  it("refuses to complete an operation for less than its recorded legs", async () => {
+    const row = await pendingPayment();
+    await sql`
+      insert into operations.legs (id, operation_id, provider, provider_leg_id, amount, completed_at)
+      values (${randomUUID()}, ${row.id}, 'a', 'leg-1', '600.00', now())`;
+    await expect(
+      store.transition(row, { status: "completed", actual_amount: "500.00" }, { emit: true }),
+    ).rejects.toBeInstanceOf(LegsDisagreeError);
+    expect(
+      (await store.transition(row, { status: "completed", actual_amount: "600.00" }, { emit: true }))?.status,
+    ).toBe("completed");
   });
 
   it("refuses any write to a completed operation", async () => {

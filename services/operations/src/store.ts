@@ -1,12 +1,13 @@
 import { randomUUID } from "node:crypto";
 import type { Sql } from "@gw/db";
 import { eventHeaders } from "@gw/events";
+import { Decimal } from "@gw/money";
 import type { ReceiptItem } from "@gw/proto/gateway/operations/v1/operations_pb";
 import type postgres from "postgres";
 import type { ProviderConfig } from "./connectors/connector.ts";
 import { operationEvent } from "./events.ts";
 import { type Applied, apply, type Fact, stateOf } from "./lifecycle/apply.ts";
-import { isDomainError, LifecycleViolationError } from "./lifecycle/errors.ts";
+import { isDomainError, LegsDisagreeError, LifecycleViolationError } from "./lifecycle/errors.ts";
 import { allowsState } from "./lifecycle/table.ts";
 import type { LegRow, OperationRow } from "./model.ts";
 import { receiptsOf } from "./receipts-of.ts";
@@ -264,6 +265,7 @@ export class OperationStore {
       version: String(BigInt(before.version) + 1n),
       updated_at: new Date(),
     };
+    if (after.status === "completed") await this.#assertLegsAgree(after, tx);
     const columns = toDriver({ ...patch, version: after.version, updated_at: after.updated_at });
     if (!options.emit) {
       const rows = await tx`
@@ -318,6 +320,19 @@ export class OperationStore {
         : undefined;
     const row = await this.transition(before, patch, { emit: events.length > 0, receipts, tx });
     return { row, applied };
+  }
+
+  /**
+   * A completion's actual amount covers every recorded leg (it may exceed them: a
+   * provider that reported no legs completed the rest). Checked before the write, so a
+   * completion that would leave legs unbooked is refused instead of announced.
+   */
+  async #assertLegsAgree(after: OperationRow, tx: Tx): Promise<void> {
+    const [row] = await tx<{ total: string }[]>`
+      select coalesce(sum(amount), 0)::text as total from operations.legs where operation_id = ${after.id}`;
+    const legs = new Decimal(row?.total ?? "0");
+    if (legs.gt(after.actual_amount))
+      throw new LegsDisagreeError(after.id, after.actual_amount, legs.toFixed(2));
   }
 
   /** Whether `id` is the payment of a flexible link (whose refusals keep their own rules). */

@@ -21,6 +21,7 @@ export const CATALOGUE: Readonly<Record<DomainErrorCode, CatalogueEntry>> = {
   [DomainErrorCode.LifecycleViolation]: { connect: Code.Internal, public: "internal", bug: true },
   [DomainErrorCode.NotRouted]: { connect: Code.Internal, public: "internal", bug: true },
   [DomainErrorCode.AlreadyTerminal]: { connect: Code.Internal, public: "internal", bug: true },
+  [DomainErrorCode.LegsDisagree]: { connect: Code.Internal, public: "internal", bug: true },
   [DomainErrorCode.OperationNotFound]: { connect: Code.NotFound, public: "operation_not_found" },
   [DomainErrorCode.Validation]: { connect: Code.InvalidArgument, public: "validation_failed" },
   [DomainErrorCode.NotCancellable]: { connect: Code.FailedPrecondition, public: "not_cancellable" },

@@ -21,6 +21,7 @@ export const DomainErrorCode = {
   NotRouted: "not_routed",
   AlreadyTerminal: "already_terminal",
   IdempotencyConflict: "idempotency_conflict",
+  LegsDisagree: "legs_disagree",
 } as const;
 
 export type DomainErrorCode = (typeof DomainErrorCode)[keyof typeof DomainErrorCode];
@@ -142,6 +143,14 @@ export class AlreadyTerminalError extends DomainError {
 /** A key already used with a different request. */
 export class IdempotencyConflictError extends DomainError {
   readonly code = DomainErrorCode.IdempotencyConflict;
+}
+
+/** A completion whose actual amount is less than its recorded legs: money would go unbooked. */
+export class LegsDisagreeError extends DomainError {
+  readonly code = DomainErrorCode.LegsDisagree;
+  constructor(operationId: string, actual: string, legs: string) {
+    super(`operation ${operationId}: actual amount ${actual} is less than its legs' ${legs}`);
+  }
 }
 
 /** Whether `err` is one of the service's domain errors. */
