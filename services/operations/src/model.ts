@@ -2,7 +2,7 @@ import { create } from "@bufbuild/protobuf";
 import { type Currency, Decimal, formatAmount, settlementFigures } from "@gw/money";
 import { type Operation, OperationSchema } from "@gw/proto/gateway/operations/v1/operations_pb";
 import { bankDetails } from "./banks.ts";
-import type { operationsTable } from "./db/schema.ts";
+import type { legs, operationsTable } from "./db/schema.ts";
 
 /** `merchantOperationId` → `merchant_operation_id`: drizzle's keys as the columns are named. */
 type CamelToSnake<S extends string> = S extends `${infer H}${infer T}`
@@ -25,14 +25,21 @@ export type OperationRow = Omit<
   version: string;
 };
 
-/** A completed part of an operation: a provider's leg, a receipt-proven contribution, a pool contribution. */
-export interface LegRow {
-  id: string;
-  amount: string;
-  completed_at: Date;
-  /** The receipts service's id of the receipt proving the leg; null for provider-reported legs. */
+/**
+ * A completed part of an operation (a provider's leg, a receipt-proven contribution, a
+ * pool contribution), typed from the drizzle schema. `receipt_id` is the receipts
+ * service's id of the receipt proving it, null (or absent) for a provider-reported leg.
+ */
+export type LegRow = Pick<SnakeKeys<typeof legs.$inferSelect>, "id" | "amount" | "completed_at"> & {
   receipt_id?: string | null;
-}
+};
+
+/** The operations row with the reconciler's bookkeeping columns, which are never part of its state. */
+export type ReconcileRow = OperationRow &
+  Pick<
+    SnakeKeys<typeof operationsTable.$inferSelect>,
+    "next_check_at" | "reconcile_checks" | "stuck_alerted_at"
+  >;
 
 export type Status =
   | "routing"

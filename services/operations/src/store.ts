@@ -9,10 +9,10 @@ import { operationEvent } from "./events.ts";
 import { type Applied, apply, type Fact, stateOf } from "./lifecycle/apply.ts";
 import { isDomainError, LegsDisagreeError, LifecycleViolationError } from "./lifecycle/errors.ts";
 import { allowsState } from "./lifecycle/table.ts";
-import type { LegRow, OperationRow } from "./model.ts";
+import type { LegRow, OperationRow, ReconcileRow } from "./model.ts";
 import { receiptsOf } from "./receipts-of.ts";
 
-export type { LegRow };
+export type { LegRow, ReconcileRow };
 
 type Tx = Sql | postgres.TransactionSql;
 
@@ -59,13 +59,6 @@ export type OperationPatch = Partial<
 export const UNSETTLED = ["routing", "pending", "awaiting_confirmation"] as const;
 /** Every non-terminal status; an operation in one of them too long is reported as stuck. */
 export const NON_TERMINAL = [...UNSETTLED, "manual_check"] as const;
-
-/** A row with the reconciler's bookkeeping columns, which are never part of its state. */
-export interface ReconcileRow extends OperationRow {
-  next_check_at: Date | null;
-  reconcile_checks: number;
-  stuck_alerted_at: Date | null;
-}
 
 /** `ms` milliseconds as a Postgres interval, so every time comparison uses the database clock. */
 const millis = (sql: Sql, ms: number) => sql`make_interval(secs => ${ms}::double precision / 1000)`;
