@@ -1,21 +1,17 @@
-import type { Sql } from "@gw/db";
 import type { ListRoutesRequest } from "@gw/proto/gateway/operations/v1/operations_pb";
-import { Code, failure } from "@gw/rpc";
+import { ValidationError } from "./lifecycle/errors.ts";
+import type { OperationStore } from "./store.ts";
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /**
  * The admin reads of the configuration operations owns: providers (never their
- * credentials: the column is not even selected) and a shop's routes.
+ * credentials) and a shop's routes.
  */
 
-export async function listProviders(sql: Sql) {
-  const rows = await sql<
-    { name: string; kind: string; base_url: string; methods: string[]; updated_at: string }[]
-  >`
-    select name, kind, base_url, methods,
-           to_char(updated_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as updated_at
-      from operations.providers order by name limit 1000`;
+/** Admin: every registered provider. */
+export async function listProviders(store: OperationStore) {
+  const rows = await store.listProviders();
   return {
     providers: rows.map((r) => ({
       name: r.name,
@@ -27,16 +23,10 @@ export async function listProviders(sql: Sql) {
   };
 }
 
-export async function listRoutes(sql: Sql, req: ListRoutesRequest) {
-  if (!UUID.test(req.shopId))
-    throw failure(Code.InvalidArgument, "validation_failed", "shop_id must be a UUID", "shop_id");
-  const rows = await sql<
-    { method: string; payin: string[]; payout: string[]; settlement_currency: string; updated_at: string }[]
-  >`
-    select method, payin, payout, settlement_currency,
-           to_char(updated_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as updated_at
-      from operations.routes
-     where shop_id = ${req.shopId} order by method`;
+/** Admin: a shop's routes. Throws `ValidationError` for a shop id that is not a UUID. */
+export async function listRoutes(store: OperationStore, req: ListRoutesRequest) {
+  if (!UUID.test(req.shopId)) throw new ValidationError("shop_id must be a UUID", "shop_id");
+  const rows = await store.listRoutes(req.shopId);
   return {
     routes: rows.map((r) => ({
       method: r.method,

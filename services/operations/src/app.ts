@@ -11,6 +11,7 @@ import { connectorFor } from "./connectors/index.ts";
 import { ephemeralLinkSecret } from "./flexible.ts";
 import { OperationsHandlers } from "./handlers.ts";
 import { HandOffDriver } from "./handoff.ts";
+import { withErrorCatalogue } from "./lifecycle/catalogue.ts";
 import { nobodyTookIt, type PoolDeps, SELF_MATCHING, startPoolConsumers } from "./pool.ts";
 import { Reconciler, reconcilerOptions } from "./reconciler.ts";
 import { OperationStore } from "./store.ts";
@@ -81,7 +82,9 @@ export function startOperations(config: OperationsConfig) {
         reconcilerOptions(config),
       );
       return {
-        routes: (router) => router.service(OperationsService, handlers),
+        // Domain errors become Connect errors here, once, through the catalogue.
+        routes: (router) =>
+          router.service(OperationsService, withErrorCatalogue(OperationsService, handlers, logger)),
         start: async () => {
           await relay.start();
           consumers = await startPoolConsumers(pool, nats, sql, config.EVENTS_PREFIX);

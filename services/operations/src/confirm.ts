@@ -1,4 +1,3 @@
-import { randomUUID } from "node:crypto";
 import { type Client, Code, ConnectError } from "@connectrpc/connect";
 import type { Logger } from "@gw/log";
 import { Decimal } from "@gw/money";
@@ -9,19 +8,27 @@ import type {
   ResolveReviewRequest,
 } from "@gw/proto/gateway/operations/v1/operations_pb";
 import type { ReceiptsService, Review } from "@gw/proto/gateway/receipts/v1/receipts_pb";
-import { failure, Code as RpcCode } from "@gw/rpc";
-import type postgres from "postgres";
 import { bankDetails } from "./banks.ts";
-import { isTerminal, type OperationRow, toOperation } from "./model.ts";
+import type { Fact } from "./lifecycle/apply.ts";
+import {
+  ConcurrentChangeError,
+  DependencyUnavailableError,
+  NotAwaitingConfirmationError,
+  NotInManualCheckError,
+  OperationNotFoundError,
+  ReceiptEvidenceUnavailableError,
+  ValidationError,
+} from "./lifecycle/errors.ts";
+import { isTerminal, type LegRow, type OperationRow, toOperation } from "./model.ts";
 import { receiptsOf } from "./receipts-of.ts";
-import type { LegRow, OperationStore } from "./store.ts";
+import type { OperationStore } from "./store.ts";
 
 /**
  * Receipt confirmation: a payer's receipt goes to the receipts service, whose verdict
  * moves the payment (`completed`, `rejected`, `manual_check`); an operator resolves a
  * `manual_check`; reads sign the `receipt_url` of each receipt-proven contribution.
- * The receipts service never moves an operation: every state change is made here, under
- * the row lock, with its event in the same statement (`store.transition`).
+ * The receipts service never moves an operation: its verdict is a fact of the lifecycle,
+ * applied here under the row lock, with its event in the same statement (`store.applyFact`).
  */
 
 export interface ReceiptDeps {
@@ -38,9 +45,8 @@ const SIGN_TIMEOUT_MS = 2_000;
 /** Statuses in which a receipt is taken (the receipts service decides on re-uploads in manual_check). */
 const REVIEWABLE = new Set(["awaiting_confirmation", "manual_check"]);
 
-const notFound = () => failure(RpcCode.NotFound, "operation_not_found", "operation not found");
-const invalid = (field: string, message: string) =>
-  failure(RpcCode.InvalidArgument, "validation_failed", message, field);
+const notFound = () => new OperationNotFoundError();
+const invalid = (field: string, message: string) => new ValidationError(message, field);
 
 /** Errors of the receipts service a caller can act on pass through; the rest mean "retry later". */
 function fromReceipts(err: unknown, logger: Logger, what: string): Error {
@@ -50,7 +56,7 @@ function fromReceipts(err: unknown, logger: Logger, what: string): Error {
   )
     return err;
   logger.warn({ err, what }, "receipts service unavailable");
-  return failure(RpcCode.Unavailable, "dependency_unavailable", "receipt review is unavailable, retry later");
+  return new DependencyUnavailableError("receipt review is unavailable, retry later");
 }
 
 /** `POST /v1/confirm_payment`: review the receipt, then apply the verdict. */
@@ -93,15 +99,13 @@ export async function confirmPayment(d: ReceiptDeps, req: ConfirmPaymentRequest)
   } catch (err) {
     throw fromReceipts(err, d.logger, "submit");
   }
-  if (!review) throw failure(RpcCode.Unavailable, "dependency_unavailable", "no review came back; retry");
+  if (!review) throw new DependencyUnavailableError("no review came back; retry");
   const after = await applyReview(d, row.id, review, "receipt");
   return { operation: toOperation(after), replayed };
 }
 
 function notAwaiting(row: OperationRow) {
-  return failure(
-    RpcCode.FailedPrecondition,
-    "not_awaiting_confirmation",
+  return new NotAwaitingConfirmationError(
     row.type === "payment"
       ? `the payment is ${row.status}, not awaiting confirmation`
       : "a payout takes no confirmation",
@@ -122,7 +126,16 @@ async function applyReview(
   review: Review,
   source: "receipt" | "operator",
 ): Promise<OperationRow> {
-  return d.store.sql.begin(async (tx) => {
+  if (review.verdict !== "completed" && review.verdict !== "rejected" && review.verdict !== "manual_check")
+    throw new DependencyUnavailableError(`unexpected verdict ${review.verdict}`);
+  const fact: Fact = {
+    kind: source === "receipt" ? "receipt_reviewed" : "operator_reviewed",
+    verdict: review.verdict,
+    receiptId: review.receiptId,
+    amount: review.actualAmount,
+    reason: review.manualCheckReason === "not_terminal" ? "not_terminal" : "potential_fake",
+  };
+  return d.store.transaction(async (tx) => {
     const row = await d.store.lock(operationId, tx);
     if (!row) throw notFound();
     if (!REVIEWABLE.has(row.status)) {
@@ -133,50 +146,10 @@ async function applyReview(
         );
       throw notAwaiting(row);
     }
-    if (review.verdict === "completed") return complete(d, tx, row, review);
-    if (review.verdict === "rejected") {
-      const next = await d.store.transition(
-        row,
-        { status: "rejected", manual_check_reason: null },
-        { emit: true, tx },
-      );
-      if (!next) throw failure(RpcCode.Aborted, "dependency_unavailable", "operation changed; retry");
-      return next;
-    }
-    if (review.verdict === "manual_check") {
-      const reason = review.manualCheckReason === "not_terminal" ? "not_terminal" : "potential_fake";
-      if (row.status === "manual_check" && row.manual_check_reason === reason) return row;
-      const next = await d.store.transition(
-        row,
-        { status: "manual_check", manual_check_reason: reason },
-        { emit: true, tx },
-      );
-      if (!next) throw failure(RpcCode.Aborted, "dependency_unavailable", "operation changed; retry");
-      return next;
-    }
-    throw failure(RpcCode.Unavailable, "dependency_unavailable", `unexpected verdict ${review.verdict}`);
+    const { row: next } = await d.store.applyFact(row, fact, { tx });
+    if (!next) throw new ConcurrentChangeError("operation changed; retry");
+    return next;
   });
-}
-
-async function complete(
-  d: ReceiptDeps,
-  tx: postgres.TransactionSql,
-  row: OperationRow,
-  review: Review,
-): Promise<OperationRow> {
-  const amount = new Decimal(review.actualAmount ?? "0");
-  if (!amount.isFinite() || amount.lte(0))
-    throw failure(RpcCode.Unavailable, "dependency_unavailable", "a completed review without an amount");
-  await tx`
-    insert into operations.legs (id, operation_id, provider, provider_leg_id, amount, completed_at, receipt_id)
-    values (${randomUUID()}, ${row.id}, ${row.provider ?? "receipt"}, ${`receipt:${review.receiptId}`},
-      ${amount.toFixed(2)}, ${new Date().toISOString()}, ${review.receiptId})
-    on conflict (operation_id, provider_leg_id) do nothing`;
-  const patch = { status: "completed" as const, actual_amount: amount.toFixed(2), manual_check_reason: null };
-  const { receipts } = receiptsOf({ ...row, ...patch }, await d.store.legs(row.id, tx));
-  const next = await d.store.transition(row, patch, { emit: true, receipts, tx });
-  if (!next) throw failure(RpcCode.Aborted, "dependency_unavailable", "operation changed; retry");
-  return next;
 }
 
 const AMOUNT = /^\d{1,16}(\.\d{1,2})?$/;
@@ -195,11 +168,7 @@ export async function resolveReview(d: ReceiptDeps, req: ResolveReviewRequest) {
   const row = await d.store.findAnyById(req.operationId);
   if (!row || row.request_hash === null || row.status === "routing") throw notFound();
   if (row.status !== "manual_check" && !isTerminal(row.status))
-    throw failure(
-      RpcCode.FailedPrecondition,
-      "not_in_manual_check",
-      `the payment is ${row.status}, not in manual_check`,
-    );
+    throw new NotInManualCheckError(`the payment is ${row.status}, not in manual_check`);
   let review: Review | undefined;
   let replayed = false;
   try {
@@ -219,14 +188,10 @@ export async function resolveReview(d: ReceiptDeps, req: ResolveReviewRequest) {
   } catch (err) {
     // No review of this operation: it was not put in manual_check by a receipt.
     if (err instanceof ConnectError && err.code === Code.NotFound)
-      throw failure(
-        RpcCode.FailedPrecondition,
-        "not_in_manual_check",
-        "the payment has no receipt to review",
-      );
+      throw new NotInManualCheckError("the payment has no receipt to review");
     throw fromReceipts(err, d.logger, "resolve");
   }
-  if (!review) throw failure(RpcCode.Unavailable, "dependency_unavailable", "no review came back; retry");
+  if (!review) throw new DependencyUnavailableError("no review came back; retry");
   const current = await d.store.findAnyById(row.id);
   // The same decision again, already applied: answer the operation as it is.
   if (replayed && current && isTerminal(current.status) && current.status === review.verdict)
@@ -305,12 +270,7 @@ export async function receiptEvidence(
       { operationId: row.id, code: err instanceof ConnectError ? Code[err.code] : "internal" },
       "receipt links could not be signed",
     );
-    if (lookup === "operationId")
-      throw failure(
-        RpcCode.Unavailable,
-        "receipt_evidence_unavailable",
-        "receipt evidence is temporarily unavailable, retry later",
-      );
+    if (lookup === "operationId") throw new ReceiptEvidenceUnavailableError();
     return { receipts: [], status: "unavailable" };
   }
 }

@@ -1,7 +1,9 @@
 import type { Sql } from "@gw/db";
+import type { Logger } from "@gw/log";
 import type postgres from "postgres";
+import type { Connector } from "./connectors/connector.ts";
 import { isTerminal, type OperationRow } from "./model.ts";
-import type { PoolDeps } from "./pool.ts";
+import type { OperationStore } from "./store.ts";
 
 /**
  * The hand-off of a pool payout's remainder, driven outside any transaction. See
@@ -65,8 +67,17 @@ export async function recordHandOff(
 const eligible = (row: OperationRow | undefined, selfMatching: string): row is OperationRow =>
   row?.type === "payout" && !isTerminal(row.status) && row.provider === selfMatching;
 
+/** What the driver needs of the pool's dependencies (declared here: pool.ts imports this module). */
+export interface HandOffDeps {
+  store: OperationStore;
+  connectorFor: (kind: string) => Connector | undefined;
+  callbackBaseUrl: string;
+  attemptTimeoutMs: number;
+  logger: Logger;
+}
+
 export class HandOffDriver {
-  readonly #pool: PoolDeps;
+  readonly #pool: HandOffDeps;
   readonly #o: HandOffOptions;
   readonly #selfMatching: string;
   readonly #nobodyTookIt: NobodyTookIt;
@@ -76,7 +87,7 @@ export class HandOffDriver {
   #notified = false;
   #unlisten: (() => Promise<void>) | undefined;
 
-  constructor(pool: PoolDeps, options: HandOffOptions, selfMatching: string, nobodyTookIt: NobodyTookIt) {
+  constructor(pool: HandOffDeps, options: HandOffOptions, selfMatching: string, nobodyTookIt: NobodyTookIt) {
     this.#pool = pool;
     this.#o = options;
     this.#selfMatching = selfMatching;

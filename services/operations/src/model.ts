@@ -2,43 +2,44 @@ import { create } from "@bufbuild/protobuf";
 import { type Currency, Decimal, formatAmount, settlementFigures } from "@gw/money";
 import { type Operation, OperationSchema } from "@gw/proto/gateway/operations/v1/operations_pb";
 import { bankDetails } from "./banks.ts";
+import type { legs, operationsTable } from "./db/schema.ts";
 
-/** An `operations.operations` row as postgres.js returns it (numeric and int8 as strings). */
-export interface OperationRow {
-  id: string;
-  shop_id: string;
-  merchant_id: string;
-  merchant_operation_id: string;
-  request_hash: string | null;
+/** `merchantOperationId` → `merchant_operation_id`: drizzle's keys as the columns are named. */
+type CamelToSnake<S extends string> = S extends `${infer H}${infer T}`
+  ? `${H extends Lowercase<H> ? H : `_${Lowercase<H>}`}${CamelToSnake<T>}`
+  : S;
+type SnakeKeys<T> = { [K in keyof T as K extends string ? CamelToSnake<K> : never]: T[K] };
+
+/**
+ * An `operations.operations` row as postgres.js returns it, typed from the drizzle schema
+ * (so a column added there appears here): numeric as strings, timestamps as Dates (the
+ * store hydrates them), with the value sets the schema keeps as text narrowed, int8
+ * `version` as a string, and the reconciler's bookkeeping columns left to `ReconcileRow`.
+ */
+export type OperationRow = Omit<
+  SnakeKeys<typeof operationsTable.$inferSelect>,
+  "type" | "status" | "version" | "next_check_at" | "reconcile_checks" | "stuck_alerted_at"
+> & {
   type: "payment" | "payout";
   status: Status;
-  method: string | null;
-  currency: string | null;
-  expected_amount: string | null;
-  actual_amount: string;
-  client_id: string | null;
-  client_ip: string | null;
-  number: string | null;
-  name: string | null;
-  bankname: string | null;
-  provider: string | null;
-  receipt_required: boolean;
-  expires_at: Date | null;
-  settlement_currency: string | null;
-  fx_rate: string | null;
-  fx_source: string | null;
-  commission_percent: string | null;
-  commission_fixed: string | null;
-  manual_check_reason: string | null;
-  hosted_page: boolean;
-  cancel_requested: boolean;
-  cancelled_by_command: boolean;
-  cancel_reason: string | null;
-  routing_deadline: Date | null;
   version: string;
-  created_at: Date;
-  updated_at: Date;
-}
+};
+
+/**
+ * A completed part of an operation (a provider's leg, a receipt-proven contribution, a
+ * pool contribution), typed from the drizzle schema. `receipt_id` is the receipts
+ * service's id of the receipt proving it, null (or absent) for a provider-reported leg.
+ */
+export type LegRow = Pick<SnakeKeys<typeof legs.$inferSelect>, "id" | "amount" | "completed_at"> & {
+  receipt_id?: string | null;
+};
+
+/** The operations row with the reconciler's bookkeeping columns, which are never part of its state. */
+export type ReconcileRow = OperationRow &
+  Pick<
+    SnakeKeys<typeof operationsTable.$inferSelect>,
+    "next_check_at" | "reconcile_checks" | "stuck_alerted_at"
+  >;
 
 export type Status =
   | "routing"

@@ -7,9 +7,9 @@ import {
   type PaymentPage,
   PaymentPageSchema,
 } from "@gw/proto/gateway/operations/v1/operations_pb";
-import { Code, failure } from "@gw/rpc";
 import { bankDetails } from "./banks.ts";
 import { credentialMatches } from "./flexible.ts";
+import { OperationNotFoundError, ValidationError } from "./lifecycle/errors.ts";
 import type { OperationRow } from "./model.ts";
 import type { OperationStore } from "./store.ts";
 
@@ -77,17 +77,19 @@ export function toPaymentPage(row: OperationRow): PaymentPage {
   return page;
 }
 
-/** `GetPaymentPage`: NOT_FOUND for anything but a payment created through a hosted link. */
+/**
+ * `GetPaymentPage`: `OperationNotFoundError` for anything but a payment created through a
+ * hosted link (or a flexible link whose `k` holds); `ValidationError` for a malformed id.
+ */
 export async function getPaymentPage(
   store: OperationStore,
   req: GetPaymentPageRequest,
 ): Promise<GetPaymentPageResponse> {
-  if (!UUID.test(req.operationId))
-    throw failure(Code.InvalidArgument, "validation_failed", "operation_id must be a UUID", "operation_id");
+  if (!UUID.test(req.operationId)) throw new ValidationError("operation_id must be a UUID", "operation_id");
   const row = await store.findAnyById(req.operationId);
   const shown = row?.hosted_page || (req.k !== undefined && (await flexibleCredentialHolds(store, req)));
   if (!row || !shown || row.type !== "payment" || row.status === "routing" || row.request_hash === null)
-    throw failure(Code.NotFound, "operation_not_found", "operation not found");
+    throw new OperationNotFoundError();
   return {
     $typeName: "gateway.operations.v1.GetPaymentPageResponse",
     page: toPaymentPage(row),
@@ -100,19 +102,20 @@ export async function getPaymentPage(
  * The hash is compared even when there is no link, so timing tells no ids apart.
  */
 async function flexibleCredentialHolds(store: OperationStore, req: GetPaymentPageRequest): Promise<boolean> {
-  const [link] = await store.sql<{ k_hash: string; status: string }[]>`
-    select k_hash, status from operations.flexible_links where operation_id = ${req.operationId}`;
+  const link = await store.flexibleLinkOf(req.operationId);
   const ok = credentialMatches(req.k ?? "", link?.k_hash ?? "00".repeat(32));
   return ok && !!req.k && link !== undefined && link.status !== "amount_selection";
 }
 
 /**
- * Records that a payment was handed out as a hosted link. It runs after the create
- * succeeded (so a link that failed shows no page) and is a bookkeeping column: no
- * version bump, no event. A replay through a link records it as well.
+ * Records that a payment was handed out as a hosted link, when the create asked for one.
+ * It runs after the create succeeded (so a link that failed shows no page); a replay
+ * through a link records it as well. A bookkeeping column: no version bump, no event.
  */
-export async function markHostedPage(store: OperationStore, operationId: string): Promise<void> {
-  await store.sql`
-    update operations.operations set hosted_page = true
-    where id = ${operationId} and not hosted_page`;
+export async function markHostedPage(
+  store: OperationStore,
+  row: Pick<OperationRow, "id" | "type" | "hosted_page">,
+  requested: boolean,
+): Promise<void> {
+  if (requested && row.type === "payment" && !row.hosted_page) await store.markHostedPage(row.id);
 }

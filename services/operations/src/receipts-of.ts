@@ -1,8 +1,7 @@
 import { create } from "@bufbuild/protobuf";
 import { Decimal } from "@gw/money";
 import { type ReceiptItem, ReceiptItemSchema } from "@gw/proto/gateway/operations/v1/operations_pb";
-import { isTerminal, type OperationRow } from "./model.ts";
-import type { LegRow } from "./store.ts";
+import { isTerminal, type LegRow, type OperationRow } from "./model.ts";
 
 /**
  * The receipt items of a row: completed legs, only once the parent completed. The part of

@@ -1,10 +1,18 @@
+import { randomUUID } from "node:crypto";
 import type { Sql } from "@gw/db";
 import { eventHeaders } from "@gw/events";
+import { Decimal } from "@gw/money";
 import type { ReceiptItem } from "@gw/proto/gateway/operations/v1/operations_pb";
 import type postgres from "postgres";
 import type { ProviderConfig } from "./connectors/connector.ts";
 import { operationEvent } from "./events.ts";
-import type { OperationRow } from "./model.ts";
+import { type Applied, apply, type Fact, stateOf } from "./lifecycle/apply.ts";
+import { isDomainError, LegsDisagreeError, LifecycleViolationError } from "./lifecycle/errors.ts";
+import { allowsState } from "./lifecycle/table.ts";
+import type { LegRow, OperationRow, ReconcileRow } from "./model.ts";
+import { receiptsOf } from "./receipts-of.ts";
+
+export type { LegRow, ReconcileRow };
 
 type Tx = Sql | postgres.TransactionSql;
 
@@ -52,22 +60,20 @@ export const UNSETTLED = ["routing", "pending", "awaiting_confirmation"] as cons
 /** Every non-terminal status; an operation in one of them too long is reported as stuck. */
 export const NON_TERMINAL = [...UNSETTLED, "manual_check"] as const;
 
-/** A row with the reconciler's bookkeeping columns, which are never part of its state. */
-export interface ReconcileRow extends OperationRow {
-  next_check_at: Date | null;
-  reconcile_checks: number;
-  stuck_alerted_at: Date | null;
-}
-
 /** `ms` milliseconds as a Postgres interval, so every time comparison uses the database clock. */
 const millis = (sql: Sql, ms: number) => sql`make_interval(secs => ${ms}::double precision / 1000)`;
 
-export interface LegRow {
-  id: string;
-  amount: string;
-  completed_at: Date;
-  /** The receipts service's id of the receipt proving the leg; null for provider-reported legs. */
-  receipt_id?: string | null;
+/**
+ * Refuses a write that moves the row along no transition of the lifecycle table (from
+ * `completed`, `rejected` or `cancelled` nothing does), or that emits where the table
+ * says it does not, or not where it does: whichever file asks, the status changes only
+ * as the table allows.
+ */
+function assertTransition(before: OperationRow, patch: OperationPatch, emit: boolean): void {
+  const from = stateOf(before);
+  const to = stateOf({ ...before, ...patch });
+  if (!allowsState(from, to, emit))
+    throw new LifecycleViolationError(before.id, from, emit ? to : `${to} (without its event)`);
 }
 
 /**
@@ -86,8 +92,72 @@ export class OperationStore {
     this.#prefix = prefix;
   }
 
+  /**
+   * The connection, for the modules that still write the schema themselves (create,
+   * pool, hand-off, flexible links); new code calls the methods below instead.
+   */
   get sql(): Sql {
     return this.#sql;
+  }
+
+  /** Runs `fn` in one transaction; the methods taking a `tx` join it. */
+  transaction<T>(fn: (tx: postgres.TransactionSql) => Promise<T>): Promise<T> {
+    return this.#sql.begin(fn) as Promise<T>;
+  }
+
+  /**
+   * Records a provider callback as seen; false when it was recorded before (a replay,
+   * applied then). Inside the transaction that applies it, so a refused apply forgets it.
+   */
+  async recordCallback(
+    tx: postgres.TransactionSql,
+    callback: { provider: string; callbackId: string; operationId: string },
+  ): Promise<boolean> {
+    const rows = await tx`
+      insert into operations.callbacks (provider, callback_id, operation_id)
+      values (${callback.provider}, ${callback.callbackId}, ${callback.operationId})
+      on conflict do nothing returning 1`;
+    return rows.length === 1;
+  }
+
+  /** Every registered provider, by name, without its credentials (the column is not even selected). */
+  async listProviders(): Promise<
+    { name: string; kind: string; base_url: string; methods: string[]; updated_at: string }[]
+  > {
+    return this.#sql`
+      select name, kind, base_url, methods,
+             to_char(updated_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as updated_at
+        from operations.providers order by name limit 1000`;
+  }
+
+  /** A shop's routes, by method. */
+  async listRoutes(
+    shopId: string,
+  ): Promise<
+    { method: string; payin: string[]; payout: string[]; settlement_currency: string; updated_at: string }[]
+  > {
+    return this.#sql`
+      select method, payin, payout, settlement_currency,
+             to_char(updated_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as updated_at
+        from operations.routes
+       where shop_id = ${shopId} order by method`;
+  }
+
+  /** The credential hash and status of the flexible link a payment was created through, if any. */
+  async flexibleLinkOf(operationId: string): Promise<{ k_hash: string; status: string } | undefined> {
+    const [link] = await this.#sql<{ k_hash: string; status: string }[]>`
+      select k_hash, status from operations.flexible_links where operation_id = ${operationId}`;
+    return link;
+  }
+
+  /**
+   * Records that a payment was handed out as a hosted link: a bookkeeping column, no
+   * version bump, no event.
+   */
+  async markHostedPage(operationId: string): Promise<void> {
+    await this.#sql`
+      update operations.operations set hosted_page = true
+      where id = ${operationId} and not hosted_page`;
   }
 
   async findByMop(shopId: string, mop: string, tx: Tx = this.#sql): Promise<OperationRow | undefined> {
@@ -181,12 +251,14 @@ export class OperationStore {
     options: { emit: boolean; receipts?: ReceiptItem[]; tx?: Tx },
   ): Promise<OperationRow | undefined> {
     const tx = options.tx ?? this.#sql;
+    assertTransition(before, patch, options.emit);
     const after: OperationRow = {
       ...before,
       ...patch,
       version: String(BigInt(before.version) + 1n),
       updated_at: new Date(),
     };
+    if (after.status === "completed") await this.#assertLegsAgree(after, tx);
     const columns = toDriver({ ...patch, version: after.version, updated_at: after.updated_at });
     if (!options.emit) {
       const rows = await tx`
@@ -207,6 +279,55 @@ export class OperationStore {
     return rows[0]?.changed === 1 ? after : undefined;
   }
 
+  /**
+   * Applies a lifecycle fact to `before` (read, or locked, by the caller): records the
+   * legs the fact adds, then writes its change with its event (and, on a completion, the
+   * receipts) through `transition`, in one transaction. `data` adds columns that are not
+   * the lifecycle's (requisites, say). Throws the fact's `DomainError`; returns the row
+   * after (the same row when the fact changes nothing), or undefined when the version
+   * moved on (re-read and decide).
+   */
+  async applyFact(
+    before: OperationRow,
+    fact: Fact,
+    options: { tx?: postgres.TransactionSql; data?: OperationPatch } = {},
+  ): Promise<{ row: OperationRow | undefined; applied: Applied }> {
+    const tx = options.tx;
+    if (!tx) return this.#sql.begin((t) => this.applyFact(before, fact, { ...options, tx: t }));
+    const legs = await this.legs(before.id, tx);
+    const applied = apply({ ...before, legs }, fact);
+    if (isDomainError(applied)) throw applied;
+    const { change, events } = applied;
+    if (!change) return { row: before, applied };
+    for (const leg of change.legs)
+      await tx`
+        insert into operations.legs (id, operation_id, provider, provider_leg_id, amount, completed_at, receipt_id)
+        values (${randomUUID()}, ${before.id}, ${before.provider ?? "receipt"}, ${leg.id}, ${leg.amount},
+          ${(leg.completedAt ?? new Date()).toISOString()}, ${leg.receiptId ?? null})
+        on conflict (operation_id, provider_leg_id) do nothing`;
+    const patch: OperationPatch = { ...options.data, ...change.patch };
+    const receipts =
+      change.to === "completed"
+        ? receiptsOf({ ...before, ...patch }, change.legs.length > 0 ? await this.legs(before.id, tx) : legs)
+            .receipts
+        : undefined;
+    const row = await this.transition(before, patch, { emit: events.length > 0, receipts, tx });
+    return { row, applied };
+  }
+
+  /**
+   * A completion's actual amount covers every recorded leg (it may exceed them: a
+   * provider that reported no legs completed the rest). Checked before the write, so a
+   * completion that would leave legs unbooked is refused instead of announced.
+   */
+  async #assertLegsAgree(after: OperationRow, tx: Tx): Promise<void> {
+    const [row] = await tx<{ total: string }[]>`
+      select coalesce(sum(amount), 0)::text as total from operations.legs where operation_id = ${after.id}`;
+    const legs = new Decimal(row?.total ?? "0");
+    if (legs.gt(after.actual_amount))
+      throw new LegsDisagreeError(after.id, after.actual_amount, legs.toFixed(2));
+  }
+
   /** Whether `id` is the payment of a flexible link (whose refusals keep their own rules). */
   async isFlexiblePayment(id: string): Promise<boolean> {
     const [row] = await this.#sql<{ found: boolean }[]>`
@@ -222,6 +343,13 @@ export class OperationStore {
    * reconciler's bookkeeping.
    */
   async reopen(before: OperationRow, patch: OperationPatch): Promise<OperationRow | undefined> {
+    if (stateOf(before) !== "refused" || patch.status !== "routing")
+      throw new LifecycleViolationError(
+        before.id,
+        stateOf(before),
+        patch.status ?? before.status,
+        "refusal_retried",
+      );
     const columns = toDriver({ ...patch, version: String(BigInt(before.version) + 1n) });
     const [row] = await this.#sql<OperationRow[]>`
       update operations.operations

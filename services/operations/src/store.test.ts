@@ -1,0 +1,171 @@
+import { randomUUID } from "node:crypto";
+import { fileURLToPath } from "node:url";
+import { connect, createTestDatabase, migrateSchema, type Sql, type TestDatabase } from "@gw/db";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  AlreadyTerminalError,
+  LegsDisagreeError,
+  LifecycleViolationError,
+  NotCancellableError,
+} from "./lifecycle/errors.ts";
+import type { OperationRow } from "./model.ts";
+import { OperationStore } from "./store.ts";
+
+const migrationsFolder = fileURLToPath(new URL("../drizzle", import.meta.url));
+
+let database: TestDatabase;
+let sql: Sql;
+let store: OperationStore;
+
+beforeAll(async () => {
+  database = await createTestDatabase();
+  const conn = connect(database.url, { max: 3 });
+  sql = conn.sql;
+  await migrateSchema(sql, conn.db, "operations", migrationsFolder);
+  store = new OperationStore(sql, `t${randomUUID().slice(0, 8)}`);
+});
+
+afterAll(async () => {
+  await sql?.end();
+  await database?.drop();
+});
+
+/** A payment just created: `routing`, with its request recorded. */
+async function routingPayment(): Promise<OperationRow> {
+  const row = await store.insert({
+    id: randomUUID(),
+    shop_id: randomUUID(),
+    merchant_id: randomUUID(),
+    merchant_operation_id: randomUUID(),
+    request_hash: "hash",
+    type: "payment",
+    status: "routing",
+    expected_amount: "1000.00",
+    currency: "RUB",
+  });
+  if (!row) throw new Error("not inserted");
+  return row;
+}
+
+async function pendingPayment(): Promise<OperationRow> {
+  const row = await routingPayment();
+  const next = await store.transition(row, { status: "pending", provider: "a" }, { emit: true });
+  if (!next) throw new Error("not moved");
+  return next;
+}
+
+async function outboxCount(): Promise<number> {
+  const [row] = await sql<{ n: number }[]>`select count(*)::int as n from operations.outbox`;
+  return row?.n ?? 0;
+}
+
+describe("the operations repository", () => {
+  it("refuses to move a pending payment straight to manual_check, and writes nothing", async () => {
+    const row = await pendingPayment();
+    await expect(store.transition(row, { status: "manual_check" }, { emit: true })).rejects.toBeInstanceOf(
+      LifecycleViolationError,
+    );
+    expect((await store.findAnyById(row.id))?.status).toBe("pending");
+  });
+
+  it("refuses to reject a pending payment without its event", async () => {
+    const row = await pendingPayment();
+    await expect(store.transition(row, { status: "rejected" }, { emit: false })).rejects.toBeInstanceOf(
+      LifecycleViolationError,
+    );
+    expect((await store.findAnyById(row.id))?.status).toBe("pending");
+  });
+
+  it("refuses to complete an operation for less than its recorded legs", async () => {
+    const row = await pendingPayment();
+    await sql`
+      insert into operations.legs (id, operation_id, provider, provider_leg_id, amount, completed_at)
+      values (${randomUUID()}, ${row.id}, 'a', 'leg-1', '600.00', now())`;
+    await expect(
+      store.transition(row, { status: "completed", actual_amount: "500.00" }, { emit: true }),
+    ).rejects.toBeInstanceOf(LegsDisagreeError);
+    expect(
+      (await store.transition(row, { status: "completed", actual_amount: "600.00" }, { emit: true }))?.status,
+    ).toBe("completed");
+  });
+
+  it("refuses any write to a completed operation", async () => {
+    const row = await pendingPayment();
+    const done = await store.transition(
+      row,
+      { status: "completed", actual_amount: "1000.00" },
+      { emit: true },
+    );
+    if (!done) throw new Error("not completed");
+    await expect(store.transition(done, { status: "rejected" }, { emit: true })).rejects.toBeInstanceOf(
+      LifecycleViolationError,
+    );
+    await expect(store.transition(done, { actual_amount: "5.00" }, { emit: false })).rejects.toBeInstanceOf(
+      LifecycleViolationError,
+    );
+  });
+
+  it("reopens only a refused create", async () => {
+    const row = await pendingPayment();
+    await expect(store.reopen(row, { status: "routing" })).rejects.toBeInstanceOf(LifecycleViolationError);
+    const refused = await store.transition(await routingPayment(), { status: "rejected" }, { emit: false });
+    if (!refused) throw new Error("not refused");
+    expect((await store.reopen(refused, { status: "routing" }))?.status).toBe("routing");
+  });
+
+  it("applies a cancel fact to a pending payment with its event, and refuses it once terminal", async () => {
+    const row = await pendingPayment();
+    const before = await outboxCount();
+    const { row: cancelled, applied } = await store.applyFact(row, {
+      kind: "cancel",
+      reason: "shop said so",
+    });
+    expect(cancelled).toMatchObject({
+      status: "cancelled",
+      cancelled_by_command: true,
+      cancel_reason: "shop said so",
+    });
+    expect(applied.events).toEqual(["payment.cancelled"]);
+    expect(await outboxCount()).toBe(before + 1);
+    if (!cancelled) throw new Error("not cancelled");
+    await expect(store.applyFact(cancelled, { kind: "expired" })).rejects.toBeInstanceOf(
+      AlreadyTerminalError,
+    );
+  });
+
+  it("records a receipt verdict's leg and completes with the legs' sum and the receipts in its event", async () => {
+    const routed = await routingPayment();
+    const awaiting = await store.transition(
+      routed,
+      { status: "awaiting_confirmation", provider: "a", receipt_required: true },
+      { emit: true },
+    );
+    if (!awaiting) throw new Error("not awaiting");
+    const receiptId = randomUUID();
+    const { row } = await store.applyFact(awaiting, {
+      kind: "receipt_reviewed",
+      verdict: "completed",
+      receiptId,
+      amount: "950.00",
+    });
+    expect(row).toMatchObject({ status: "completed", actual_amount: "950.00" });
+    const legs = await store.legs(awaiting.id);
+    expect(legs).toHaveLength(1);
+    expect(legs[0]).toMatchObject({ amount: "950.00", receipt_id: receiptId });
+  });
+
+  it("refuses to cancel a payment in manual_check", async () => {
+    const routed = await routingPayment();
+    const awaiting = await store.transition(
+      routed,
+      { status: "awaiting_confirmation", provider: "a" },
+      { emit: true },
+    );
+    if (!awaiting) throw new Error("not awaiting");
+    const check = await store.transition(awaiting, { status: "manual_check" }, { emit: true });
+    if (!check) throw new Error("not in manual_check");
+    await expect(store.applyFact(check, { kind: "cancel", reason: "x" })).rejects.toBeInstanceOf(
+      NotCancellableError,
+    );
+  });
+});
