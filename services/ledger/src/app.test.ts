@@ -326,6 +326,37 @@ describe("the operation event consumer", () => {
     expect(await sql`select 1 from ledger.transfers where operation_id = ${bad.operationId}`).toHaveLength(0);
   });
 
+  it("books a payment whose fee took the whole captured amount: nothing to the shop, all to commission", async () => {
+    const shopId = randomUUID();
+    const op = operation({
+      type: "payment",
+      status: "completed",
+      actualAmount: "50.00",
+      settlementAmount: "0.00",
+      commissionAmount: "50.00",
+    });
+    await processed(await publish(shopId, op));
+    expect(await rub(shopId)).toMatchObject({ balance: "0.00" });
+    expect(await accountBalance(shopId, "RUB", "commission_revenue")).toBe("50.00");
+    expect(await accountBalance(shopId, "RUB", "provider_clearing")).toBe("-50.00");
+  });
+
+  it("books a payment shown with a negative settlement as a debit of the shop, exactly as shown", async () => {
+    // Operations before the commission cap showed such figures; their events are still in streams.
+    const shopId = randomUUID();
+    const op = operation({
+      type: "payment",
+      status: "completed",
+      actualAmount: "50.00",
+      settlementAmount: "-51.00",
+      commissionAmount: "101.00",
+    });
+    await processed(await publish(shopId, op));
+    expect(await rub(shopId)).toMatchObject({ balance: "-51.00", currentMinus: "51.00" });
+    expect(await accountBalance(shopId, "RUB", "commission_revenue")).toBe("101.00");
+    expect(await accountBalance(shopId, "RUB", "provider_clearing")).toBe("-50.00");
+  });
+
   it("moves no money for events that are not settlements", async () => {
     const shopId = randomUUID();
     const op = operation({
