@@ -49,7 +49,6 @@ function requireCurrency(value: string, field: string): Currency {
   return value;
 }
 
-
 /** One row of GetBalances, as the wire carries it. */
 export interface BalanceRow {
   currency: Currency;
@@ -241,7 +240,10 @@ export class LedgerHandlers implements ServiceImpl<typeof LedgerService> {
     const to = requireCurrency(req.to, "to");
     if (from === to) throw invalid("to", "to must differ from from");
     if (!RATE.test(req.rate) || quotedRate(new Decimal(req.rate)).isZero()) {
-      throw invalid("rate", "rate must be a positive decimal string, at least 0.000001 (quotes use six places)");
+      throw invalid(
+        "rate",
+        "rate must be a positive decimal string, at least 0.000001 (quotes use six places)",
+      );
     }
     const source = requireText(req.source || "manual", "source");
     await this.#sql`
