@@ -34,7 +34,9 @@ describe("fees above the captured amount, and the fx_rate shown", () => {
   async function feeShop(settlementCurrency = "RUB"): Promise<TestShop> {
     const shop = await operator.newShop({
       name: "fees",
-      routes: { WT_RUB_C2C: { payin: [provider], payout: [provider], settlement_currency: settlementCurrency } },
+      routes: {
+        WT_RUB_C2C: { payin: [provider], payout: [provider], settlement_currency: settlementCurrency },
+      },
     });
     const res = await operator.admin("PUT", `/shops/${shop.shopId}/pricing/WT_RUB_C2C`, {
       payin: [{ min_amount: "0.01", max_amount: "1000000.00", percent: "2", fixed: "100.00" }],
@@ -54,7 +56,11 @@ describe("fees above the captured amount, and the fx_rate shown", () => {
   it("caps the commission at the captured amount: a 1,000.00 payment completed for 50.00 settles 0.00, never -51.00", async () => {
     const shop = await feeShop();
     const created = await shop.api.payment(paymentBody());
-    expect(created.json).toMatchObject({ status: "pending", commission_amount: "120.00", settlement_amount: "880.00" });
+    expect(created.json).toMatchObject({
+      status: "pending",
+      commission_amount: "120.00",
+      settlement_amount: "880.00",
+    });
     const operationId = created.json.operation_id as string;
 
     await operator.settle(operationId, { legs: ["50.00"] });
@@ -80,7 +86,10 @@ describe("fees above the captured amount, and the fx_rate shown", () => {
       { kind: "commission_revenue", side: "credit", amount: "50.00" },
       { kind: "provider_clearing", side: "debit", amount: "50.00" },
     ]);
-    expect(balanceRow(await shop.api.balances(), "RUB")).toMatchObject({ balance: "0.00", current_minus: "0.00" });
+    expect(balanceRow(await shop.api.balances(), "RUB")).toMatchObject({
+      balance: "0.00",
+      current_minus: "0.00",
+    });
   });
 
   it("credits the shop the settlement shown when the captured amount covers the fee", async () => {
@@ -109,7 +118,11 @@ describe("fees above the captured amount, and the fx_rate shown", () => {
     const done = await completed(shop, operationId);
     const shown = done.json as Record<string, string>;
     // 999.99 × 0.012346 = 12.34587654, half-up to six places.
-    expect(shown).toMatchObject({ fx_rate: "0.012346", recorded_currency: "USDT", recorded_amount: "12.345877" });
+    expect(shown).toMatchObject({
+      fx_rate: "0.012346",
+      recorded_currency: "USDT",
+      recorded_amount: "12.345877",
+    });
     expect(new Decimal(shown.actual_amount!).times(shown.fx_rate!).toFixed(6)).toBe(shown.recorded_amount);
     // Commission 2 % of 12.345877 + 100 is above it: capped, nothing credited.
     expect(shown).toMatchObject({ commission_amount: "12.345877", settlement_amount: "0.000000" });

@@ -22,7 +22,7 @@ export function startLedger(config: GrpcServiceConfig) {
     name: "ledger",
     schema: "ledger",
     migrationsFolder,
-    serviceNames: [LedgerService.typeName],
+    serviceNames: [LedgerService.typeName, DeadLetterService.typeName],
     config,
     setup: ({ sql, nats, logger, retry }) => {
       let consumer: RunningConsumer | undefined;

@@ -24,7 +24,7 @@ export function startOperations(config: OperationsConfig) {
     name: "operations",
     schema: "operations",
     migrationsFolder,
-    serviceNames: [OperationsService.typeName],
+    serviceNames: [OperationsService.typeName, DeadLetterService.typeName],
     config,
     setup: ({ sql, nats, logger, retry }) => {
       const store = new OperationStore(sql, config.EVENTS_PREFIX);

@@ -25,7 +25,7 @@ export function startWebhooks(config: WebhooksConfig) {
     name: "webhooks",
     schema: "webhooks",
     migrationsFolder,
-    serviceNames: [WebhooksService.typeName],
+    serviceNames: [WebhooksService.typeName, DeadLetterService.typeName],
     config,
     setup: ({ db, sql, nats, logger, retry }) => {
       const worker = new DeliveryWorker({
