@@ -3,6 +3,7 @@ import { create, type MessageInitShape, toBinary } from "@bufbuild/protobuf";
 import type { Client } from "@connectrpc/connect";
 import { connect, createTestDatabase, type Sql, type TestDatabase } from "@gw/db";
 import { connectNats, type Nats, streamName } from "@gw/events";
+import { DeadLetterService } from "@gw/proto/gateway/deadletters/v1/dead_letters_pb";
 import { LedgerService } from "@gw/proto/gateway/ledger/v1/ledger_pb";
 import {
   type Operation,
@@ -30,6 +31,10 @@ const config = () =>
     METRICS_PORT: "0",
     LOG_LEVEL: "silent",
     DB_POOL_MAX: "4",
+    // Three attempts a few milliseconds apart, so an event the ledger cannot post is a dead letter quickly.
+    CONSUMER_MAX_ATTEMPTS: "3",
+    CONSUMER_RETRY_BASE_MS: "20",
+    CONSUMER_RETRY_MAX_MS: "80",
   });
 
 beforeAll(async () => {
@@ -303,7 +308,7 @@ describe("the operation event consumer", () => {
     expect(kinds.map((k) => k.kind).sort()).toEqual(["payout_complete", "payout_reserve"]);
   });
 
-  it("refuses a payment whose figures do not balance and keeps consuming the events after it", async () => {
+  it("refuses a payment whose figures do not balance, keeps consuming the events after it, and dead-letters it", async () => {
     const shopId = randomUUID();
     const bad = operation({
       type: "payment",
@@ -323,6 +328,29 @@ describe("the operation event consumer", () => {
     await processed(await publish(shopId, good));
     expect((await rub(shopId))?.balance).toBe("11.00");
     expect(await sql`select 1 from ledger.inbox where event_id = ${badEvent}`).toHaveLength(0);
+    expect(await sql`select 1 from ledger.transfers where operation_id = ${bad.operationId}`).toHaveLength(0);
+
+    // After its attempts it is a dead letter the operator sees over the ledger's DeadLetterService.
+    const deadLetters = createServiceClient(DeadLetterService, `http://127.0.0.1:${service.port}`);
+    await eventually(async () => {
+      const { deadLetters: open } = await deadLetters.listDeadLetters({ status: "open" });
+      expect(open.find((d) => d.eventId === badEvent)).toMatchObject({
+        service: "ledger",
+        consumer: CONSUMER,
+        subject: "operations.payment.completed",
+        attempts: 3,
+        status: "open",
+      });
+    });
+    const { deadLetters: open } = await deadLetters.listDeadLetters({ status: "open" });
+    expect(open.find((d) => d.eventId === badEvent)?.error).toMatch(/UnbalancedTransferError/);
+    const retried = await deadLetters
+      .retryDeadLetter({ consumer: CONSUMER, eventId: badEvent, operator: "test" })
+      .then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+    expect(errorInfo(retried)?.code).toBe("dead_letter_retry_failed");
     expect(await sql`select 1 from ledger.transfers where operation_id = ${bad.operationId}`).toHaveLength(0);
   });
 
