@@ -76,6 +76,8 @@ describe("the Grafana dashboard in deploy/dashboards", () => {
       "webhook_delivery_lag_seconds",
       "webhook_deliveries_total",
       "receipt_verdicts_total",
+      "dead_letters_open",
+      "events_dead_lettered_total",
     ])
       expect(all, metric).toContain(metric);
   });

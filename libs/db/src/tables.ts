@@ -1,8 +1,10 @@
 import { sql } from "drizzle-orm";
 import {
   bigserial,
+  check,
   customType,
   index,
+  integer,
   jsonb,
   type PgSchema,
   primaryKey,
@@ -53,5 +55,36 @@ export function inboxTable(schema: PgSchema) {
       processedAt: timestamp("processed_at", { withTimezone: true }).notNull().defaultNow(),
     },
     (t) => [primaryKey({ columns: [t.consumer, t.eventId] })],
+  );
+}
+
+/**
+ * Events a durable consumer of the service could not apply after its attempts
+ * (`runConsumer`'s `maxAttempts`): recorded here and acked, so the rest of the stream keeps
+ * flowing, until an operator retries (re-applies) or discards them. `payload` is the
+ * message as received, so a retry applies exactly what failed.
+ */
+export function deadLetterTable(schema: PgSchema) {
+  return schema.table(
+    "dead_letters",
+    {
+      consumer: text("consumer").notNull(),
+      eventId: uuid("event_id").notNull(),
+      subject: text("subject").notNull(),
+      payload: bytea("payload").notNull(),
+      attempts: integer("attempts").notNull(),
+      error: text("error").notNull(),
+      status: text("status").notNull().default("open"),
+      firstFailedAt: timestamp("first_failed_at", { withTimezone: true }).notNull().defaultNow(),
+      lastFailedAt: timestamp("last_failed_at", { withTimezone: true }).notNull().defaultNow(),
+      resolvedAt: timestamp("resolved_at", { withTimezone: true }),
+      resolvedBy: text("resolved_by"),
+      resolutionReason: text("resolution_reason"),
+    },
+    (t) => [
+      primaryKey({ columns: [t.consumer, t.eventId] }),
+      check("dead_letters_status", sql`${t.status} in ('open', 'retried', 'discarded')`),
+      index("dead_letters_last_failed").on(t.lastFailedAt),
+    ],
   );
 }

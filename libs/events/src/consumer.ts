@@ -13,7 +13,8 @@ import { type MsgHdrs, nanos } from "@nats-io/transport-node";
 import { propagation, ROOT_CONTEXT, SpanKind, type TextMapGetter } from "@opentelemetry/api";
 import type postgres from "postgres";
 import { validate as isUuid, v5 as uuidv5 } from "uuid";
-import { eventsConsumed } from "./metrics.ts";
+import { errorText, recordDeadLetter, watchDeadLetters } from "./dead-letters.ts";
+import { eventsConsumed, eventsDeadLettered } from "./metrics.ts";
 import { type Nats, streamName } from "./nats.ts";
 import { REQUEST_ID_EVENT_HEADER } from "./outbox.ts";
 
@@ -44,6 +45,32 @@ export interface ConsumerOptions<T> {
   maxAckPending?: number;
   /** Log fields an event names (its shop, its operation), added to every line its handling logs. */
   logFields?: (event: T) => LogContext;
+  /** When an event goes to the dead letters: how often it is tried, and the backoff between tries. */
+  retry?: RetryPolicy;
+}
+
+/**
+ * How a consumer retries an event it cannot apply: `maxAttempts` deliveries in all, the
+ * n-th redelivery after `baseMs × 2^(n-1)` (at most `maxMs`); after the last failed
+ * attempt the event is recorded in the service's `dead_letters` table and acked.
+ */
+export interface RetryPolicy {
+  maxAttempts: number;
+  baseMs: number;
+  maxMs: number;
+}
+
+/**
+ * The default: 10 attempts over about 13 minutes (1 s, 2 s, ... 256 s, then 5 min), long
+ * enough to ride out a dependency's restart, short enough that an event that can never
+ * be applied reaches an operator the same hour.
+ */
+export const DEFAULT_RETRY: RetryPolicy = { maxAttempts: 10, baseMs: 1_000, maxMs: 300_000 };
+
+/** The delay before redelivering an event that failed its `attempt`-th delivery. */
+export function retryDelayMs(policy: RetryPolicy, attempt: number): number {
+  // The exponent is bounded so the arithmetic never overflows, whatever the attempt count.
+  return Math.min(policy.maxMs, policy.baseMs * 2 ** Math.min(Math.max(attempt - 1, 0), 30));
 }
 
 export interface RunningConsumer {
@@ -83,6 +110,10 @@ const natsHeadersGetter: TextMapGetter<MsgHdrs | undefined> = {
  */
 export async function runConsumer<T>(options: ConsumerOptions<T>): Promise<RunningConsumer> {
   const { nats, prefix, durable, sql, schema, logger } = options;
+  const retry = options.retry ?? DEFAULT_RETRY;
+  if (!(retry.maxAttempts >= 1) || !(retry.baseMs >= 0) || !(retry.maxMs >= retry.baseMs)) {
+    throw new Error(`consumer ${durable}: invalid retry policy ${JSON.stringify(retry)}`);
+  }
   const stream = streamName(prefix);
   const filters = options.subjects.map((s) => `${prefix}.${s}`);
   const config: Partial<ConsumerConfig> = {
@@ -152,15 +183,47 @@ export async function runConsumer<T>(options: ConsumerOptions<T>): Promise<Runni
       if (logger.isLevelEnabled("debug"))
         logger.debug({ consumer: durable, subject: m.subject, outcome }, "event handled");
     } catch (err) {
-      // Redeliver later with a growing delay (capped at 30 s); the inbox makes the retry safe.
-      const delayMs = Math.min(30_000, 200 * 2 ** Math.min(m.info.deliveryCount, 8));
-      logger.error(
-        { err, eventId, subject: m.subject, delivery: m.info.deliveryCount },
-        "event handler failed",
-      );
-      m.nak(delayMs);
-      eventsConsumed.inc({ consumer: durable, outcome: "failed" });
+      await failed(m, eventId, err);
     }
+  };
+
+  // An event that failed: redelivered later with a growing delay (the inbox makes the
+  // retry safe), or, at its last attempt, recorded as a dead letter and acked so the
+  // events behind it keep flowing. JetStream's delivery count is the attempt number, so
+  // it survives restarts; a delivery cut short by a crash counts as an attempt too.
+  const failed = async (m: JsMsg, eventId: string, err: unknown) => {
+    const attempt = m.info.deliveryCount;
+    const subject = m.subject.slice(prefix.length + 1);
+    if (attempt < retry.maxAttempts) {
+      logger.error({ err, eventId, subject: m.subject, delivery: attempt }, "event handler failed");
+      m.nak(retryDelayMs(retry, attempt));
+      eventsConsumed.inc({ consumer: durable, outcome: "failed" });
+      return;
+    }
+    try {
+      await recordDeadLetter(sql, schema, {
+        consumer: durable,
+        eventId,
+        subject,
+        payload: m.data,
+        attempts: attempt,
+        error: errorText(err),
+      });
+    } catch (recordErr) {
+      // Not recorded (the database is down): the event must not be lost, so it is
+      // redelivered and this is tried again.
+      logger.error({ err: recordErr, eventId, subject: m.subject }, "dead letter not recorded; redelivering");
+      m.nak(retry.maxMs);
+      eventsConsumed.inc({ consumer: durable, outcome: "failed" });
+      return;
+    }
+    m.ack();
+    eventsConsumed.inc({ consumer: durable, outcome: "dead_lettered" });
+    eventsDeadLettered.inc({ consumer: durable });
+    logger.error(
+      { err, eventId, subject: m.subject, attempts: attempt, consumer: durable },
+      "event dead-lettered after its last attempt; an operator retries or discards it",
+    );
   };
 
   const pause = (ms: number) =>
@@ -172,6 +235,7 @@ export async function runConsumer<T>(options: ConsumerOptions<T>): Promise<Runni
       };
     });
 
+  const unwatch = watchDeadLetters(sql, schema, durable);
   const loop = (async () => {
     while (!stopped) {
       try {
@@ -205,6 +269,7 @@ export async function runConsumer<T>(options: ConsumerOptions<T>): Promise<Runni
       // which never happens when the loop breaks out first.
       void messages?.close();
       await loop;
+      unwatch();
     },
   };
 }

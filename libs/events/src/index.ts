@@ -1,4 +1,24 @@
-export { type ConsumerOptions, type RunningConsumer, runConsumer } from "./consumer.ts";
+export {
+  type ConsumerOptions,
+  DEFAULT_RETRY,
+  type RetryPolicy,
+  type RunningConsumer,
+  retryDelayMs,
+  runConsumer,
+} from "./consumer.ts";
+export { DeadLetterHandlers } from "./dead-letter-service.ts";
+export {
+  DEAD_LETTER_STATUSES,
+  DeadLetterNotFoundError,
+  DeadLetterResolvedError,
+  DeadLetterRetryFailedError,
+  type DeadLetterRow,
+  type DeadLetterStatus,
+  discardDeadLetter,
+  type EventApplier,
+  listDeadLetters,
+  retryDeadLetter,
+} from "./dead-letters.ts";
 export { connectNats, ensureStream, type Nats, streamName } from "./nats.ts";
 export { enqueueEvent, eventHeaders, type OutboxRow, REQUEST_ID_EVENT_HEADER } from "./outbox.ts";
 export { OutboxRelay, type OutboxRelayOptions } from "./relay.ts";

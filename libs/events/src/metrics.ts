@@ -19,12 +19,13 @@ export const eventsPublished = new Counter({
 
 /**
  * Messages a consumer finished, by outcome: `applied` (the handler ran and committed),
- * `duplicate` (the inbox already held the id, so it was only acked) and `failed` (the
- * handler or the decoder threw, so the message was nak-ed for redelivery).
+ * `duplicate` (the inbox already held the id, so it was only acked), `failed` (the
+ * handler or the decoder threw, so the message was nak-ed for redelivery) and
+ * `dead_lettered` (it failed its last attempt, was recorded in `dead_letters` and acked).
  */
 export const eventsConsumed = new Counter({
   name: "events_consumed_total",
-  help: "Events taken by a durable consumer, by consumer and outcome (applied, duplicate, failed).",
+  help: "Events taken by a durable consumer, by consumer and outcome (applied, duplicate, failed, dead_lettered).",
   labelNames: ["consumer", "outcome"],
   registers: [metricsRegistry],
 });
@@ -39,5 +40,13 @@ export const domainEvents = new Counter({
   name: "domain_events_total",
   help: "Events published from the outbox, by schema and type (subject without the prefix).",
   labelNames: ["schema", "type"],
+  registers: [metricsRegistry],
+});
+
+/** Events a consumer gave up on after its attempts and recorded as dead letters, per consumer. */
+export const eventsDeadLettered = new Counter({
+  name: "events_dead_lettered_total",
+  help: "Events recorded in a dead_letters table after their last failed attempt, per consumer.",
+  labelNames: ["consumer"],
   registers: [metricsRegistry],
 });

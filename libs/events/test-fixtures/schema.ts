@@ -2,8 +2,9 @@ import { inboxTable, outboxTable, type Sql } from "@gw/db";
 import { pgSchema } from "drizzle-orm/pg-core";
 
 /**
- * Creates a throwaway service schema holding the same `outbox` and `inbox` tables a
- * service's drizzle migration makes (see services/matching/drizzle), plus an `applied`
+ * Creates a throwaway service schema holding the same `outbox`, `inbox` and
+ * `dead_letters` tables a service's drizzle migration makes (see
+ * services/ledger/drizzle), plus an `applied`
  * table where test handlers count how often each event took effect.
  */
 export async function createEventSchema(sql: Sql, schema: string) {
@@ -23,6 +24,21 @@ export async function createEventSchema(sql: Sql, schema: string) {
       consumer text not null,
       event_id uuid not null,
       processed_at timestamptz not null default now(),
+      primary key (consumer, event_id)
+    );
+    create table "${schema}".dead_letters (
+      consumer text not null,
+      event_id uuid not null,
+      subject text not null,
+      payload bytea not null,
+      attempts integer not null,
+      error text not null,
+      status text not null default 'open' check (status in ('open', 'retried', 'discarded')),
+      first_failed_at timestamptz not null default now(),
+      last_failed_at timestamptz not null default now(),
+      resolved_at timestamptz,
+      resolved_by text,
+      resolution_reason text,
       primary key (consumer, event_id)
     );
     create table "${schema}".applied (

@@ -49,6 +49,19 @@ export interface CommissionTerms {
   fixed: string;
 }
 
+/**
+ * Decimal places of a quoted FX rate. The rate an operation shows (`fx_rate`, six places
+ * in the spec's sample) is the rate its figures are computed with, so that
+ * `recorded_amount = actual_amount × fx_rate` holds for what the merchant reads; a rate
+ * stored with more places is rounded half-up to these once, at the quote.
+ */
+export const FX_RATE_SCALE = 6;
+
+/** The rate a quote uses and shows: the stored rate rounded half-up to `FX_RATE_SCALE` places. */
+export function quotedRate(rate: Decimal): Decimal {
+  return rate.toDecimalPlaces(FX_RATE_SCALE);
+}
+
 export interface SettlementFigures {
   /** The amount in settlement currency (`amount × rate`), at the settlement scale. */
   converted: Decimal;
@@ -62,6 +75,13 @@ export interface SettlementFigures {
  * captured amount at terminal. Each figure is rounded half-up to the settlement
  * currency's scale once, and `settlement` is derived from the rounded parts, so the
  * three always add up exactly. Nothing captured means no commission.
+ *
+ * A payin's commission never exceeds what was captured: when the fee (percent plus the
+ * fixed part) is larger than the converted amount, the commission is the converted
+ * amount and the shop is credited zero. A payment's settlement is thus never negative,
+ * so a payer paying less than asked can never debit the shop (docs/architecture.md,
+ * "Commission"). A payout's commission is charged in full on top of its amount.
+ * The rate is taken as quoted (`quotedRate`), six places.
  */
 export function settlementFigures(input: {
   amount: Decimal;
@@ -70,13 +90,15 @@ export function settlementFigures(input: {
   terms: CommissionTerms;
   direction: "payin" | "payout";
 }): SettlementFigures {
-  const converted = roundAmount(input.amount.times(input.fxRate ?? 1), input.settlementCurrency);
-  const commission = input.amount.isZero()
+  const rate = input.fxRate === undefined ? new Decimal(1) : quotedRate(input.fxRate);
+  const converted = roundAmount(input.amount.times(rate), input.settlementCurrency);
+  const fee = input.amount.isZero()
     ? new Decimal(0)
     : roundAmount(
         converted.times(input.terms.percent).dividedBy(100).plus(input.terms.fixed),
         input.settlementCurrency,
       );
-  const settlement = input.direction === "payin" ? converted.minus(commission) : converted.plus(commission);
-  return { converted, commission, settlement };
+  if (input.direction === "payout") return { converted, commission: fee, settlement: converted.plus(fee) };
+  const commission = Decimal.min(fee, converted);
+  return { converted, commission, settlement: converted.minus(commission) };
 }

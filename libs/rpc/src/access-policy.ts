@@ -68,6 +68,10 @@ export const GATEWAY_ACCESS_POLICY: AccessPolicy = {
   "gateway.webhooks.v1.WebhooksService": {
     "*": ADMIN,
   },
+  // Served by every service with event consumers (operations, ledger, webhooks).
+  "gateway.deadletters.v1.DeadLetterService": {
+    "*": ADMIN,
+  },
 };
 
 /** Whether `caller` may call `method` of `service` under `policy`. */

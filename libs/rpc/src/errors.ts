@@ -32,6 +32,9 @@ export type PublicErrorCode =
   | "read_capacity_exhausted"
   | "flexible_route_not_pool"
   | "flexible_link_not_found"
+  | "dead_letter_not_found"
+  | "dead_letter_resolved"
+  | "dead_letter_retry_failed"
   | "internal";
 
 /** A domain failure: a Connect error carrying the public code (and field) as a detail. */

@@ -1,7 +1,7 @@
 import { Code, ConnectError, type ConnectRouter, type Interceptor } from "@connectrpc/connect";
 import { commonConfig, port } from "@gw/config";
 import { connect, type Database, migrateSchema, type Sql } from "@gw/db";
-import { connectNats, ensureStream, type Nats } from "@gw/events";
+import { connectNats, ensureStream, type Nats, type RetryPolicy } from "@gw/events";
 import { createLogger, type Logger } from "@gw/log";
 import { MAX_CONNECTION_AGE_MS, runAsService, startGrpcServer, startMetricsServer } from "@gw/rpc";
 import { z } from "zod";
@@ -29,8 +29,23 @@ export const grpcServiceConfig = (grpcPort: number, metricsPort: number) =>
     DB_POOL_MAX: z.coerce.number().int().min(1).max(200).default(10),
     /** Client sessions are asked to reconnect after this long (±10 %), so balancers spread them; 0: never. */
     GRPC_MAX_CONNECTION_AGE_MS: z.coerce.number().int().min(0).default(MAX_CONNECTION_AGE_MS),
+    /** Deliveries of an event a consumer fails before it becomes a dead letter (libs/events). */
+    CONSUMER_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(1000).default(10),
+    /** The first redelivery delay of a failed event; it doubles with every attempt. */
+    CONSUMER_RETRY_BASE_MS: z.coerce.number().int().min(1).default(1_000),
+    /** The longest redelivery delay of a failed event. */
+    CONSUMER_RETRY_MAX_MS: z.coerce.number().int().min(1).default(300_000),
   });
 export type GrpcServiceConfig = z.infer<ReturnType<typeof grpcServiceConfig>>;
+
+/** The consumers' retry policy from the service's settings. */
+export function consumerRetry(config: GrpcServiceConfig): RetryPolicy {
+  return {
+    maxAttempts: config.CONSUMER_MAX_ATTEMPTS,
+    baseMs: config.CONSUMER_RETRY_BASE_MS,
+    maxMs: Math.max(config.CONSUMER_RETRY_MAX_MS, config.CONSUMER_RETRY_BASE_MS),
+  };
+}
 
 /** What a service's setup gets: its connections, already open and migrated. */
 export interface Runtime<C extends GrpcServiceConfig = GrpcServiceConfig> {
@@ -39,6 +54,8 @@ export interface Runtime<C extends GrpcServiceConfig = GrpcServiceConfig> {
   sql: Sql;
   db: Database;
   nats: Nats;
+  /** How the service's consumers retry an event before it becomes a dead letter. */
+  retry: RetryPolicy;
 }
 
 export interface ServiceParts {
@@ -88,7 +105,9 @@ export async function startGrpcService<C extends GrpcServiceConfig>(
   await migrateSchema(sql, db, spec.schema, spec.migrationsFolder);
   const nats = await connectNats(config.NATS_URL, spec.name);
   await ensureStream(nats.jsm, config.EVENTS_PREFIX, { replicas: config.EVENTS_REPLICAS });
-  const parts = await runAsService(identity, () => spec.setup({ config, logger, sql, db, nats }));
+  const parts = await runAsService(identity, () =>
+    spec.setup({ config, logger, sql, db, nats, retry: consumerRetry(config) }),
+  );
 
   const check = async () => {
     if (nats.nc.isClosed()) return false;

@@ -5,6 +5,7 @@ import type { Client } from "@connectrpc/connect";
 import { connect, type Database, migrateSchema } from "@gw/db";
 import { connectNats } from "@gw/events";
 import { createLogger } from "@gw/log";
+import { DeadLetterService } from "@gw/proto/gateway/deadletters/v1/dead_letters_pb";
 import { LedgerService } from "@gw/proto/gateway/ledger/v1/ledger_pb";
 import { MatchingService } from "@gw/proto/gateway/matching/v1/matching_pb";
 import { OperationsService } from "@gw/proto/gateway/operations/v1/operations_pb";
@@ -29,6 +30,7 @@ import { requestLog } from "./middleware/request-log.ts";
 import { traceRequests } from "./middleware/tracing.ts";
 import { DOCS_PAGE, describeUnmanagedRoutes, OPENAPI_INFO } from "./openapi.ts";
 import { adminConfigRoutes } from "./routes/admin-config.ts";
+import { adminDeadLetterRoutes } from "./routes/admin-dead-letters.ts";
 import { adminReadRoutes } from "./routes/admin-reads.ts";
 import { adminReceiptRoutes } from "./routes/admin-receipt.ts";
 import { adminReviewRoutes } from "./routes/admin-reviews.ts";
@@ -99,6 +101,7 @@ export function buildApp(deps: EdgeDeps): OpenAPIHono<EdgeEnv> {
   app.route("/admin/v1", adminShopRoutes(store, deps.clients));
   app.route("/admin/v1", adminConfigRoutes(deps.clients));
   app.route("/admin/v1", adminReviewRoutes(deps.clients));
+  app.route("/admin/v1", adminDeadLetterRoutes(deps.clients));
   app.route("/admin/v1", adminReadRoutes(deps.clients));
   app.route("/admin/v1", adminReceiptRoutes(deps.clients));
   app.route(
@@ -168,6 +171,11 @@ export async function startEdge(
     webhooks: createServiceClient(WebhooksService, config.WEBHOOKS_URL),
     receipts: createServiceClient(ReceiptsService, config.RECEIPTS_URL),
     matching: createServiceClient(MatchingService, config.MATCHING_URL),
+    deadLetters: {
+      operations: createServiceClient(DeadLetterService, config.OPERATIONS_URL),
+      ledger: createServiceClient(DeadLetterService, config.LEDGER_URL),
+      webhooks: createServiceClient(DeadLetterService, config.WEBHOOKS_URL),
+    },
   };
   const downstreamUrls = {
     operations: config.OPERATIONS_URL,

@@ -1,12 +1,17 @@
 import type { Client } from "@connectrpc/connect";
 import type { Database } from "@gw/db";
 import type { Logger } from "@gw/log";
+import type { DeadLetterService } from "@gw/proto/gateway/deadletters/v1/dead_letters_pb";
 import type { LedgerService } from "@gw/proto/gateway/ledger/v1/ledger_pb";
 import type { MatchingService } from "@gw/proto/gateway/matching/v1/matching_pb";
 import type { OperationsService } from "@gw/proto/gateway/operations/v1/operations_pb";
 import type { ReceiptsService } from "@gw/proto/gateway/receipts/v1/receipts_pb";
 import type { WebhooksService } from "@gw/proto/gateway/webhooks/v1/webhooks_pb";
 import type { AdmissionLimits } from "./admission.ts";
+
+/** The services with event consumers, each serving the dead letters of its own schema. */
+export const DEAD_LETTER_HOLDERS = ["operations", "ledger", "webhooks"] as const;
+export type DeadLetterHolder = (typeof DEAD_LETTER_HOLDERS)[number];
 
 /** The downstream gRPC services the edge maps requests to. */
 export interface EdgeClients {
@@ -17,6 +22,8 @@ export interface EdgeClients {
   matching: Client<typeof MatchingService>;
   /** Receipt downloads through signed links. */
   receipts: Client<typeof ReceiptsService>;
+  /** The dead letters of each service with consumers (`DEAD_LETTER_HOLDERS`). */
+  deadLetters: Record<DeadLetterHolder, Client<typeof DeadLetterService>>;
 }
 
 /** Answers whether one dependency is reachable now; false or a throw both mean no. */

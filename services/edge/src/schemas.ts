@@ -69,12 +69,40 @@ export const OperationSchema = z
     actual_amount: z.string().optional().openapi({ description: "On payments only." }),
     currency: z.string(),
     fx_source: z.string().optional(),
-    fx_rate: z.string().optional(),
+    fx_rate: z
+      .string()
+      .optional()
+      .openapi({
+        description:
+          "The quoted rate, six decimal places: the rate every figure of the operation is computed with " +
+          "(a rate stored with more places is rounded half-up to six at the quote).",
+        example: "0.012500",
+      }),
     recorded_currency: z.string().optional(),
-    recorded_amount: z.string().optional(),
-    settlement_amount: z.string().optional(),
+    recorded_amount: z.string().optional().openapi({
+      description: "`actual_amount × fx_rate` as shown, rounded half-up to the recorded currency's scale.",
+    }),
+    settlement_amount: z
+      .string()
+      .optional()
+      .openapi({
+        description:
+          "What moves on the shop's balance, in `settlement_currency`: for a payment the converted amount " +
+          "less the commission (never below zero), for a payout the amount plus the commission. Before " +
+          "terminal the expected figure; at terminal settled on the captured amount. The ledger books " +
+          "exactly this figure.",
+      }),
     settlement_currency: z.string().optional(),
-    commission_amount: z.string().optional(),
+    commission_amount: z
+      .string()
+      .optional()
+      .openapi({
+        description:
+          "The shop's commission in `settlement_currency`: percent of the converted amount plus the fixed " +
+          "fee of the shop's tier, rounded half-up. For a payment it is capped at the captured (converted) " +
+          "amount: when a payer pays less than the fee, the whole captured amount is commission and " +
+          "`settlement_amount` is 0, never negative. A payout pays the whole fee on top of its amount.",
+      }),
     external_confirmation: z.object({ required: z.boolean(), methods: z.array(z.string()) }).optional(),
     number: z.string().optional(),
     name: z.string().optional(),

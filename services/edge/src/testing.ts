@@ -9,6 +9,7 @@ import {
   type Sql,
   type TestDatabase,
 } from "@gw/db";
+import { DeadLetterService } from "@gw/proto/gateway/deadletters/v1/dead_letters_pb";
 import { LedgerService } from "@gw/proto/gateway/ledger/v1/ledger_pb";
 import { MatchingService } from "@gw/proto/gateway/matching/v1/matching_pb";
 import {
@@ -21,7 +22,13 @@ import { WebhooksService } from "@gw/proto/gateway/webhooks/v1/webhooks_pb";
 import { type Logger, pino } from "pino";
 import type { AdmissionLimits } from "./admission.ts";
 import { buildApp, migrationsFolder } from "./app.ts";
-import type { EdgeClients, EdgeDeps, Probe } from "./deps.ts";
+import {
+  DEAD_LETTER_HOLDERS,
+  type DeadLetterHolder,
+  type EdgeClients,
+  type EdgeDeps,
+  type Probe,
+} from "./deps.ts";
 
 /**
  * Test support: a fresh database with the edge schema, and stand-ins for the downstream
@@ -57,6 +64,8 @@ export interface FakeServices {
   webhooks?: Partial<ServiceImpl<typeof WebhooksService>>;
   matching?: Partial<ServiceImpl<typeof MatchingService>>;
   receipts?: Partial<ServiceImpl<typeof ReceiptsService>>;
+  /** The DeadLetterService of each service that serves one. */
+  deadLetters?: Partial<Record<DeadLetterHolder, Partial<ServiceImpl<typeof DeadLetterService>>>>;
 }
 
 /** Clients of in-memory fakes of the downstream services. */
@@ -74,6 +83,18 @@ export function fakeClients(fakes: FakeServices): EdgeClients {
     webhooks: createClient(WebhooksService, transport),
     matching: createClient(MatchingService, transport),
     receipts: createClient(ReceiptsService, transport),
+    // One transport per service: the same gRPC service is served by three of them.
+    deadLetters: Object.fromEntries(
+      DEAD_LETTER_HOLDERS.map((holder) => [
+        holder,
+        createClient(
+          DeadLetterService,
+          createRouterTransport((router) =>
+            router.service(DeadLetterService, fakes.deadLetters?.[holder] ?? {}),
+          ),
+        ),
+      ]),
+    ) as EdgeClients["deadLetters"],
   };
 }
 

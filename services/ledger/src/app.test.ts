@@ -3,6 +3,7 @@ import { create, type MessageInitShape, toBinary } from "@bufbuild/protobuf";
 import type { Client } from "@connectrpc/connect";
 import { connect, createTestDatabase, type Sql, type TestDatabase } from "@gw/db";
 import { connectNats, type Nats, streamName } from "@gw/events";
+import { DeadLetterService } from "@gw/proto/gateway/deadletters/v1/dead_letters_pb";
 import { LedgerService } from "@gw/proto/gateway/ledger/v1/ledger_pb";
 import {
   type Operation,
@@ -30,6 +31,10 @@ const config = () =>
     METRICS_PORT: "0",
     LOG_LEVEL: "silent",
     DB_POOL_MAX: "4",
+    // Three attempts a few milliseconds apart, so an event the ledger cannot post is a dead letter quickly.
+    CONSUMER_MAX_ATTEMPTS: "3",
+    CONSUMER_RETRY_BASE_MS: "20",
+    CONSUMER_RETRY_MAX_MS: "80",
   });
 
 beforeAll(async () => {
@@ -303,7 +308,7 @@ describe("the operation event consumer", () => {
     expect(kinds.map((k) => k.kind).sort()).toEqual(["payout_complete", "payout_reserve"]);
   });
 
-  it("refuses a payment whose figures do not balance and keeps consuming the events after it", async () => {
+  it("refuses a payment whose figures do not balance, keeps consuming the events after it, and dead-letters it", async () => {
     const shopId = randomUUID();
     const bad = operation({
       type: "payment",
@@ -324,6 +329,60 @@ describe("the operation event consumer", () => {
     expect((await rub(shopId))?.balance).toBe("11.00");
     expect(await sql`select 1 from ledger.inbox where event_id = ${badEvent}`).toHaveLength(0);
     expect(await sql`select 1 from ledger.transfers where operation_id = ${bad.operationId}`).toHaveLength(0);
+
+    // After its attempts it is a dead letter the operator sees over the ledger's DeadLetterService.
+    const deadLetters = createServiceClient(DeadLetterService, `http://127.0.0.1:${service.port}`);
+    await eventually(async () => {
+      const { deadLetters: open } = await deadLetters.listDeadLetters({ status: "open" });
+      expect(open.find((d) => d.eventId === badEvent)).toMatchObject({
+        service: "ledger",
+        consumer: CONSUMER,
+        subject: "operations.payment.completed",
+        attempts: 3,
+        status: "open",
+      });
+    });
+    const { deadLetters: open } = await deadLetters.listDeadLetters({ status: "open" });
+    expect(open.find((d) => d.eventId === badEvent)?.error).toMatch(/UnbalancedTransferError/);
+    const retried = await deadLetters
+      .retryDeadLetter({ consumer: CONSUMER, eventId: badEvent, operator: "test" })
+      .then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+    expect(errorInfo(retried)?.code).toBe("dead_letter_retry_failed");
+    expect(await sql`select 1 from ledger.transfers where operation_id = ${bad.operationId}`).toHaveLength(0);
+  });
+
+  it("books a payment whose fee took the whole captured amount: nothing to the shop, all to commission", async () => {
+    const shopId = randomUUID();
+    const op = operation({
+      type: "payment",
+      status: "completed",
+      actualAmount: "50.00",
+      settlementAmount: "0.00",
+      commissionAmount: "50.00",
+    });
+    await processed(await publish(shopId, op));
+    expect(await rub(shopId)).toMatchObject({ balance: "0.00" });
+    expect(await accountBalance(shopId, "RUB", "commission_revenue")).toBe("50.00");
+    expect(await accountBalance(shopId, "RUB", "provider_clearing")).toBe("-50.00");
+  });
+
+  it("books a payment shown with a negative settlement as a debit of the shop, exactly as shown", async () => {
+    // Operations before the commission cap showed such figures; their events are still in streams.
+    const shopId = randomUUID();
+    const op = operation({
+      type: "payment",
+      status: "completed",
+      actualAmount: "50.00",
+      settlementAmount: "-51.00",
+      commissionAmount: "101.00",
+    });
+    await processed(await publish(shopId, op));
+    expect(await rub(shopId)).toMatchObject({ balance: "-51.00", currentMinus: "51.00" });
+    expect(await accountBalance(shopId, "RUB", "commission_revenue")).toBe("101.00");
+    expect(await accountBalance(shopId, "RUB", "provider_clearing")).toBe("-50.00");
   });
 
   it("moves no money for events that are not settlements", async () => {

@@ -1,8 +1,9 @@
 import { fileURLToPath } from "node:url";
 import { fromBinary } from "@bufbuild/protobuf";
-import { type RunningConsumer, runConsumer } from "@gw/events";
+import { DeadLetterHandlers, type EventApplier, type RunningConsumer, runConsumer } from "@gw/events";
+import { DeadLetterService } from "@gw/proto/gateway/deadletters/v1/dead_letters_pb";
 import { LedgerService } from "@gw/proto/gateway/ledger/v1/ledger_pb";
-import { OperationEventSchema } from "@gw/proto/gateway/operations/v1/operations_pb";
+import { type OperationEvent, OperationEventSchema } from "@gw/proto/gateway/operations/v1/operations_pb";
 import { type GrpcServiceConfig, startGrpcService } from "@gw/runtime";
 import { applyOperationEvent } from "./events.ts";
 import { LedgerHandlers } from "./service.ts";
@@ -21,23 +22,37 @@ export function startLedger(config: GrpcServiceConfig) {
     name: "ledger",
     schema: "ledger",
     migrationsFolder,
-    serviceNames: [LedgerService.typeName],
+    serviceNames: [LedgerService.typeName, DeadLetterService.typeName],
     config,
-    setup: ({ sql, nats, logger }) => {
+    setup: ({ sql, nats, logger, retry }) => {
       let consumer: RunningConsumer | undefined;
+      // The consumer's decode and handle, shared by the runner and an operator's retry of a dead letter.
+      const postings: EventApplier<OperationEvent> = {
+        durable: CONSUMER,
+        decode: (data) => fromBinary(OperationEventSchema, data),
+        handle: (tx, event) => applyOperationEvent(tx, event, logger),
+      };
+      const deadLetters = new DeadLetterHandlers({
+        service: "ledger",
+        sql,
+        schema: "ledger",
+        consumers: [postings],
+      });
       return {
-        routes: (router) => router.service(LedgerService, new LedgerHandlers(sql, logger)),
+        routes: (router) => {
+          router.service(LedgerService, new LedgerHandlers(sql, logger));
+          router.service(DeadLetterService, deadLetters);
+        },
         async start() {
           consumer = await runConsumer({
+            ...postings,
             nats,
             prefix: config.EVENTS_PREFIX,
-            durable: CONSUMER,
             subjects: ["operations.>"],
             sql,
             schema: "ledger",
-            decode: (data) => fromBinary(OperationEventSchema, data),
-            handle: (tx, event) => applyOperationEvent(tx, event, logger),
             logger,
+            retry,
           });
         },
         async stop() {

@@ -115,9 +115,15 @@ export async function applyOperationEvent(
  * debited), converted when the shop settles in another currency, and the shop and the
  * commission are credited with the figures the operation carries. Without conversion
  * actual = settlement + commission must hold, or the transfer refuses to post.
+ *
+ * The ledger books exactly what the operation shows. Today's rule caps a payin's
+ * commission at the captured amount, so its settlement is never negative; an operation
+ * shown with a negative settlement (events written before that rule) debits the shop by
+ * that much instead of failing on a negative posting.
  */
 async function settlePayment(tx: postgres.TransactionSql, f: Figures): Promise<void> {
   const gross = f.settlement.plus(f.commission);
+  const available = account(f.shopId, f.settlementCurrency, "available");
   await postTransfer(tx, {
     key: `op:${f.operationId}:settle`,
     kind: "payment_settle",
@@ -126,7 +132,7 @@ async function settlePayment(tx: postgres.TransactionSql, f: Figures): Promise<v
     postings: [
       debit(account(f.shopId, f.currency, "provider_clearing"), f.providerAmount),
       ...conversion(f, "in", f.providerAmount, gross),
-      credit(account(f.shopId, f.settlementCurrency, "available"), f.settlement),
+      f.settlement.isNeg() ? debit(available, f.settlement.neg()) : credit(available, f.settlement),
       credit(account(f.shopId, f.settlementCurrency, "commission_revenue"), f.commission),
     ],
   });

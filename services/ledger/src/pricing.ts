@@ -1,4 +1,4 @@
-import { type Currency, Decimal, roundAmount } from "@gw/money";
+import { Decimal } from "@gw/money";
 import { Code, failure } from "@gw/rpc";
 
 /** A pricing tier as stored: amounts of the operation currency, fee in settlement currency. */
@@ -66,34 +66,4 @@ export function validateTiers(direction: Direction, tiers: TierText[]): Tier[] {
     }
   }
   return parsed.map((p) => p.tier);
-}
-
-export interface QuoteFigures {
-  /** The amount in settlement currency, rounded to its scale. */
-  converted: Decimal;
-  commission: Decimal;
-  settlement: Decimal;
-}
-
-/**
- * The quote arithmetic, written down once. The amount is converted first (amount ×
- * rate, rounded half-up to the settlement currency's scale); the commission is
- * percent% of the converted amount plus the fixed fee, rounded half-up to the same
- * scale; a payin settles the converted amount minus the commission, a payout charges
- * the converted amount plus it.
- */
-export function computeQuote(
-  amount: Decimal,
-  rate: Decimal,
-  tier: Tier,
-  direction: Direction,
-  settlementCurrency: Currency,
-): QuoteFigures {
-  const converted = roundAmount(amount.times(rate), settlementCurrency);
-  const commission = roundAmount(
-    converted.times(tier.percent).dividedBy(100).plus(tier.fixed),
-    settlementCurrency,
-  );
-  const settlement = direction === "payin" ? converted.minus(commission) : converted.plus(commission);
-  return { converted, commission, settlement };
 }

@@ -115,6 +115,24 @@ describe("Quote", () => {
     });
   });
 
+  it("caps a payin's commission at its amount when the fee is larger, so it never settles below zero", async () => {
+    const shopId = await shopWithPricing([tier("0", "100000", "2", "100")]);
+    expect(await quote(shopId, "payin", "50.00")).toMatchObject({
+      commissionAmount: "50.00",
+      settlementAmount: "0.00",
+    });
+  });
+
+  it("quotes the rate rounded to six places and prices with exactly that rate", async () => {
+    const shopId = await shopWithPricing([tier("0", "100000", "0", "0")]);
+    await ledger.putFxRate(
+      create(PutFxRateRequestSchema, { from: "RUB", to: "USDT", rate: "0.0105125", source: "test-desk" }),
+    );
+    const q = await quote(shopId, "payin", "1000.00", "USDT");
+    // Shown 0.010513 (half-up); 1000 × 0.010513 = 10.513000, where the stored rate gives 10.512500.
+    expect(q).toMatchObject({ fxRate: "0.010513", settlementAmount: "10.513000" });
+  });
+
   it("answers pricing_not_configured when no tier holds the amount", async () => {
     const shopId = await shopWithPricing([tier("100", "200", "1", "0")]);
     expect(await failureOf(quote(shopId, "payin", "200.01"))).toMatchObject({

@@ -3,7 +3,18 @@ import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { ServiceImpl } from "@connectrpc/connect";
 import { type Sql, withRetry } from "@gw/db";
 import type { Logger } from "@gw/log";
-import { CURRENCIES, type Currency, Decimal, formatAmount, isCurrency, isMethod, METHODS } from "@gw/money";
+import {
+  CURRENCIES,
+  type Currency,
+  Decimal,
+  FX_RATE_SCALE,
+  formatAmount,
+  isCurrency,
+  isMethod,
+  METHODS,
+  quotedRate,
+  settlementFigures,
+} from "@gw/money";
 import type {
   LedgerService,
   ListPricingRequest,
@@ -15,7 +26,7 @@ import type {
 } from "@gw/proto/gateway/ledger/v1/ledger_pb";
 import { Code, failure } from "@gw/rpc";
 import stringify from "safe-stable-stringify";
-import { computeQuote, invalid, isDirection, type Tier, validateTiers } from "./pricing.ts";
+import { invalid, isDirection, type Tier, validateTiers } from "./pricing.ts";
 import { listPricing } from "./pricing-read.ts";
 import { type AccountRef, credit, debit, postTransfer } from "./transfers.ts";
 
@@ -37,9 +48,6 @@ function requireCurrency(value: string, field: string): Currency {
   if (!isCurrency(value)) throw invalid(field, `${field} is not a supported currency`);
   return value;
 }
-
-/** Formats a rate with at least six decimal places (the spec's sample) and never an exponent. */
-const formatRate = (rate: Decimal) => rate.toFixed(Math.max(6, rate.decimalPlaces()));
 
 /** One row of GetBalances, as the wire carries it. */
 export interface BalanceRow {
@@ -107,8 +115,7 @@ export class LedgerHandlers implements ServiceImpl<typeof LedgerService> {
       fixed: new Decimal(tierRow.fixed),
     };
 
-    let rate = new Decimal(1);
-    let fx: { rate: string; source: string } | undefined;
+    let fx: { rate: Decimal; source: string } | undefined;
     if (settlementCurrency !== currency) {
       const [row] = await this.#sql<{ rate: string; source: string }[]>`
         select rate, source from ledger.fx_rates where from_currency = ${currency} and to_currency = ${settlementCurrency}`;
@@ -120,15 +127,21 @@ export class LedgerHandlers implements ServiceImpl<typeof LedgerService> {
           "settlement_currency",
         );
       }
-      rate = new Decimal(row.rate);
-      fx = { rate: formatRate(rate), source: row.source };
+      // The operation shows and settles at this rate, six places (libs/money, FX_RATE_SCALE).
+      fx = { rate: quotedRate(new Decimal(row.rate)), source: row.source };
     }
-    const q = computeQuote(amount, rate, tier, req.direction, settlementCurrency);
+    const q = settlementFigures({
+      amount,
+      settlementCurrency,
+      fxRate: fx?.rate,
+      terms: { percent: tier.percent.toFixed(), fixed: tier.fixed.toFixed() },
+      direction: req.direction,
+    });
     return {
       commissionAmount: formatAmount(q.commission, settlementCurrency),
       settlementAmount: formatAmount(q.settlement, settlementCurrency),
       settlementCurrency,
-      fxRate: fx?.rate,
+      fxRate: fx?.rate.toFixed(FX_RATE_SCALE),
       fxSource: fx?.source,
       tier: {
         minAmount: plain(tier.minAmount),
@@ -226,8 +239,11 @@ export class LedgerHandlers implements ServiceImpl<typeof LedgerService> {
     const from = requireCurrency(req.from, "from");
     const to = requireCurrency(req.to, "to");
     if (from === to) throw invalid("to", "to must differ from from");
-    if (!RATE.test(req.rate) || new Decimal(req.rate).isZero()) {
-      throw invalid("rate", "rate must be a positive decimal string");
+    if (!RATE.test(req.rate) || quotedRate(new Decimal(req.rate)).isZero()) {
+      throw invalid(
+        "rate",
+        "rate must be a positive decimal string, at least 0.000001 (quotes use six places)",
+      );
     }
     const source = requireText(req.source || "manual", "source");
     await this.#sql`

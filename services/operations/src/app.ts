@@ -1,5 +1,6 @@
 import { fileURLToPath } from "node:url";
-import { OutboxRelay, type RunningConsumer } from "@gw/events";
+import { DeadLetterHandlers, OutboxRelay, type RunningConsumer } from "@gw/events";
+import { DeadLetterService } from "@gw/proto/gateway/deadletters/v1/dead_letters_pb";
 import { LedgerService } from "@gw/proto/gateway/ledger/v1/ledger_pb";
 import { MatchingService } from "@gw/proto/gateway/matching/v1/matching_pb";
 import { OperationsService } from "@gw/proto/gateway/operations/v1/operations_pb";
@@ -12,7 +13,7 @@ import { ephemeralLinkSecret } from "./flexible.ts";
 import { OperationsHandlers } from "./handlers.ts";
 import { HandOffDriver } from "./handoff.ts";
 import { withErrorCatalogue } from "./lifecycle/catalogue.ts";
-import { nobodyTookIt, type PoolDeps, SELF_MATCHING, startPoolConsumers } from "./pool.ts";
+import { nobodyTookIt, type PoolDeps, poolConsumers, SELF_MATCHING, startPoolConsumers } from "./pool.ts";
 import { Reconciler, reconcilerOptions } from "./reconciler.ts";
 import { OperationStore } from "./store.ts";
 
@@ -24,9 +25,9 @@ export function startOperations(config: OperationsConfig) {
     name: "operations",
     schema: "operations",
     migrationsFolder,
-    serviceNames: [OperationsService.typeName],
+    serviceNames: [OperationsService.typeName, DeadLetterService.typeName],
     config,
-    setup: ({ sql, nats, logger }) => {
+    setup: ({ sql, nats, logger, retry }) => {
       const store = new OperationStore(sql, config.EVENTS_PREFIX);
       const ledger = createServiceClient(LedgerService, config.LEDGER_URL);
       const relay = new OutboxRelay({ sql, schema: "operations", js: nats.js, logger });
@@ -81,13 +82,21 @@ export function startOperations(config: OperationsConfig) {
         { ...deps, logger: logger.child({ component: "reconciler" }) },
         reconcilerOptions(config),
       );
+      const deadLetters = new DeadLetterHandlers({
+        service: "operations",
+        sql,
+        schema: "operations",
+        consumers: Object.values(poolConsumers(pool)).map((c) => c.applier),
+      });
       return {
-        // Domain errors become Connect errors here, once, through the catalogue.
-        routes: (router) =>
-          router.service(OperationsService, withErrorCatalogue(OperationsService, handlers, logger)),
+        routes: (router) => {
+          // Domain errors become Connect errors here, once, through the catalogue.
+          router.service(OperationsService, withErrorCatalogue(OperationsService, handlers, logger));
+          router.service(DeadLetterService, deadLetters);
+        },
         start: async () => {
           await relay.start();
-          consumers = await startPoolConsumers(pool, nats, sql, config.EVENTS_PREFIX);
+          consumers = await startPoolConsumers(pool, nats, sql, config.EVENTS_PREFIX, retry);
           await handOffs.start();
           if (config.RECONCILE_INTERVAL_MS > 0) reconciler.start();
         },

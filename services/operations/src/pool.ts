@@ -1,6 +1,12 @@
 import { fromBinary } from "@bufbuild/protobuf";
 import { type Client, ConnectError } from "@connectrpc/connect";
-import { type Nats, type RunningConsumer, runConsumer } from "@gw/events";
+import {
+  type EventApplier,
+  type Nats,
+  type RetryPolicy,
+  type RunningConsumer,
+  runConsumer,
+} from "@gw/events";
 import type { Logger } from "@gw/log";
 import { Decimal } from "@gw/money";
 import {
@@ -320,58 +326,63 @@ async function onPaymentEvent(pool: PoolDeps, tx: postgres.TransactionSql, event
 type ConsumerSql = Parameters<typeof runConsumer>[0]["sql"];
 
 /**
- * The durable consumers of the pool, inbox-idempotent like every consumer:
- * `operations-pool-payins` takes the terminal events of payments (to confirm or free
- * their slots), `operations-pool-payouts` the pool's payout events, and
- * `operations-pool-entries` the pending pool payouts (to put them into the pool).
+ * The pool's consumers as their decode and handle, shared by the runner and an
+ * operator's retry of a dead letter: `operations-pool-payins` takes the terminal events
+ * of payments (to confirm or free their slots), `operations-pool-payouts` the pool's
+ * payout events, and `operations-pool-entries` the pending pool payouts (to put them
+ * into the pool). Each comes with the subjects it reads.
  */
-export async function startPoolConsumers(
-  pool: PoolDeps,
-  nats: Nats,
-  sql: ConsumerSql,
-  prefix: string,
-): Promise<RunningConsumer[]> {
-  const logger = pool.logger.child({ component: "pool-consumer" });
-  const payins = await runConsumer<OperationEvent>({
-    nats,
-    prefix,
+export function poolConsumers(pool: PoolDeps) {
+  const payins: EventApplier<OperationEvent> = {
     durable: "operations-pool-payins",
-    // One filter subject (the NATS servers we meet may predate `filter_subjects`); the
-    // handler looks at terminal payment events only.
-    subjects: ["operations.payment.>"],
-    sql,
-    schema: "operations",
     decode: (data) => fromBinary(OperationEventSchema, data),
     handle: (tx, event) => onPaymentEvent(pool, tx, event),
-    logger,
-  });
-  const payouts = await runConsumer<PoolPayoutEvent>({
-    nats,
-    prefix,
+  };
+  const payouts: EventApplier<PoolPayoutEvent> = {
     durable: "operations-pool-payouts",
-    subjects: ["matching.pool_payout.>"],
-    sql,
-    schema: "operations",
     decode: (data) => fromBinary(PoolPayoutEventSchema, data),
     handle: async (tx, event) => {
       if (!event.payout) return;
       if (event.type === "pool_payout.completed") return completePayout(pool, event.payout, tx);
       if (event.type === "pool_payout.handed_off") return handOff(pool, tx, event.payout);
     },
-    logger,
-  });
-  const entries = await runConsumer<OperationEvent>({
-    nats,
-    prefix,
+  };
+  const entries: EventApplier<OperationEvent> = {
     durable: "operations-pool-entries",
-    subjects: ["operations.payout.pending"],
-    sql,
-    schema: "operations",
     decode: (data) => fromBinary(OperationEventSchema, data),
     handle: (tx, event) => enterPool(pool, tx, event),
-    logger,
-  });
-  return [payins, payouts, entries];
+  };
+  // One filter subject each (the NATS servers we meet may predate `filter_subjects`); the
+  // payins handler looks at terminal payment events only.
+  return {
+    payins: { applier: payins, subjects: ["operations.payment.>"] },
+    payouts: { applier: payouts, subjects: ["matching.pool_payout.>"] },
+    entries: { applier: entries, subjects: ["operations.payout.pending"] },
+  };
+}
+
+/** Starts the pool's durable consumers (`poolConsumers`), inbox-idempotent like every consumer. */
+export async function startPoolConsumers(
+  pool: PoolDeps,
+  nats: Nats,
+  sql: ConsumerSql,
+  prefix: string,
+  retry?: RetryPolicy,
+): Promise<RunningConsumer[]> {
+  const logger = pool.logger.child({ component: "pool-consumer" });
+  const consumers = poolConsumers(pool);
+  const start = <T>(c: { applier: EventApplier<T>; subjects: string[] }) =>
+    runConsumer<T>({
+      ...c.applier,
+      nats,
+      prefix,
+      subjects: c.subjects,
+      sql,
+      schema: "operations",
+      logger,
+      ...(retry === undefined ? {} : { retry }),
+    });
+  return [await start(consumers.payins), await start(consumers.payouts), await start(consumers.entries)];
 }
 
 /**

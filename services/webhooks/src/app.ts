@@ -1,7 +1,8 @@
 import { fileURLToPath } from "node:url";
 import { fromBinary } from "@bufbuild/protobuf";
-import { type RunningConsumer, runConsumer } from "@gw/events";
-import { OperationEventSchema } from "@gw/proto/gateway/operations/v1/operations_pb";
+import { DeadLetterHandlers, type EventApplier, type RunningConsumer, runConsumer } from "@gw/events";
+import { DeadLetterService } from "@gw/proto/gateway/deadletters/v1/dead_letters_pb";
+import { type OperationEvent, OperationEventSchema } from "@gw/proto/gateway/operations/v1/operations_pb";
 import { WebhooksService } from "@gw/proto/gateway/webhooks/v1/webhooks_pb";
 import { startGrpcService } from "@gw/runtime";
 import type { WebhooksConfig } from "./config.ts";
@@ -24,9 +25,9 @@ export function startWebhooks(config: WebhooksConfig) {
     name: "webhooks",
     schema: "webhooks",
     migrationsFolder,
-    serviceNames: [WebhooksService.typeName],
+    serviceNames: [WebhooksService.typeName, DeadLetterService.typeName],
     config,
-    setup: ({ db, sql, nats, logger }) => {
+    setup: ({ db, sql, nats, logger, retry }) => {
       const worker = new DeliveryWorker({
         sql,
         logger,
@@ -46,8 +47,23 @@ export function startWebhooks(config: WebhooksConfig) {
         secretGraceMs: config.WEBHOOK_SECRET_GRACE_MS,
       });
       let consumer: RunningConsumer | undefined;
+      // The consumer's decode and handle, shared by the runner and an operator's retry of a dead letter.
+      const deliveries: EventApplier<OperationEvent> = {
+        durable: CONSUMER,
+        decode: (data) => fromBinary(OperationEventSchema, data),
+        handle: (tx, event, eventId) => recordDelivery(tx, event, eventId, logger),
+      };
+      const deadLetters = new DeadLetterHandlers({
+        service: "webhooks",
+        sql,
+        schema: "webhooks",
+        consumers: [deliveries],
+      });
       return {
-        routes: (router) => router.service(WebhooksService, handlers),
+        routes: (router) => {
+          router.service(WebhooksService, handlers);
+          router.service(DeadLetterService, deadLetters);
+        },
         async start() {
           await worker.start();
           consumer = await runConsumer({
@@ -55,14 +71,13 @@ export function startWebhooks(config: WebhooksConfig) {
             // order, which is each operation's version order, so the worker's "earlier
             // version still pending" rule can hold webhooks in order per operation.
             maxAckPending: 1,
+            ...deliveries,
             nats,
             prefix: config.EVENTS_PREFIX,
-            durable: CONSUMER,
             subjects: ["operations.>"],
             sql,
             schema: "webhooks",
-            decode: (data) => fromBinary(OperationEventSchema, data),
-            handle: (tx, event, eventId) => recordDelivery(tx, event, eventId, logger),
+            retry,
             logFields: (event) => ({
               shop_id: event.scope?.shopId ?? "",
               operation_id: event.operation?.operationId ?? "",

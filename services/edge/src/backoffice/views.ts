@@ -64,7 +64,7 @@ document.querySelectorAll("button[data-copy]").forEach(function (b) {
 /** What every page of a logged-in operator needs. */
 export interface PageContext {
   csrf: string;
-  current: "shops" | "reviews" | "config";
+  current: "shops" | "reviews" | "config" | "dead-letters";
   notice?: string;
   error?: string;
 }
@@ -83,6 +83,7 @@ export function layout(title: string, ctx: PageContext | undefined, body: Safe):
 <a href="/backoffice"${ctx.current === "shops" ? h` aria-current="page"` : ""}>Merchants and shops</a>
 <a href="/backoffice/reviews"${ctx.current === "reviews" ? h` aria-current="page"` : ""}>Manual checks</a>
 <a href="/backoffice/config"${ctx.current === "config" ? h` aria-current="page"` : ""}>Providers and FX rates</a>
+<a href="/backoffice/dead-letters"${ctx.current === "dead-letters" ? h` aria-current="page"` : ""}>Dead letters</a>
 </nav>
 ${postForm("/backoffice/logout", ctx.csrf, h`<button type="submit" class="secondary">Log out</button>`)}
 </header>`

@@ -1,4 +1,4 @@
-import { inboxTable, outboxTable } from "@gw/db";
+import { deadLetterTable, inboxTable, outboxTable } from "@gw/db";
 import { sql } from "drizzle-orm";
 import {
   bigserial,
@@ -154,3 +154,6 @@ export const payoutReserves = ledger.table(
 
 export const outbox = outboxTable(ledger);
 export const inbox = inboxTable(ledger);
+
+/** Events a consumer of this service could not apply after its attempts (libs/events, dead letters). */
+export const deadLetters = deadLetterTable(ledger);

@@ -1,4 +1,4 @@
-import { inboxTable, outboxTable } from "@gw/db";
+import { deadLetterTable, inboxTable, outboxTable } from "@gw/db";
 import { sql } from "drizzle-orm";
 import {
   bigint,
@@ -200,3 +200,6 @@ export const poolHandoffs = operations.table(
   },
   (t) => [index("pool_handoffs_due").on(t.nextAttemptAt).where(sql`status = 'asking'`)],
 );
+
+/** Events a consumer of this service could not apply after its attempts (libs/events, dead letters). */
+export const deadLetters = deadLetterTable(operations);

@@ -1,4 +1,4 @@
-import { inboxTable } from "@gw/db";
+import { deadLetterTable, inboxTable } from "@gw/db";
 import { sql } from "drizzle-orm";
 import { bigint, index, integer, pgSchema, text, timestamp, uuid } from "drizzle-orm/pg-core";
 
@@ -65,3 +65,6 @@ export const deliveries = webhooks.table(
 );
 
 export const inbox = inboxTable(webhooks);
+
+/** Events a consumer of this service could not apply after its attempts (libs/events, dead letters). */
+export const deadLetters = deadLetterTable(webhooks);
