@@ -24,6 +24,7 @@ export default defineConfig({
             "tooling/*/src/**/*.test.ts",
             "deploy/src/**/*.test.ts",
             "sdk/*/src/**/*.test.ts",
+            "scripts/**/*.test.ts",
           ],
         },
       },
