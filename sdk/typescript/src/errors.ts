@@ -34,6 +34,11 @@ export class GatewayError extends Error {
   }
 }
 
+/** True when `err` is a `GatewayError`, and, when `code` is given, one with that code. */
+export function isGatewayError(err: unknown, code?: ErrorCode): err is GatewayError {
+  return err instanceof GatewayError && (code === undefined || err.code === code);
+}
+
 /**
  * No answer came (connection refused or reset, timeout, unreadable answer). The call's
  * outcome is unknown: a create may have happened. Read the operation with

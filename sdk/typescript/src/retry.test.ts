@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { GatewayClient } from "./client.ts";
-import { GatewayError, GatewayUnreachableError } from "./errors.ts";
+import { GatewayError, GatewayUnreachableError, isGatewayError } from "./errors.ts";
 
 // These tests drive the client's own retry logic through the `fetch` it is given; the
 // real gateway meets the SDK in tests/e2e/sdk.test.ts.
@@ -106,6 +106,8 @@ describe("GatewayClient retries", () => {
       requestId: "r-9",
       noDecision: false,
     });
+    expect(isGatewayError(err, "idempotency_conflict")).toBe(true);
+    expect(isGatewayError(err, "no_provider_accepted")).toBe(false);
     expect(sent).toHaveLength(1);
   });
 
