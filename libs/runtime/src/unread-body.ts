@@ -16,9 +16,17 @@ export function closeConnectionsWithUnreadBodies<S extends Server>(server: S): S
     // Node decides between keep-alive and close when the head is written, so this is the
     // last moment the decision can see whether the body was read.
     res.writeHead = function (this: ServerResponse, ...args: unknown[]) {
-      if (!req.complete) this.shouldKeepAlive = false;
+      if (hasBody(req) && !req.complete) this.shouldKeepAlive = false;
       return Reflect.apply(writeHead, this, args);
     } as ServerResponse["writeHead"];
   });
   return server;
+}
+
+/**
+ * Whether the request carries a body at all. `complete` alone cannot tell: Node sets it
+ * only after the request event, so a bodiless request answered at once is not complete yet.
+ */
+function hasBody(req: IncomingMessage): boolean {
+  return req.headers["transfer-encoding"] !== undefined || Number(req.headers["content-length"] ?? 0) > 0;
 }
