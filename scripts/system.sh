@@ -5,7 +5,8 @@
 #   - Debian's Chromium is at $GW_CHROMIUM (/usr/bin/chromium), which the browser tests drive,
 # installing them with apt-get (after one `apt-get update`) and starting them when not.
 # Something present is left alone: each check comes first and nothing runs when it holds.
-# TEST_DATABASE_URL or NATS_URL set means the tests use that server instead: no set-up.
+# TEST_DATABASE_URL set means the tests use that Postgres instead: no Postgres set-up. (NATS
+# has no such escape: several tests connect to nats://127.0.0.1:4222 directly.)
 # GW_DRY_RUN=1 prints what would run instead of running it (and waits for nothing).
 # shellcheck shell=bash
 
@@ -90,7 +91,6 @@ ensure_postgres() {
 }
 
 ensure_nats() {
-  [ -n "${NATS_URL:-}" ] && return 0
   if sys_listening "$GW_NATS_PORT"; then
     sys_nats_has_jetstream "$GW_NATS_PORT" && return 0
     sys_log "the NATS server on 127.0.0.1:$GW_NATS_PORT runs without JetStream: restart it with -js"

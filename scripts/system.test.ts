@@ -115,17 +115,16 @@ describe("./gw test's system set-up (scripts/system.sh)", () => {
     expect(run.planned).toEqual([]);
   });
 
-  it("leaves Postgres and NATS to the tests when TEST_DATABASE_URL and NATS_URL name other servers", async () => {
+  it("leaves Postgres to the tests when TEST_DATABASE_URL names another server", async () => {
     const chromium = join(tempDir(), "chromium");
     writeFileSync(chromium, "#!/bin/sh\n");
     chmodSync(chromium, 0o755);
     const run = await ensureTestSystem({
       PATH: barePath(),
       GW_PG_PORT: String(await closedPort()),
-      GW_NATS_PORT: String(await closedPort()),
+      GW_NATS_PORT: String(await listener('INFO {"server_id":"x","jetstream":true}\r\n')),
       GW_CHROMIUM: chromium,
       TEST_DATABASE_URL: "postgres://postgres@db.example:5432/postgres",
-      NATS_URL: "nats://nats.example:4222",
     });
     expect(run).toMatchObject({ status: 0, planned: [] });
   });
