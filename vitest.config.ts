@@ -23,6 +23,8 @@ export default defineConfig({
             "services/*/src/**/*.test.ts",
             "tooling/*/src/**/*.test.ts",
             "deploy/src/**/*.test.ts",
+            "sdk/*/src/**/*.test.ts",
+            "scripts/**/*.test.ts",
           ],
         },
       },

@@ -9,7 +9,6 @@ import { businessMetricsInterceptor } from "./business-metrics.ts";
 import { serviceIdentity, startTelemetry } from "./telemetry.ts";
 
 export { businessMetricsInterceptor, operationCreates, receiptVerdicts } from "./business-metrics.ts";
-
 export {
   type PlatformSettings,
   serviceIdentity,
@@ -19,6 +18,7 @@ export {
   type TelemetryOptions,
   withTelemetry,
 } from "./telemetry.ts";
+export { closeConnectionsWithUnreadBodies } from "./unread-body.ts";
 
 /** Settings of every gRPC service: the common ones plus its two ports. */
 export const grpcServiceConfig = (grpcPort: number, metricsPort: number) =>

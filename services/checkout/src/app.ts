@@ -1,7 +1,9 @@
+import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { createLogger } from "@gw/log";
 import { OperationsService } from "@gw/proto/gateway/operations/v1/operations_pb";
 import { createServiceClient, startMetricsServer } from "@gw/rpc";
+import { closeConnectionsWithUnreadBodies } from "@gw/runtime";
 import { serve } from "@hono/node-server";
 import { Hono } from "hono";
 import { secureHeaders } from "hono/secure-headers";
@@ -73,7 +75,9 @@ export async function startCheckout(config: CheckoutConfig): Promise<RunningChec
     pages: { operations, logger, receiptMaxBytes: config.RECEIPT_STORE_MAX_BYTES },
   });
   const server = await new Promise<ReturnType<typeof serve>>((resolve) => {
-    const s = serve({ fetch: app.fetch, port: config.PORT, hostname: config.HOST }, () => resolve(s));
+    const s = closeConnectionsWithUnreadBodies(
+      serve({ fetch: app.fetch, port: config.PORT, hostname: config.HOST }, () => resolve(s)) as Server,
+    );
   });
   const metrics = await startMetricsServer(config.METRICS_PORT, config.HOST);
   const port = (server.address() as AddressInfo).port;

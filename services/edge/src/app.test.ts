@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import { type AddressInfo, createServer } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startEdge } from "./app.ts";
 import { configSchema } from "./config.ts";
@@ -130,8 +131,21 @@ describe("logs", () => {
   });
 });
 
+/**
+ * A port of this test's own where every connection is closed at once: a downstream
+ * service that is down. The default ports may be served by a stack running beside the
+ * tests (`./gw up`), so the test must not rely on nothing answering there.
+ */
+async function deadService(): Promise<{ url: string; close(): Promise<void> }> {
+  const server = createServer((socket) => socket.destroy());
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
+  return { url: `http://127.0.0.1:${port}`, close: () => new Promise((r) => server.close(() => r())) };
+}
+
 describe("startEdge", () => {
   it("listens, migrates, serves probes and metrics on its own port, and stops", async () => {
+    const down = await deadService();
     const config = configSchema.parse({
       DATABASE_URL: database.testDb.url,
       EVENTS_PREFIX: `t_${randomBytes(4).toString("hex")}`,
@@ -139,13 +153,18 @@ describe("startEdge", () => {
       METRICS_PORT: "0",
       ADMIN_TOKEN,
       LOG_LEVEL: "silent",
+      OPERATIONS_URL: down.url,
+      MATCHING_URL: down.url,
+      LEDGER_URL: down.url,
+      RECEIPTS_URL: down.url,
+      WEBHOOKS_URL: down.url,
     });
     const edge = await startEdge(config, { clients: fakeClients({}) });
     try {
       const base = `http://127.0.0.1:${edge.port}`;
       expect((await fetch(`${base}/livez`)).status).toBe(204);
       expect((await fetch(`${base}/healthz`)).status).toBe(204);
-      // No downstream service runs in this test, so the edge is alive and healthy but not ready.
+      // The downstream services' ports answer nothing, so the edge is alive and healthy but not ready.
       expect((await fetch(`${base}/readyz`)).status).toBe(503);
       const oversized = await fetch(`${base}/admin/v1/merchants`, {
         method: "POST",
@@ -158,6 +177,7 @@ describe("startEdge", () => {
       expect(metrics).toContain("http_server_duration_seconds");
     } finally {
       await edge.stop();
+      await down.close();
     }
   });
 

@@ -13,6 +13,7 @@ import { ReceiptsService } from "@gw/proto/gateway/receipts/v1/receipts_pb";
 import { WebhooksService } from "@gw/proto/gateway/webhooks/v1/webhooks_pb";
 import { Health, HealthCheckResponse_ServingStatus } from "@gw/proto/grpc/health/v1/health_pb";
 import { createServiceClient, startMetricsServer } from "@gw/rpc";
+import { closeConnectionsWithUnreadBodies } from "@gw/runtime";
 import { createAdaptorServer } from "@hono/node-server";
 import { OpenAPIHono } from "@hono/zod-openapi";
 import { methodNotAllowed } from "hono/method-not-allowed";
@@ -217,7 +218,9 @@ export async function startEdge(
     },
   });
 
-  const server = createAdaptorServer({ fetch: app.fetch, hostname: config.HOST }) as Server;
+  const server = closeConnectionsWithUnreadBodies(
+    createAdaptorServer({ fetch: app.fetch, hostname: config.HOST }) as Server,
+  );
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(config.PORT, config.HOST, () => resolve());

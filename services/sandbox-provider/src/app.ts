@@ -1,8 +1,10 @@
+import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { fileURLToPath } from "node:url";
 import { connect, type Database, migrateSchema, type Sql } from "@gw/db";
 import { createLogger, type Logger } from "@gw/log";
 import { startMetricsServer } from "@gw/rpc";
+import { closeConnectionsWithUnreadBodies } from "@gw/runtime";
 import { serve } from "@hono/node-server";
 import { Hono } from "hono";
 import { CallbackSender } from "./callbacks.ts";
@@ -84,7 +86,9 @@ export async function startSandbox(config: SandboxConfig): Promise<RunningSandbo
   const app = buildApp({ config, logger, sql, db, sender, held });
 
   const server = await new Promise<ReturnType<typeof serve>>((resolve) => {
-    const s = serve({ fetch: app.fetch, port: config.HTTP_PORT, hostname: config.HOST }, () => resolve(s));
+    const s = closeConnectionsWithUnreadBodies(
+      serve({ fetch: app.fetch, port: config.HTTP_PORT, hostname: config.HOST }, () => resolve(s)) as Server,
+    );
   });
   const metrics = await startMetricsServer(config.METRICS_PORT, config.HOST);
   sender.start();
