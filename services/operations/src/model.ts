@@ -35,6 +35,10 @@ export interface OperationRow {
   cancelled_by_command: boolean;
   cancel_reason: string | null;
   routing_deadline: Date | null;
+  /** Providers of the cascade that gave a definite "no" (see the schema). */
+  routing_passed: string[];
+  /** The provider whose create answer is unknown and is being resolved, if any. */
+  routing_unresolved: string | null;
   version: string;
   created_at: Date;
   updated_at: Date;
