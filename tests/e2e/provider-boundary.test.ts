@@ -99,7 +99,7 @@ describe("the provider boundary of a create", () => {
     expect(await received(operationId)).toEqual([late]);
   }, 60_000);
 
-  it("answers 503 while the first provider's answer is unknown, keeps resolving it in the background, and a retry joins that resolution instead of restarting the cascade", async () => {
+  it("answers 503 while the first provider's answer is unknown, keeps resolving it in the background across a process death, and a retry joins that resolution instead of restarting the cascade", async () => {
     // The first provider is registered at an address where nothing answers: its create
     // and its status question both get no answer, so the outcome stays unknown.
     const dark = `dark-${randomBytes(4).toString("hex")}`;
@@ -125,6 +125,11 @@ describe("the provider boundary of a create", () => {
     const again = await shop.api.payout(body);
     expect(again.status).toBe(503);
     expect(await received(first.json?.operation_id ?? "none")).toEqual([]);
+
+    // The resolution is durable: it lives in the row (its cascade position), not in a
+    // process, so it survives the operations process dying meanwhile.
+    await stack.kill("operations");
+    await stack.restart("operations");
 
     // The first provider becomes reachable: it never received the payout (its status is
     // not_found), so the resolution moves on to the second provider.
