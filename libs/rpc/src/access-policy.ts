@@ -43,6 +43,7 @@ export const GATEWAY_ACCESS_POLICY: AccessPolicy = {
   },
   "gateway.ledger.v1.LedgerService": {
     Quote: ["operations"],
+    ReservePayout: ["operations"],
     GetBalances: ["edge", "operations"],
     PutPricing: ADMIN,
     ListPricing: ADMIN,

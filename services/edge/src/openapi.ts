@@ -52,7 +52,11 @@ export function describeUnmanagedRoutes(app: OpenAPIHono<EdgeEnv>): void {
     tags,
     security,
     summary: "Create a payout",
-    description: "`number` is required; `bankname` is required for WT_RUB_PHONE.",
+    description:
+      "`number` is required; `bankname` is required for WT_RUB_PHONE. The reserve (amount + commission) is on the " +
+      "balance when the 200 answers. A provider whose answer is unknown (timeout, 5xx) is asked its status before any " +
+      "other provider is asked; still unresolved at the end of the 15 s wait, the payout answers 503 " +
+      "`dependency_unavailable` and goes on being resolved: a retry with the same key answers its outcome (or 503 again).",
     request: { body: jsonRequest(createOperationBody) },
     responses: { 200: jsonResponse(OperationSchema, "The payout."), ...createErrors },
   });
@@ -152,7 +156,10 @@ export const OPENAPI_INFO = {
       "`merchant_operation_id` is the key of a create, per shop. The same key with the same body returns the",
       "original operation; with another body, `412 idempotency_conflict`. A create that no provider accepted",
       "within the 15 s wait answers `503 no_provider_accepted`: no decision, so a retry with the same key and",
-      "body asks the providers again under the same operation id and answers its own outcome. No synthetic",
+      "body asks the providers again under the same operation id and answers its own outcome. A payout whose",
+      "provider's answer is still unknown at the end of the wait answers `503 dependency_unavailable`; the gateway",
+      "keeps asking that provider, never another one first, and a retry answers the outcome (or 503 again).",
+      "A key held by a flexible link answers an ordinary create `412 idempotency_conflict`. No synthetic",
       "`pending` is ever returned.",
       "",
       "## Webhooks",

@@ -98,7 +98,8 @@ export async function applyOperationEvent(
     case "payment.completed":
       return settlePayment(tx, figures(event));
     case "payout.pending":
-      return payoutPending(tx, figures(event));
+      await payoutPending(tx, figures(event));
+      return;
     case "payout.completed":
       return payoutCompleted(tx, figures(event), logger);
     case "payout.rejected":
@@ -172,7 +173,10 @@ async function lockReserve(tx: postgres.TransactionSql, f: PayoutRef): Promise<R
   return row;
 }
 
-async function postReserve(tx: postgres.TransactionSql, f: Figures): Promise<void> {
+async function postReserve(
+  tx: postgres.TransactionSql,
+  f: Pick<Figures, "operationId" | "shopId" | "settlementCurrency" | "settlement">,
+): Promise<void> {
   await postTransfer(tx, {
     key: `op:${f.operationId}:reserve`,
     kind: "payout_reserve",
@@ -189,10 +193,21 @@ async function postReserve(tx: postgres.TransactionSql, f: Figures): Promise<voi
     where operation_id = ${f.operationId}`;
 }
 
-/** A new payout reserves its total: available → reserved. Never after a release or completion. */
-async function payoutPending(tx: postgres.TransactionSql, f: Figures): Promise<void> {
+/**
+ * A new payout reserves its total: available → reserved. Never after a release or
+ * completion. The same posting is made by the `ReservePayout` RPC before the payout's
+ * create answers, and by the `payout.pending` event: whichever comes second finds the
+ * reserve made (state no longer `none`) and posts nothing, so there is one reserve per
+ * payout. Answers whether this call posted it.
+ */
+export async function payoutPending(
+  tx: postgres.TransactionSql,
+  f: Pick<Figures, "operationId" | "shopId" | "settlementCurrency" | "settlement">,
+): Promise<boolean> {
   const row = await lockReserve(tx, f);
-  if (row.state === "none") await postReserve(tx, f);
+  if (row.state !== "none") return false;
+  await postReserve(tx, f);
+  return true;
 }
 
 /**

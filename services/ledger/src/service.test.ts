@@ -7,9 +7,12 @@ import {
   PutFxRateRequestSchema,
   PutPricingRequestSchema,
   QuoteRequestSchema,
+  ReservePayoutRequestSchema,
 } from "@gw/proto/gateway/ledger/v1/ledger_pb";
+import { OperationEventSchema } from "@gw/proto/gateway/operations/v1/operations_pb";
 import { Code, ConnectError, errorInfo } from "@gw/rpc";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { applyOperationEvent } from "./events.ts";
 import { LedgerHandlers } from "./service.ts";
 import { migratedDatabase, silentLogger } from "./test-support.ts";
 
@@ -308,5 +311,81 @@ describe("PostAdjustment", () => {
     expect(await failureOf(adjust(shopId, "0.00"))).toMatchObject({ field: "amount" });
     expect(await failureOf(adjust(shopId, "1.001"))).toMatchObject({ field: "amount" });
     expect((await adjust(shopId, "1.000001", randomUUID(), "USDT")).transferId).toMatch(/^[0-9a-f-]{36}$/);
+  });
+});
+
+describe("ReservePayout", () => {
+  /** A payout's event as operations queues it: the total in settlement_amount. */
+  const payoutEvent = (shopId: string, operationId: string, type: string) =>
+    create(OperationEventSchema, {
+      eventId: randomUUID(),
+      type,
+      scope: { shopId, merchantId: randomUUID() },
+      operation: {
+        operationId,
+        type: "payout",
+        status: type.split(".")[1],
+        expectedAmount: "1000.00",
+        actualAmount: "0.00",
+        currency: "RUB",
+        settlementCurrency: "RUB",
+        settlementAmount: "1020.00",
+        commissionAmount: "20.00",
+      },
+    });
+  const apply = (shopId: string, operationId: string, type: string) =>
+    sql.begin((tx) => applyOperationEvent(tx, payoutEvent(shopId, operationId, type), silentLogger));
+  const rub = async (shopId: string) =>
+    (await ledger.getBalances({ shopId })).balances.find((b) => b.currency === "RUB");
+
+  it("reserves a payout's total once, however often it is asked and whenever its pending event comes, and releases it once", async () => {
+    const shopId = randomUUID();
+    const operationId = randomUUID();
+    await adjust(shopId, "5000.00");
+    const request = create(ReservePayoutRequestSchema, {
+      shopId,
+      operationId,
+      settlementAmount: "1020.00",
+      settlementCurrency: "RUB",
+    });
+    expect(await ledger.reservePayout(request)).toEqual({ posted: true });
+    expect(await ledger.reservePayout(request)).toEqual({ posted: false });
+    expect(await rub(shopId)).toMatchObject({ balance: "3980.00", reserved: "1020.00" });
+
+    await apply(shopId, operationId, "payout.pending");
+    expect(await rub(shopId)).toMatchObject({ balance: "3980.00", reserved: "1020.00" });
+
+    await apply(shopId, operationId, "payout.rejected");
+    await apply(shopId, operationId, "payout.rejected");
+    expect(await rub(shopId)).toMatchObject({ balance: "5000.00", reserved: "0.00" });
+    expect(await ledger.reservePayout(request)).toEqual({ posted: false });
+    expect(await rub(shopId)).toMatchObject({ balance: "5000.00", reserved: "0.00" });
+  });
+
+  it("posts nothing when the pending event reserved first", async () => {
+    const shopId = randomUUID();
+    const operationId = randomUUID();
+    await apply(shopId, operationId, "payout.pending");
+    const request = create(ReservePayoutRequestSchema, {
+      shopId,
+      operationId,
+      settlementAmount: "1020.00",
+      settlementCurrency: "RUB",
+    });
+    expect(await ledger.reservePayout(request)).toEqual({ posted: false });
+    expect(await rub(shopId)).toMatchObject({ balance: "-1020.00", reserved: "1020.00" });
+  });
+
+  it("rejects a settlement amount that is not a positive decimal", async () => {
+    const request = create(ReservePayoutRequestSchema, {
+      shopId: randomUUID(),
+      operationId: randomUUID(),
+      settlementAmount: "-1.00",
+      settlementCurrency: "RUB",
+    });
+    expect(await failureOf(ledger.reservePayout(request))).toMatchObject({
+      code: Code.InvalidArgument,
+      field: "settlement_amount",
+    });
   });
 });

@@ -23,9 +23,11 @@ import type {
   PutPricingRequest,
   QuoteRequest,
   QuoteResponseSchema,
+  ReservePayoutRequest,
 } from "@gw/proto/gateway/ledger/v1/ledger_pb";
 import { Code, failure } from "@gw/rpc";
 import stringify from "safe-stable-stringify";
+import { payoutPending } from "./events.ts";
 import { invalid, isDirection, type Tier, validateTiers } from "./pricing.ts";
 import { listPricing } from "./pricing-read.ts";
 import { type AccountRef, credit, debit, postTransfer } from "./transfers.ts";
@@ -252,6 +254,25 @@ export class LedgerHandlers implements ServiceImpl<typeof LedgerService> {
       on conflict (from_currency, to_currency)
       do update set rate = excluded.rate, source = excluded.source, updated_at = now()`;
     return {};
+  }
+
+  /**
+   * Reserves a pending payout's total before its create answers (`payoutPending`, the
+   * same posting as the payout.pending event's, once per operation).
+   * Errors: INVALID_ARGUMENT (validation_failed).
+   */
+  async reservePayout(req: ReservePayoutRequest) {
+    const shopId = requireText(req.shopId, "shop_id");
+    const operationId = requireText(req.operationId, "operation_id");
+    const settlementCurrency = requireCurrency(req.settlementCurrency, "settlement_currency");
+    if (!AMOUNT.test(req.settlementAmount)) {
+      throw invalid("settlement_amount", "settlement_amount must be a positive decimal string");
+    }
+    const settlement = new Decimal(req.settlementAmount);
+    const posted = await withRetry(() =>
+      this.#sql.begin((tx) => payoutPending(tx, { operationId, shopId, settlementCurrency, settlement })),
+    );
+    return { posted };
   }
 
   /**

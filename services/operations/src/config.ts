@@ -20,8 +20,9 @@ export const configSchema = grpcServiceConfig(50051, 9101).extend({
     .min(1_000)
     .default(60 * 60_000),
   /**
-   * Unanswered asks of one provider a pool payout's remainder is handed off to before it
-   * is passed over for the next one (or, after the last, nobody took it).
+   * Unanswered asks of one hand-off provider after which each further ask is logged as an
+   * error for an operator. It is never passed over for that: only a definite answer (its
+   * status says never received, rejected or withdrawn) lets the next one be asked.
    */
   POOL_HANDOFF_ATTEMPTS: z.coerce.number().int().min(1).max(100).default(6),
   /** Wait before asking a hand-off provider that did not answer again; doubles per ask. */

@@ -8,10 +8,12 @@ import { Code, ConnectError, errorInfo, failure } from "@gw/rpc";
 import { stringify } from "safe-stable-stringify";
 import { v5 as uuidv5 } from "uuid";
 import { BANKS_BY_CURRENCY } from "./banks.ts";
-import type { Connector, ProviderAnswer, ProviderConfig } from "./connectors/connector.ts";
-import { type OperationRow, TERMINAL } from "./model.ts";
+import type { Connector, ProviderAnswer, ProviderConfig, ProviderResult } from "./connectors/connector.ts";
+import { type OperationRow, TERMINAL, toOperation } from "./model.ts";
 import { afterRecord, POOL_PROVIDER, type PoolDeps, poolAnswer, SELF_MATCHING } from "./pool.ts";
-import type { OperationStore } from "./store.ts";
+import { applyProviderResult } from "./provider-results.ts";
+import type { OperationPatch, OperationStore } from "./store.ts";
+import { resolveUnknown, withdrawPassedOver } from "./unknown-outcome.ts";
 
 /** Namespace of operation ids derived from (shop, merchant_operation_id). */
 const OPERATION_NAMESPACE = "6f1c2a7e-3b5d-4c1a-9e8f-0a1b2c3d4e5f";
@@ -124,17 +126,26 @@ export async function createOperation(
   deps: CreateDeps,
   input: CreateInput,
   signal: AbortSignal,
+  options: {
+    /** The create of a flexible link's own payment, which may use the key its link holds. */
+    forLink?: boolean;
+  } = {},
 ): Promise<CreateResult> {
   const deadline = Date.now() + deps.budgetMs;
   const hash = requestHash(input);
   const direction = input.type === "payment" ? "payin" : "payout";
-  // Both reads at once, on two pooled connections: one round trip of latency instead of
-  // two. A replay wastes the route read, which is cheap.
-  const [existing, routing] = await Promise.all([
+  // The reads at once, on pooled connections: one round trip of latency instead of
+  // several. A replay wastes the route read and the deadline, which are cheap.
+  const [existing, routing, storedDeadline, linkHoldsKey] = await Promise.all([
     deps.store.findByMop(input.shopId, input.mop),
     deps.store.routeWithProviders(input.shopId, input.method, direction),
+    deps.store.deadlineIn(deps.budgetMs),
+    options.forLink ? false : deps.store.isFlexibleLinkKey(input.shopId, input.mop),
   ]);
   if (existing) return resume(deps, input, hash, existing, deadline, signal);
+  // A flexible link holds its key (in amount_selection there is no operation row yet):
+  // another request under it is another body for the same key (the spec's 412).
+  if (linkHoldsKey) throw conflict();
   if (!routing || routing.names.length === 0) throw routeNotConfigured(direction, input.method);
   const quote = await quoteFor(deps, input, routing.route.settlementCurrency, deadline, signal);
 
@@ -155,7 +166,8 @@ export async function createOperation(
     name: input.type === "payout" ? (input.name ?? null) : null,
     bankname: input.type === "payout" ? (input.bankname ?? null) : null,
     ...quote,
-    routing_deadline: new Date(deadline),
+    // By the database's clock: other replicas compare it with `now()` to take over.
+    routing_deadline: storedDeadline,
   });
   if (!claimed) {
     // A concurrent request (or a cancel) claimed the key between our read and insert.
@@ -235,22 +247,19 @@ async function resume(
   let waited = false;
   for (;;) {
     while (current.status === "routing") {
-      const routingDeadline = current.routing_deadline?.getTime() ?? 0;
-      // The deadline was set by another replica's clock: a grace of 5 s (as the reconciler
-      // keeps) absorbs skew and a slow final write before a second driver takes over.
-      if (Date.now() > routingDeadline + 5000) {
-        // The request that claimed the key died mid-routing: drive it again. Providers are
-        // idempotent on our operation id, so one that had accepted answers the same again.
-        return { row: await reroute(deps, current, deadline, signal), replayed: false };
-      }
-      if (Date.now() > deadline || signal.aborted)
-        throw failure(
-          Code.Unavailable,
-          "dependency_unavailable",
-          "the original create is still in progress; retry",
-        );
+      // The driver that claimed the key is gone (it died, or answered 503 with a provider's
+      // answer unresolved) once the database's clock passed its deadline plus a grace for
+      // a slow final write: this request takes the routing over and goes on from the stored
+      // cascade position. Providers are idempotent on our operation id.
+      const taken = await deps.store.takeOverRouting(
+        current,
+        Math.max(0, deadline - Date.now()),
+        ROUTING_GRACE_MS,
+      );
+      if (taken) return { row: await drive(deps, taken, deadline, signal), replayed: false };
+      if (Date.now() > deadline || signal.aborted) throw unresolved();
       waited = true;
-      await new Promise((r) => setTimeout(r, 25));
+      await new Promise((r) => setTimeout(r, 50));
       current = (await deps.store.findByMop(input.shopId, input.mop)) ?? current;
     }
     if (current.status !== "rejected" || current.provider !== null) return { row: current, replayed: true };
@@ -303,28 +312,28 @@ async function retryRefused(
   const taken = await deps.store.reopen(row, {
     ...quote,
     status: "routing",
-    routing_deadline: new Date(deadline),
+    routing_deadline: await deps.store.deadlineIn(Math.max(0, deadline - Date.now())),
+    routing_passed: [],
+    routing_unresolved: null,
   });
   if (!taken) return undefined;
   return route(deps, taken, routing.providers, routing.names, deadline, signal);
 }
 
+/** A create's deadline plus this much (by the database's clock) before another driver takes its routing over. */
+export const ROUTING_GRACE_MS = 5_000;
+
 /**
- * Drives a `routing` row whose create died (its deadline passed) to its outcome, as the
- * first create would have: claims it by moving the deadline (so one driver wins), then
- * routes, unless a cancel was accepted meanwhile: then it records `cancelled` without
- * asking any provider. Used by a retried create and by the reconciler. Throws `no_provider_accepted`
- * after recording `rejected` when nobody accepted.
+ * Drives a `routing` row whose driver is gone and that the caller has just taken over
+ * (`OperationStore.takeOverRouting` or the reconciler's lease) to its outcome, from the
+ * stored cascade position, unless a cancel was accepted meanwhile: then it records
+ * `cancelled` without asking any provider. Used by a retried create and by the
+ * reconciler. Throws `no_provider_accepted` after recording `rejected` when nobody
+ * accepted, and 503 `dependency_unavailable` while a provider's answer stays unknown.
  */
-export async function reroute(deps: CreateDeps, row: OperationRow, deadline: number, signal: AbortSignal) {
-  const direction = row.type === "payment" ? "payin" : "payout";
-  const routing = await deps.store.routeWithProviders(row.shop_id, row.method ?? "", direction);
-  const taken = await deps.store.transition(row, { routing_deadline: new Date(deadline) }, { emit: false });
-  if (!taken) {
-    const now = await deps.store.findAnyById(row.id);
-    if (!now) throw failure(Code.Unavailable, "dependency_unavailable", "retry");
-    return now;
-  }
+export async function drive(deps: CreateDeps, taken: OperationRow, deadline: number, signal: AbortSignal) {
+  const direction = taken.type === "payment" ? "payin" : "payout";
+  const routing = await deps.store.routeWithProviders(taken.shop_id, taken.method ?? "", direction);
   if (taken.cancel_requested) {
     // A cancel was accepted while the create was dead: it wins, and no provider is asked
     // (one asked now could accept a payment nobody will pay or see). A slot the dead
@@ -336,7 +345,40 @@ export async function reroute(deps: CreateDeps, row: OperationRow, deadline: num
   return route(deps, taken, routing?.providers ?? [], routing?.names ?? [], deadline, signal);
 }
 
-/** Tries the providers in order; records the outcome. */
+/**
+ * Takes over a `routing` row (the database's clock decides that its driver is gone) and
+ * drives it (`drive`); answers the row as it stands when another driver got it first.
+ */
+export async function reroute(deps: CreateDeps, row: OperationRow, deadline: number, signal: AbortSignal) {
+  const taken = await deps.store.takeOverRouting(row, deps.budgetMs, ROUTING_GRACE_MS);
+  if (!taken) {
+    const now = await deps.store.findAnyById(row.id);
+    if (!now) throw failure(Code.Unavailable, "dependency_unavailable", "retry");
+    return now;
+  }
+  return drive(deps, taken, deadline, signal);
+}
+
+type Accepted = {
+  provider: ProviderConfig;
+  answer: Extract<ProviderAnswer, { outcome: "accepted" }>;
+  /** A result the provider already reached (found by the status question), applied once recorded. */
+  result?: ProviderResult;
+};
+
+/**
+ * Tries the providers in order, from where the last driver stopped (`routing_passed`,
+ * `routing_unresolved`); records the outcome.
+ *
+ * A provider's `unknown` answer (timeout, reset, 5xx, unreadable) is never taken for a
+ * decline. For a payout the provider is asked its status, with backoff, until it answers
+ * definitely: pending or a completion makes the payout that provider's; never received,
+ * rejected or withdrawn lets the cascade go on. Still unknown at the end of the budget,
+ * the row stays `routing` with the provider in `routing_unresolved`, and the create
+ * answers 503 (`unresolved`): a retry or the reconciler resolves it later, never asking
+ * the next provider first. A payin may go on after its provider's share of the budget:
+ * that provider is asked to withdraw it (`withdrawPassedOver`).
+ */
 async function route(
   deps: CreateDeps,
   claimed: OperationRow,
@@ -345,10 +387,20 @@ async function route(
   deadline: number,
   signal: AbortSignal,
 ): Promise<OperationRow> {
-  let accepted:
-    | { provider: ProviderConfig; answer: Extract<ProviderAnswer, { outcome: "accepted" }> }
-    | undefined;
+  let row = claimed;
+  let accepted: Accepted | undefined;
+  if (row.routing_unresolved !== null) {
+    const name = row.routing_unresolved;
+    const provider = providers[names.indexOf(name)] ?? (await deps.store.provider(name));
+    const connector = provider && deps.connectorFor(provider.kind);
+    if (!provider || !connector) throw unresolved();
+    const resolution = await resolveUnknown(deps, connector, provider, row.id, deadline, signal);
+    if (resolution.outcome === "unresolved") throw unresolved();
+    if (resolution.outcome === "taken") accepted = takenBy(provider, resolution.result);
+    else row = await passOver(deps, row, name, resolution.reason);
+  }
   for (const [i, provider] of providers.entries()) {
+    if (accepted) break;
     const remaining = deadline - Date.now();
     if (remaining <= 0 || signal.aborted) break;
     if (!provider && names[i] === SELF_MATCHING && deps.pool) {
@@ -356,7 +408,7 @@ async function route(
       try {
         const answer = await poolAnswer(
           deps.pool,
-          claimed,
+          row,
           AbortSignal.any([signal, AbortSignal.timeout(remaining)]),
         );
         if (answer.outcome === "accepted") {
@@ -364,12 +416,12 @@ async function route(
           break;
         }
         deps.logger.info(
-          { operationId: claimed.id, provider: SELF_MATCHING, reason: answer.reason },
+          { operationId: row.id, provider: SELF_MATCHING, reason: answer.reason },
           "provider declined",
         );
       } catch (err) {
         deps.logger.warn(
-          { operationId: claimed.id, provider: SELF_MATCHING, err: String(err) },
+          { operationId: row.id, provider: SELF_MATCHING, err: String(err) },
           "provider did not answer",
         );
       }
@@ -377,54 +429,140 @@ async function route(
     }
     if (!provider) {
       // Unknown names (and `self_matching` without the pool wired) take no payment.
-      deps.logger.warn({ operationId: claimed.id, provider: names[i] }, "provider not available for routing");
+      deps.logger.warn({ operationId: row.id, provider: names[i] }, "provider not available for routing");
       continue;
     }
+    if (row.routing_passed.includes(provider.name)) continue;
     const connector = deps.connectorFor(provider.kind);
-    if (!connector || !provider.methods.includes(claimed.method ?? "")) continue;
-    try {
-      const answer = await connector.create(
-        provider,
-        {
-          operationId: claimed.id,
-          direction: claimed.type === "payment" ? "payin" : "payout",
-          method: claimed.method ?? "",
-          amount: claimed.expected_amount ?? "",
-          currency: claimed.currency ?? "",
-          number: claimed.number ?? undefined,
-          name: claimed.name ?? undefined,
-          bankname: claimed.bankname ?? undefined,
-          callbackUrl: `${deps.callbackBaseUrl}/callbacks/providers/${encodeURIComponent(provider.name)}`,
-        },
-        AbortSignal.any([signal, AbortSignal.timeout(Math.min(remaining, deps.attemptTimeoutMs))]),
-      );
-      if (answer.outcome === "accepted") {
-        accepted = { provider, answer };
-        break;
-      }
-      deps.logger.info(
-        { operationId: claimed.id, provider: provider.name, outcome: answer.outcome, reason: answer.reason },
-        answer.outcome === "declined" ? "provider declined" : "provider did not answer",
-      );
-    } catch (err) {
-      deps.logger.warn(
-        { operationId: claimed.id, provider: provider.name, err: String(err) },
-        "provider did not answer",
-      );
+    if (!connector || !provider.methods.includes(row.method ?? "")) continue;
+    const answer = await connector.create(
+      provider,
+      {
+        operationId: row.id,
+        direction: row.type === "payment" ? "payin" : "payout",
+        method: row.method ?? "",
+        amount: row.expected_amount ?? "",
+        currency: row.currency ?? "",
+        number: row.number ?? undefined,
+        name: row.name ?? undefined,
+        bankname: row.bankname ?? undefined,
+        callbackUrl: `${deps.callbackBaseUrl}/callbacks/providers/${encodeURIComponent(provider.name)}`,
+      },
+      AbortSignal.any([signal, AbortSignal.timeout(Math.min(remaining, deps.attemptTimeoutMs))]),
+    );
+    if (answer.outcome === "accepted") {
+      accepted = { provider, answer };
+      break;
     }
+    if (answer.outcome === "declined") {
+      row = await passOver(deps, row, provider.name, `declined: ${answer.reason}`);
+      continue;
+    }
+    if (row.type === "payment") {
+      // A payin may move on (nothing is paid out by our choosing another provider), but
+      // the requisites the provider may have issued must stop taking money.
+      deps.logger.warn(
+        { operationId: row.id, provider: provider.name, reason: answer.reason },
+        "provider did not answer a payin; withdrawing it there and moving on",
+      );
+      await withdrawPassedOver(deps, connector, provider, row.id);
+      row = await passOver(deps, row, provider.name, `unknown, withdrawn: ${answer.reason}`);
+      continue;
+    }
+    // A payout is never offered to the next provider while this one may have taken it.
+    deps.logger.warn(
+      { operationId: row.id, provider: provider.name, reason: answer.reason },
+      "provider did not answer a payout; asking its status before anyone else",
+    );
+    row = await persist(deps, row, { routing_unresolved: provider.name });
+    const resolution = await resolveUnknown(deps, connector, provider, row.id, deadline, signal);
+    if (resolution.outcome === "unresolved") throw unresolved();
+    if (resolution.outcome === "taken") accepted = takenBy(provider, resolution.result);
+    else row = await passOver(deps, row, provider.name, resolution.reason);
   }
-  const row = await record(deps, claimed, accepted);
-  if (accepted?.provider === POOL_PROVIDER && deps.pool) await afterRecord(deps.pool, row);
-  return row;
+  const recorded = await record(deps, row, accepted);
+  if (accepted?.provider === POOL_PROVIDER && deps.pool) await afterRecord(deps.pool, recorded);
+  if (recorded.type === "payout" && recorded.status === "pending") await reserve(deps, recorded, signal);
+  if (accepted?.result && recorded.provider === accepted.provider.name) {
+    const result = accepted.result;
+    const provider = accepted.provider.name;
+    await deps.store.sql.begin((tx) => applyProviderResult(deps, tx, provider, result, "reconciler"));
+    return (await deps.store.findAnyById(recorded.id)) ?? recorded;
+  }
+  return recorded;
+}
+
+/**
+ * Puts a pending payout's reserve on the balance before the create answers (the spec:
+ * "Reserving a payout debits balance and credits reserved at once"). The ledger posts it
+ * once per operation, so the payout.pending event finds it done. Should the ledger not
+ * answer, the payout is pending at its provider all the same: the event's posting makes
+ * the reserve a little later, and the create is not failed for it.
+ */
+async function reserve(deps: CreateDeps, payout: OperationRow, signal: AbortSignal): Promise<void> {
+  const figures = toOperation(payout);
+  try {
+    await deps.ledger.reservePayout(
+      {
+        shopId: payout.shop_id,
+        operationId: payout.id,
+        settlementAmount: figures.settlementAmount ?? "",
+        settlementCurrency: figures.settlementCurrency ?? "",
+      },
+      { signal, timeoutMs: deps.attemptTimeoutMs },
+    );
+  } catch (err) {
+    deps.logger.warn(
+      { operationId: payout.id, err: String(err) },
+      "payout reserve not posted before the answer; the payout.pending event posts it",
+    );
+  }
+}
+
+/** A payout a provider was found holding by the status question: accepted by it. */
+const takenBy = (provider: ProviderConfig, result: ProviderResult | undefined): Accepted => ({
+  provider,
+  answer: { outcome: "accepted", receiptRequired: false },
+  result,
+});
+
+/** Records that `name` gave a definite "no", so no later driver asks it again. */
+function passOver(deps: CreateDeps, row: OperationRow, name: string, reason: string) {
+  deps.logger.info({ operationId: row.id, provider: name, reason }, "provider passed over");
+  return persist(deps, row, {
+    routing_passed: [...new Set([...row.routing_passed, name])],
+    routing_unresolved: row.routing_unresolved === name ? null : row.routing_unresolved,
+  });
+}
+
+/**
+ * Writes the cascade position (no event: it is no state of the operation) with the
+ * version check. A concurrent change of the row (a cancel request) is re-read and the
+ * position written again; a row another driver took over (another deadline) or that is
+ * no longer routing ends this driver's work with a 503 (`unresolved`).
+ */
+async function persist(
+  deps: CreateDeps,
+  row: OperationRow,
+  patch: Pick<OperationPatch, "routing_passed" | "routing_unresolved">,
+): Promise<OperationRow> {
+  let current = row;
+  for (let attempt = 0; attempt < 10; attempt++) {
+    const next = await deps.store.transition(current, patch, { emit: false });
+    if (next) return next;
+    const now = await deps.store.findAnyById(row.id);
+    if (now?.status !== "routing" || now.routing_deadline?.getTime() !== row.routing_deadline?.getTime())
+      throw unresolved();
+    current = now;
+  }
+  throw unresolved();
 }
 
 /** Writes the routing outcome, honouring a cancel that arrived meanwhile. */
 async function record(
   deps: CreateDeps,
   claimed: OperationRow,
-  accepted:
-    | { provider: ProviderConfig; answer: Extract<ProviderAnswer, { outcome: "accepted" }> }
-    | undefined,
+  accepted: Accepted | undefined,
 ): Promise<OperationRow> {
   let current = claimed;
   for (let attempt = 0; attempt < 10; attempt++) {
@@ -451,7 +589,7 @@ async function record(
       if (next) throw notAccepted();
     } else {
       const { provider, answer } = accepted;
-      const patch: Parameters<OperationStore["transition"]>[1] = {
+      const patch: OperationPatch = {
         provider: provider.name,
         receipt_required: answer.receiptRequired,
         expires_at: answer.expiresAt ?? null,
@@ -481,6 +619,17 @@ const conflict = () =>
 
 const routeNotConfigured = (direction: string, method: string) =>
   failure(Code.FailedPrecondition, "route_not_configured", `no ${direction} route for method ${method}`);
+
+/**
+ * No decision yet: a provider's answer is still unknown (or another driver took the
+ * routing over). The spec's 503, "retry or read": the operation goes on being resolved.
+ */
+const unresolved = () =>
+  failure(
+    Code.Unavailable,
+    "dependency_unavailable",
+    "the provider's answer is not known yet; retry the same request or read the state later",
+  );
 
 const notAccepted = () =>
   failure(Code.Unavailable, "no_provider_accepted", "no provider accepted the operation");

@@ -313,4 +313,37 @@ describe("flexible links", () => {
       where subject like '%payment.rejected' and position(${Buffer.from(id)} in payload) > 0`;
     expect(rejected[0]?.n).toBe(1);
   });
+
+  it("answers an ordinary payment or payout under the key of a link in amount_selection with idempotency_conflict, and creates nothing", async () => {
+    await payout("1700.00").then((r) => untilInPool(r.operation?.operationId ?? ""));
+    const mop = `flex-${randomUUID()}`;
+    const held = await link("1650.00", mop);
+    expect(held.link?.status).toBe("amount_selection");
+    const ordinary = {
+      scope: shop,
+      merchantOperationId: mop,
+      clientId: "payer",
+      method: "WT_RUB_PHONE",
+      amount: "1700.00",
+      currency: "RUB",
+    };
+    const payment = await failureOf(h.operations.createOperation({ ...ordinary, type: "payment" }));
+    expect(payment.code).toBe(Code.FailedPrecondition);
+    expect(payment.info?.code).toBe("idempotency_conflict");
+    const asPayout = await failureOf(
+      h.operations.createOperation({
+        ...ordinary,
+        type: "payout",
+        number: "+79005556677",
+        bankname: "tinkoff",
+      }),
+    );
+    expect(asPayout.info?.code).toBe("idempotency_conflict");
+    expect(await h.store.findByMop(shop.shopId, mop)).toBeUndefined();
+    const page = await h.operations.getFlexibleLink({
+      operationId: held.link?.operationId ?? "",
+      k: held.k ?? "",
+    });
+    expect(page.link?.status).toBe("amount_selection");
+  });
 });

@@ -313,7 +313,9 @@ export async function createFlexibleLink(
     );
   if (!req.optIn) {
     // Rule 4: no picker, an ordinary payment for the recommended amount.
-    const { row, replayed } = await createOperation(d, createInput(input, input.recommended), signal);
+    const { row, replayed } = await createOperation(d, createInput(input, input.recommended), signal, {
+      forLink: true,
+    });
     return {
       link: {
         operationId: row.id,
@@ -418,7 +420,7 @@ export async function createFlexibleLink(
  */
 async function createOrRelease(d: FlexibleDeps, input: CreateInput, signal: AbortSignal) {
   try {
-    return await createOperation(d, input, signal);
+    return await createOperation(d, input, signal, { forLink: true });
   } catch (err) {
     const op = await d.store.findByMop(input.shopId, input.mop).catch(() => undefined);
     if (op && op.provider !== SELF_MATCHING && ["rejected", "cancelled"].includes(op.status))
@@ -527,7 +529,7 @@ async function rejectedPayment(
   signal: AbortSignal,
 ): Promise<OperationRow> {
   try {
-    const { row } = await createOperation(d, input, signal);
+    const { row } = await createOperation(d, input, signal, { forLink: true });
     return row; // admitted after all (an amount freed meanwhile)
   } catch (err) {
     if (errorInfo(err)?.code !== "no_provider_accepted") throw err;

@@ -17,18 +17,20 @@ import type { OperationStore } from "./store.ts";
  * driver that crashed, or lost its lease, never applies an answer twice:
  * - accepted: the payout moves to that provider (`pending` under it, as before);
  * - declined (or not configured any more): the next candidate is asked;
- * - no answer: asked again after a backoff (`backoffMs`, doubling, at most
- *   `backoffMaxMs`); after `attempts` unanswered asks it is passed over like a decline.
- *   Until then no other candidate is asked: a provider that answers late is asked the
- *   same question again (providers are idempotent on our operation id), never a second
- *   provider meanwhile.
+ * - no answer (unknown): the provider is asked its status. Never received, rejected or
+ *   withdrawn passes it over like a decline; pending (or completed) there means it took
+ *   the remainder. Still no definite answer: asked again after a backoff (`backoffMs`,
+ *   doubling, at most `backoffMaxMs`), for as long as it takes (from `attempts` unanswered
+ *   asks on, each is logged as an error for an operator). No other candidate is asked
+ *   meanwhile: a provider that answers late is asked the same question again (providers
+ *   are idempotent on our operation id), never a second provider.
  * - no candidate left: nobody took it (a payout with contributions completes as a
  *   self-matching partial; one without is rejected), as when the route has no provider
  *   after the pool.
  */
 
 export interface HandOffOptions {
-  /** Unanswered asks of one provider before it is passed over. */
+  /** Unanswered asks of one provider after which each further one is logged as an error. */
   attempts: number;
   backoffMs: number;
   backoffMaxMs: number;
@@ -204,30 +206,42 @@ export class HandOffDriver {
         },
         AbortSignal.any([this.#stop.signal, AbortSignal.timeout(this.#pool.attemptTimeoutMs)]),
       );
-      if (answer.outcome === "unknown") throw new Error(answer.reason);
-      accepted = answer.outcome === "accepted";
+      if (answer.outcome === "unknown") {
+        // The provider may have taken the remainder: only its status decides.
+        const status = await connector.status(
+          provider,
+          row.id,
+          AbortSignal.any([this.#stop.signal, AbortSignal.timeout(this.#pool.attemptTimeoutMs)]),
+        );
+        if (status.status === "not_found" || status.status === "rejected" || status.status === "withdrawn") {
+          logger.info(
+            { operationId: row.id, provider: name, status: status.status },
+            "pool: hand-off provider did not answer and does not hold it; passed over",
+          );
+          return this.#passOver(h);
+        }
+        if (status.status === "unknown") throw new Error(`${answer.reason}; status: ${status.reason}`);
+        // Pending or already completed there: the provider holds it (a completion comes
+        // by its callback or the reconciler's status question).
+      }
+      accepted = answer.outcome !== "declined";
     } catch (err) {
       // Stopping: not an answer, and not counted; the lease runs out and the ask is repeated.
       if (this.#stop.signal.aborted) return;
+      // No definite answer: asked again after a backoff, for as long as it takes. Passing
+      // it over could hand the remainder to a second provider while the first pays it.
       const attempts = h.attempts + 1;
-      if (attempts < this.#o.attempts) {
-        const delayMs = Math.min(this.#o.backoffMaxMs, this.#o.backoffMs * 2 ** (attempts - 1));
-        logger.warn(
-          { operationId: row.id, provider: name, attempts, delayMs, err: String(err) },
-          "pool: hand-off provider did not answer; asking again later",
-        );
-        await this.#sql`
-          update operations.pool_handoffs
-          set attempts = ${attempts}, updated_at = now(),
-            next_attempt_at = now() + make_interval(secs => ${delayMs}::double precision / 1000)
-          where operation_id = ${h.operation_id} and status = 'asking' and position = ${h.position}`;
-        return;
-      }
-      logger.warn(
-        { operationId: row.id, provider: name, attempts, err: String(err) },
-        "pool: hand-off provider never answered; passed over",
+      const delayMs = Math.min(this.#o.backoffMaxMs, this.#o.backoffMs * 2 ** Math.min(attempts - 1, 30));
+      logger[attempts < this.#o.attempts ? "warn" : "error"](
+        { operationId: row.id, provider: name, attempts, delayMs, err: String(err) },
+        "pool: hand-off provider did not answer; asking again later",
       );
-      return this.#passOver(h);
+      await this.#sql`
+        update operations.pool_handoffs
+        set attempts = ${attempts}, updated_at = now(),
+          next_attempt_at = now() + make_interval(secs => ${delayMs}::double precision / 1000)
+        where operation_id = ${h.operation_id} and status = 'asking' and position = ${h.position}`;
+      return;
     }
     if (!accepted) {
       logger.info({ operationId: row.id, provider: name }, "pool: hand-off declined");

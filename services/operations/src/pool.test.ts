@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { createServer, type IncomingMessage, type Server } from "node:http";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { Code } from "@connectrpc/connect";
 import { Decimal } from "@gw/money";
@@ -411,17 +411,25 @@ describe("a payout routed to self_matching", () => {
 });
 
 describe("a hand-off to a provider that does not answer", () => {
-  // A provider that accepts connections and never answers: every ask runs into the
-  // attempt timeout (1 s here). `asked` holds the bodies of the asks it received.
+  // A provider that accepts connections and never answers a create: every ask runs into
+  // the attempt timeout (1 s here). `asked` holds the bodies of the creates it received.
+  // Its status question hangs too, until a test makes it answer a definite 404 not_found.
   let silent: Server;
   const asked: string[] = [];
+  let statusAnswer: "none" | "not_found" = "none";
   beforeAll(async () => {
-    silent = createServer((req: IncomingMessage) => {
+    silent = createServer((req: IncomingMessage, res: ServerResponse) => {
       let body = "";
       req.on("data", (chunk: Buffer) => {
         body += chunk.toString("utf8");
       });
-      req.on("end", () => asked.push(body));
+      req.on("end", () => {
+        if (req.method === "POST") asked.push(body);
+        else if (statusAnswer === "not_found") {
+          res.writeHead(404, { "content-type": "application/json" });
+          res.end(JSON.stringify({ error: { code: "not_found", message: "never received" } }));
+        }
+      });
     });
     const url = await new Promise<string>((resolve) =>
       silent.listen(0, "127.0.0.1", () =>
@@ -445,7 +453,8 @@ describe("a hand-off to a provider that does not answer", () => {
     h.store.sql<{ status: string; position: number; attempts: number; provider: string | null }[]>`
       select status, position, attempts, provider from operations.pool_handoffs where operation_id = ${id}`;
 
-  it("is asked again with backoff while other payouts are handed off, then passed over for the next provider", async () => {
+  it("is asked again with backoff while other payouts are handed off, never passed over while it gives no answer, and passed over once it says it never received it", async () => {
+    statusAnswer = "none";
     const payee = await shop([SELF_MATCHING], [SELF_MATCHING, "silent", "acme"]);
     const other = await shop([SELF_MATCHING], [SELF_MATCHING, "acme"]);
     const stuckId = (await payout(payee, "1170.00")).operation?.operationId ?? "";
@@ -469,20 +478,31 @@ describe("a hand-off to a provider that does not answer", () => {
       expect.objectContaining({ status: "asking", position: 0, provider: null }),
     ]);
 
-    // Three unanswered asks later, "silent" is passed over and acme takes the remainder.
+    // Past the three asks after which the old driver gave up, "silent" still holds it:
+    // it may have taken the remainder, so nobody else is asked.
+    await eventually(
+      () => handOffRow(stuckId),
+      (rows) => expect(rows[0]?.attempts).toBeGreaterThanOrEqual(4),
+      20_000,
+    );
+    expect(await h.store.findAnyById(stuckId)).toMatchObject({ status: "pending", provider: SELF_MATCHING });
+    expect(await handOffRow(stuckId)).toEqual([expect.objectContaining({ status: "asking", position: 0 })]);
+
+    // A definite "never received" passes it over, and acme takes the remainder.
+    statusAnswer = "not_found";
     await eventually(
       () => h.store.findAnyById(stuckId),
       (row) => expect(row?.provider).toBe("acme"),
       20_000,
     );
-    expect(asked.filter((u) => u.includes(stuckId)).length).toBe(3);
     expect(await handOffRow(stuckId)).toEqual([
       expect.objectContaining({ status: "accepted", position: 1, provider: "acme" }),
     ]);
     expect((await state(payee, stuckId)).operation?.status).toBe("pending");
   }, 45_000);
 
-  it("ends a payout nobody paid into as rejected, with its event, once its only provider never answered", async () => {
+  it("ends a payout nobody paid into as rejected, with its event, once its only provider says it never received it", async () => {
+    statusAnswer = "not_found";
     const payee = await shop([SELF_MATCHING], [SELF_MATCHING, "silent"]);
     const id = (await payout(payee, "1190.00")).operation?.operationId ?? "";
     await eventually(
@@ -495,7 +515,7 @@ describe("a hand-off to a provider that does not answer", () => {
       WINDOW_MS + 20_000,
     );
     expect(done.operation?.actualAmount ?? "0.00").toBe("0.00");
-    expect(asked.filter((u) => u.includes(id)).length).toBe(3);
+    expect(asked.filter((u) => u.includes(id)).length).toBe(1);
     expect(await handOffRow(id)).toEqual([expect.objectContaining({ status: "exhausted", position: 0 })]);
     const events = await h.store.sql<{ n: number }[]>`
       select count(*)::int as n from operations.outbox

@@ -288,6 +288,113 @@ describe("reconciler", () => {
       expect(errorInfo(retry)?.code).toBe("no_provider_accepted");
     });
 
+    /** A payout's `routing` row whose driver is gone, at the given cascade position. */
+    async function abandonedPayout(
+      shop: Shop,
+      position: { routing_passed: string[]; routing_unresolved: string | null },
+    ) {
+      const req = paymentRequest(shop, { type: "payout", number: "4111111111111111" });
+      const input = parseCreate(req as Parameters<typeof parseCreate>[0]);
+      const id = operationIdFor(shop.shopId, req.merchantOperationId);
+      await h.store.insert({
+        id,
+        shop_id: shop.shopId,
+        merchant_id: shop.merchantId,
+        merchant_operation_id: req.merchantOperationId,
+        request_hash: requestHash(input),
+        type: "payout",
+        status: "routing",
+        method: input.method,
+        currency: input.currency,
+        expected_amount: input.amount,
+        client_id: input.clientId,
+        number: input.number ?? null,
+        name: input.name ?? null,
+        settlement_currency: "RUB",
+        commission_percent: "0",
+        commission_fixed: "0",
+        routing_deadline: new Date(Date.now() - 60_000),
+        ...position,
+      });
+      return { req, id };
+    }
+
+    it("goes on from its stored position: a provider passed over is not asked again, and one whose answer was unknown is asked its status before anyone else", async () => {
+      const first = `first-${randomUUID().slice(0, 8)}`;
+      await h.provider(first, { mode: "accept" }, { mode: "accept" });
+      // `refuser` is passed over; `first` had no answer and never received it (its status
+      // is not_found), so the cascade goes on to acme; a restart would have given it to first.
+      const shop = await h.shop(["refuser", first, "acme"]);
+      const { req, id } = await abandonedPayout(shop, {
+        routing_passed: ["refuser"],
+        routing_unresolved: first,
+      });
+      const row = await eventually(
+        () => h.store.findAnyById(id),
+        (r) => expect(r?.status).toBe("pending"),
+      );
+      expect(row).toMatchObject({
+        provider: "acme",
+        routing_passed: ["refuser", first],
+        routing_unresolved: null,
+      });
+      const held = await fetch(`${h.sandboxUrl}/control/operations/${id}`);
+      const body = (await held.json()) as { received: { provider: string }[] };
+      expect(body.received.map((r) => r.provider)).toEqual(["acme"]);
+      const retry = await h.operations.createOperation(req);
+      expect(retry).toMatchObject({ replayed: true, operation: { status: "pending" } });
+    });
+
+    it("makes a payout whose unknown answer turns out pending at its provider that provider's, asking nobody after it", async () => {
+      const late = `late-${randomUUID().slice(0, 8)}`;
+      await h.provider(late, { mode: "accept" }, { mode: "accept" });
+      const shop = await h.shop([late, "acme"]);
+      const { id } = await abandonedPayout(shop, { routing_passed: [], routing_unresolved: late });
+      // The provider received it (the create whose answer was lost), so its status is pending.
+      const taken = await fetch(`${h.sandboxUrl}/providers/${late}/v1/payouts`, {
+        method: "POST",
+        headers: {
+          authorization: `Bearer ${(await h.store.provider(late))?.credentials}`,
+          "content-type": "application/json",
+        },
+        body: JSON.stringify({
+          reference: id,
+          method: "WT_RUB_C2C",
+          amount: "1000.00",
+          currency: "RUB",
+          callback_url: "http://127.0.0.1:9/unused",
+          destination: { number: "4111111111111111" },
+        }),
+      });
+      expect(taken.status).toBe(200);
+      const row = await eventually(
+        () => h.store.findAnyById(id),
+        (r) => expect(r?.status).toBe("pending"),
+      );
+      expect(row?.provider).toBe(late);
+      expect((await eventsOf(id)).map((e) => e.type)).toEqual(["payout.pending"]);
+      const held = await fetch(`${h.sandboxUrl}/control/operations/${id}`);
+      const body = (await held.json()) as { received: { provider: string }[] };
+      expect(body.received.map((r) => r.provider)).toEqual([late]);
+    });
+
+    it("is taken over only when the database's clock is past its deadline and grace, by one driver", async () => {
+      const shop = await h.shop(["acme"]);
+      const { id } = await abandonedRouting(shop, new Date(Date.now() + 60_000));
+      const fresh = await h.store.findAnyById(id);
+      expect(fresh && (await h.store.takeOverRouting(fresh, 60_000, 5_000))).toBeUndefined();
+      await h.store.sql`
+        update operations.operations set routing_deadline = now() - interval '1 hour' where id = ${id}`;
+      const stale = await h.store.findAnyById(id);
+      if (!stale) throw new Error("row vanished");
+      const [one, two] = await Promise.all([
+        h.store.takeOverRouting(stale, 60_000, 5_000),
+        h.store.takeOverRouting(stale, 60_000, 5_000),
+      ]);
+      expect([one, two].filter(Boolean)).toHaveLength(1);
+      expect((one ?? two)?.routing_deadline?.getTime()).toBeGreaterThan(Date.now());
+    });
+
     it("with a cancel accepted before it went stale, is recorded cancelled by a retried create without asking any provider", async () => {
       const shop = await h.shop(["acme"]);
       // Still within its deadline: the cancel meets a create in progress and is accepted.

@@ -2,7 +2,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { errorInfo, metricsRegistry } from "@gw/rpc";
 import { Gauge } from "prom-client";
 import type { OperationsConfig } from "./config.ts";
-import { type CreateDeps, reroute } from "./create.ts";
+import { type CreateDeps, ROUTING_GRACE_MS, reroute } from "./create.ts";
 import { isTerminal } from "./model.ts";
 import { type PoolDeps, reconcilePooled, SELF_MATCHING } from "./pool.ts";
 import { applyProviderResult } from "./provider-results.ts";
@@ -61,8 +61,6 @@ type Outcome = Exclude<keyof PassSummary, "claimed" | "alerted">;
 
 /** Operations of one pass handled at once: bounds the provider calls in flight. */
 const PARALLEL = 8;
-/** A create's own deadline plus this much before its row counts as abandoned (clock skew, a slow final write). */
-const ROUTING_GRACE_MS = 5_000;
 /** Warnings raised by one pass at most; the rest follow in the next passes. */
 const ALERT_BATCH = 100;
 /**
@@ -90,8 +88,11 @@ const ALERT_EVERY_MAX_MS = 60_000;
  *   error for an operator. Still pending before the expiry, or no answer at all: asked
  *   again after a per-operation backoff (never later than the expiry). A provider that
  *   does not answer never leads to an expiry: without an answer nothing is known.
- * - `routing` past its deadline (the create's process died): driven like a retried create
- *   drives it (`reroute`; providers are idempotent on our operation id). When nobody
+ * - `routing` past its deadline by the database's clock (the create's process died, or it
+ *   answered 503 with a provider's answer still unknown): driven like a retried create
+ *   drives it (`reroute`), from the stored cascade position: a provider whose answer is
+ *   unknown is asked its status first, and nobody after it is asked before it answers
+ *   definitely. Still unknown: asked again after the per-operation backoff. When nobody
  *   accepts, the row becomes `rejected` without an event, like such a create.
  * - Every few passes it also raises a warning, once per operation, for operations
  *   non-terminal for longer than `alertAfterMs`, and sets the `operations_stuck` gauge.
@@ -263,9 +264,17 @@ export class Reconciler {
       await store.scheduleCheck(row.id, null, false);
       return next.status === "rejected" ? "rejected" : "routed";
     } catch (err) {
-      if (errorInfo(err)?.code === "no_provider_accepted") {
+      const code = errorInfo(err)?.code;
+      if (code === "no_provider_accepted") {
         logger.info({ operationId: row.id }, "reconcile: abandoned routing found no provider; rejected");
         return "rejected";
+      }
+      if (code === "dependency_unavailable") {
+        // A provider's answer is still unknown (or another driver holds the row): the row
+        // stays `routing` and is asked about again after the backoff.
+        logger.warn({ operationId: row.id }, "reconcile: routing still unresolved; will ask again");
+        await store.scheduleCheck(row.id, this.#backoff(row), true);
+        return "pending";
       }
       throw err;
     }

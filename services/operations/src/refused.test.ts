@@ -222,22 +222,42 @@ describe("a retried create that no provider accepted", () => {
     expect((await eventsOf(id)).map((e) => e.type)).toEqual(["payment.cancelled"]);
   });
 
-  it("a payout reserves nothing while refused, and its total once the retry is pending; the money ends exact", async () => {
+  it("a payout whose provider answers 5xx stays unresolved with no reserve until that provider answers; never received, it is refused, and the retry routes it with its total reserved once", async () => {
     const provider = await flakyProvider();
     const shop = await h.shop([provider.name], { percent: "1", fixed: "0" });
     const req = request(shop, { type: "payout", number: "4111111111111111", amount: "500.00" });
     const balance = async () =>
       (await h.ledger.getBalances({ shopId: shop.shopId })).balances.find((b) => b.currency === "RUB");
-    const id = await refused(req);
+    // A 5xx is no decline: the provider may have taken the payout, so it is asked its
+    // status (a 503 again) and nobody else is asked; the create answers 503.
+    const first = await failureOf(h.operations.createOperation(req));
+    expect(first).toMatchObject({ code: Code.Unavailable, info: { code: "dependency_unavailable" } });
+    const id = operationIdFor(req.scope.shopId, req.merchantOperationId);
+    expect(await h.store.findAnyById(id)).toMatchObject({
+      status: "routing",
+      routing_unresolved: provider.name,
+    });
     expect(await balance()).toMatchObject({ balance: "0.00", reserved: "0.00" });
-    await refused(req);
+    expect(await eventsOf(id)).toEqual([]);
 
+    // Once up, the provider says it never received the payout: the retry that takes the
+    // routing over finds nobody holding it and records the refusal; the next one routes
+    // it again. Each attempt blocks for at most the budget, so the loop is bounded.
     await provider.up();
-    const retry = await h.operations.createOperation(req);
-    expect(retry.operation).toMatchObject({ operationId: id, status: "pending", commissionAmount: "5.00" });
+    const answers: string[] = [];
+    let retry: Awaited<ReturnType<typeof h.operations.createOperation>> | undefined;
+    for (let attempt = 0; attempt < 10 && !retry; attempt++) {
+      retry = await h.operations.createOperation(req).catch((err: unknown) => {
+        answers.push(errorInfo(err)?.code ?? String(err));
+        return undefined;
+      });
+    }
+    expect(answers).toContain("no_provider_accepted");
+    expect(answers.every((a) => a === "dependency_unavailable" || a === "no_provider_accepted")).toBe(true);
+    expect(retry?.operation).toMatchObject({ operationId: id, status: "pending", commissionAmount: "5.00" });
     expect((await eventsOf(id)).map((e) => e.type)).toEqual(["payout.pending"]);
-    // The ledger reserves the payout's total (amount + 1 %) once, on its pending event.
-    await eventually(balance, (b) => expect(b?.reserved).toBe("505.00"));
+    // The payout's total (amount + 1 %) is reserved before the create answered, once.
+    expect(await balance()).toMatchObject({ balance: "-505.00", reserved: "505.00" });
 
     const settled = await h.settle(id, { legs: ["500.00"] });
     expect(settled.ok).toBe(true);

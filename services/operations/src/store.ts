@@ -328,6 +328,42 @@ export class OperationStore {
       throw new LegsDisagreeError(after.id, after.actual_amount, legs.toFixed(2));
   }
 
+  /** `ms` milliseconds from now by the database's clock: the deadline a create stores for other replicas. */
+  async deadlineIn(ms: number): Promise<Date> {
+    const [row] = await this.#sql<{ at: string }[]>`select now() + ${millis(this.#sql, ms)} as at`;
+    return new Date(row?.at ?? Date.now() + ms);
+  }
+
+  /**
+   * Takes over a `routing` row whose driver is gone: only when the database's clock says
+   * its deadline plus `graceMs` has passed, so no replica compares its own clock with a
+   * deadline another one wrote. Moves the deadline `budgetMs` ahead (by the same clock) in
+   * the same version-checked statement, so of two would-be drivers only one wins.
+   */
+  async takeOverRouting(
+    before: OperationRow,
+    budgetMs: number,
+    graceMs: number,
+  ): Promise<OperationRow | undefined> {
+    const sql = this.#sql;
+    const [row] = await sql<OperationRow[]>`
+      update operations.operations
+      set routing_deadline = now() + ${millis(sql, budgetMs)},
+        version = version + 1, updated_at = now()
+      where id = ${before.id} and version = ${before.version} and status = 'routing'
+        and coalesce(routing_deadline, created_at) + ${millis(sql, graceMs)} <= now()
+      returning *`;
+    return hydrate(row);
+  }
+
+  /** Whether a flexible link holds (shop, merchant_operation_id), whatever its status. */
+  async isFlexibleLinkKey(shopId: string, mop: string): Promise<boolean> {
+    const [row] = await this.#sql<{ found: boolean }[]>`
+      select exists (select 1 from operations.flexible_links
+        where shop_id = ${shopId} and merchant_operation_id = ${mop}) as found`;
+    return row?.found === true;
+  }
+
   /** Whether `id` is the payment of a flexible link (whose refusals keep their own rules). */
   async isFlexiblePayment(id: string): Promise<boolean> {
     const [row] = await this.#sql<{ found: boolean }[]>`

@@ -1275,6 +1275,261 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/v1/dead-letters": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Events a consumer could not apply, across services, newest failure first
+         * @description Every service with consumers is asked; if one cannot answer, the list is `503` rather than incomplete. `open` ones wait for an operator; the gauge `dead_letters_open` counts them.
+         */
+        get: {
+            parameters: {
+                query?: {
+                    status?: "open" | "retried" | "discarded";
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description The dead letters. */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            dead_letters: components["schemas"]["DeadLetter"][];
+                        };
+                    };
+                };
+                /** @description Invalid JSON, or a field missing or malformed (`error.field` names it). */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Missing or invalid credentials. */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description A dependency is unavailable or the gateway is busy (`overloaded`); retry after `Retry-After` seconds. */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/v1/dead-letters/{service}/{consumer}/{event_id}/retry": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Apply a dead letter again, once, after fixing what made it fail
+         * @description Its service applies the recorded event with the consumer's own handler and marks it `retried`. If it fails again: `412 dead_letter_retry_failed` with the error, and it stays `open`. Already retried or discarded: `412 dead_letter_resolved`.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    service: "operations" | "ledger" | "webhooks";
+                    consumer: string;
+                    event_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: {
+                content: {
+                    "application/json": components["schemas"]["DeadLetterRetry"];
+                };
+            };
+            responses: {
+                /** @description The retried dead letter. */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            dead_letter: components["schemas"]["DeadLetter"];
+                        };
+                    };
+                };
+                /** @description Invalid JSON, or a field missing or malformed (`error.field` names it). */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Missing or invalid credentials. */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Not found in the caller's scope. */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Precondition failed (for example an idempotency conflict). */
+                412: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description A dependency is unavailable or the gateway is busy (`overloaded`); retry after `Retry-After` seconds. */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/v1/dead-letters/{service}/{consumer}/{event_id}/discard": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Leave a dead letter unapplied, with a reason */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    service: "operations" | "ledger" | "webhooks";
+                    consumer: string;
+                    event_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: {
+                content: {
+                    "application/json": components["schemas"]["DeadLetterDiscard"];
+                };
+            };
+            responses: {
+                /** @description The discarded dead letter. */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            dead_letter: components["schemas"]["DeadLetter"];
+                        };
+                    };
+                };
+                /** @description Invalid JSON, or a field missing or malformed (`error.field` names it). */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Missing or invalid credentials. */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Not found in the caller's scope. */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Precondition failed (for example an idempotency conflict). */
+                412: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description A dependency is unavailable or the gateway is busy (`overloaded`); retry after `Retry-After` seconds. */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/admin/v1/providers": {
         parameters: {
             query?: never;
@@ -1650,7 +1905,7 @@ export interface paths {
         put?: never;
         /**
          * Create a payout
-         * @description `number` is required; `bankname` is required for WT_RUB_PHONE.
+         * @description `number` is required; `bankname` is required for WT_RUB_PHONE. The reserve (amount + commission) is on the balance when the 200 answers. A provider whose answer is unknown (timeout, 5xx) is asked its status before any other provider is asked; still unresolved at the end of the 15 s wait, the payout answers 503 `dependency_unavailable` and goes on being resolved: a retry with the same key answers its outcome (or 503 again).
          */
         post: {
             parameters: {
@@ -2944,11 +3199,18 @@ export interface components {
             actual_amount?: string;
             currency: string;
             fx_source?: string;
+            /**
+             * @description The quoted rate, six decimal places: the rate every figure of the operation is computed with (a rate stored with more places is rounded half-up to six at the quote).
+             * @example 0.012500
+             */
             fx_rate?: string;
             recorded_currency?: string;
+            /** @description `actual_amount × fx_rate` as shown, rounded half-up to the recorded currency's scale. */
             recorded_amount?: string;
+            /** @description What moves on the shop's balance, in `settlement_currency`: for a payment the converted amount less the commission (never below zero), for a payout the amount plus the commission. Before terminal the expected figure; at terminal settled on the captured amount. The ledger books exactly this figure. */
             settlement_amount?: string;
             settlement_currency?: string;
+            /** @description The shop's commission in `settlement_currency`: percent of the converted amount plus the fixed fee of the shop's tier, rounded half-up. For a payment it is capped at the captured (converted) amount: when a payer pays less than the fee, the whole captured amount is commission and `settlement_amount` is 0, never negative. A payout pays the whole fee on top of its amount. */
             commission_amount?: string;
             external_confirmation?: {
                 required: boolean;
@@ -2973,6 +3235,43 @@ export interface components {
             reason: string;
             /** @description Who decided: kept in the audit record. */
             operator: string;
+        };
+        DeadLetter: {
+            /**
+             * @description The service whose consumer failed.
+             * @enum {string}
+             */
+            service: "operations" | "ledger" | "webhooks";
+            /**
+             * @description The durable consumer.
+             * @example ledger
+             */
+            consumer: string;
+            /** Format: uuid */
+            event_id: string;
+            /** @example operations.payment.completed */
+            subject: string;
+            /** @description Failed deliveries, the operator's retries included. */
+            attempts: number;
+            /** @description The last failure. */
+            error: string;
+            /** Format: date-time */
+            first_failed_at: string;
+            /** Format: date-time */
+            last_failed_at: string;
+            /** @enum {string} */
+            status: "open" | "retried" | "discarded";
+            /** Format: date-time */
+            resolved_at?: string;
+            resolved_by?: string;
+            resolution_reason?: string;
+        };
+        DeadLetterRetry: {
+            operator: string;
+        };
+        DeadLetterDiscard: {
+            operator: string;
+            reason: string;
         };
         /** @description A registered provider. Its credentials are never returned. */
         Provider: {

@@ -83,6 +83,14 @@ export const operationsTable = operations.table(
     cancelReason: text("cancel_reason"),
     routingDeadline: timestamp("routing_deadline", { withTimezone: true }),
     /**
+     * The cascade's position, so a retried create or the reconciler goes on where the last
+     * driver stopped instead of at the first provider: the providers that gave a definite
+     * "no" (declined, never received, withdrawn), and the one whose answer is unknown and
+     * must be resolved by asking its status before anyone else is asked (payouts).
+     */
+    routingPassed: text("routing_passed").array().notNull().default(sql`'{}'::text[]`),
+    routingUnresolved: text("routing_unresolved"),
+    /**
      * Reconciler bookkeeping, never part of the operation's state (written without a
      * version bump): when the reconciler looks at the row next (also its lease while it
      * does), how many times it asked the provider, and when it raised the stuck alert.

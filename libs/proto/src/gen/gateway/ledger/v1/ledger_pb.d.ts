@@ -400,6 +400,58 @@ export declare type PostAdjustmentResponse = Message<"gateway.ledger.v1.PostAdju
 export declare const PostAdjustmentResponseSchema: GenMessage<PostAdjustmentResponse>;
 
 /**
+ * @generated from message gateway.ledger.v1.ReservePayoutRequest
+ */
+export declare type ReservePayoutRequest = Message<"gateway.ledger.v1.ReservePayoutRequest"> & {
+  /**
+   * @generated from field: string shop_id = 1;
+   */
+  shopId: string;
+
+  /**
+   * @generated from field: string operation_id = 2;
+   */
+  operationId: string;
+
+  /**
+   * The payout's total (amount + commission) in the settlement currency, as its
+   * payout.pending event carries it in settlement_amount.
+   *
+   * @generated from field: string settlement_amount = 3;
+   */
+  settlementAmount: string;
+
+  /**
+   * @generated from field: string settlement_currency = 4;
+   */
+  settlementCurrency: string;
+};
+
+/**
+ * Describes the message gateway.ledger.v1.ReservePayoutRequest.
+ * Use `create(ReservePayoutRequestSchema)` to create a new message.
+ */
+export declare const ReservePayoutRequestSchema: GenMessage<ReservePayoutRequest>;
+
+/**
+ * @generated from message gateway.ledger.v1.ReservePayoutResponse
+ */
+export declare type ReservePayoutResponse = Message<"gateway.ledger.v1.ReservePayoutResponse"> & {
+  /**
+   * False when the reserve was posted before, or the payout was already released or completed.
+   *
+   * @generated from field: bool posted = 1;
+   */
+  posted: boolean;
+};
+
+/**
+ * Describes the message gateway.ledger.v1.ReservePayoutResponse.
+ * Use `create(ReservePayoutResponseSchema)` to create a new message.
+ */
+export declare const ReservePayoutResponseSchema: GenMessage<ReservePayoutResponse>;
+
+/**
  * LedgerService owns accounts, transfers, pricing and FX. Postings come from operation
  * events over JetStream; the RPCs here are reads, quotes and admin writes.
  *
@@ -463,6 +515,19 @@ export declare const LedgerService: GenService<{
     methodKind: "unary";
     input: typeof PostAdjustmentRequestSchema;
     output: typeof PostAdjustmentResponseSchema;
+  },
+  /**
+   * Reserves a pending payout's total (available -> reserved) before its create answers,
+   * once per operation: the payout.pending event's posting is the same one and finds it
+   * done, and a payout already released or completed is left alone. Errors:
+   * INVALID_ARGUMENT (validation_failed).
+   *
+   * @generated from rpc gateway.ledger.v1.LedgerService.ReservePayout
+   */
+  reservePayout: {
+    methodKind: "unary";
+    input: typeof ReservePayoutRequestSchema;
+    output: typeof ReservePayoutResponseSchema;
   },
 }>;
 

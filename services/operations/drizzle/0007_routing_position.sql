@@ -1,0 +1,2 @@
+ALTER TABLE "operations"."operations" ADD COLUMN "routing_passed" text[] DEFAULT '{}'::text[] NOT NULL;--> statement-breakpoint
+ALTER TABLE "operations"."operations" ADD COLUMN "routing_unresolved" text;

@@ -1,0 +1,98 @@
+import { setTimeout as sleep } from "node:timers/promises";
+import type { Logger } from "@gw/log";
+import type { Connector, ProviderConfig, ProviderResult } from "./connectors/connector.ts";
+
+/**
+ * What asking a provider about an operation whose create answer was unknown settled:
+ * - `taken`: the provider holds it (pending, or already with a result the caller applies
+ *   once the operation is recorded as that provider's);
+ * - `passed`: a definite "no" (never received, rejected, withdrawn): the cascade may go on;
+ * - `unresolved`: no definite answer before the deadline: nobody else may be asked yet.
+ */
+export type Resolution =
+  | { outcome: "taken"; result?: ProviderResult }
+  | { outcome: "passed"; reason: string }
+  | { outcome: "unresolved"; reason: string };
+
+/** First wait between two status questions; doubles up to `MAX_BACKOFF_MS`. */
+const FIRST_BACKOFF_MS = 200;
+const MAX_BACKOFF_MS = 2_000;
+
+/**
+ * Asks `provider` for the status of `operationId` until it gives a definite answer or
+ * `deadline` (this process's clock: it bounds only this caller's wait) passes, with a
+ * doubling backoff between questions. Each question is bounded by `attemptTimeoutMs` and
+ * by what is left of the deadline. Never rejects.
+ */
+export async function resolveUnknown(
+  deps: { logger: Logger; attemptTimeoutMs: number },
+  connector: Connector,
+  provider: ProviderConfig,
+  operationId: string,
+  deadline: number,
+  signal: AbortSignal,
+): Promise<Resolution> {
+  let backoffMs = FIRST_BACKOFF_MS;
+  let reason = "not asked: no time left";
+  for (;;) {
+    const remaining = deadline - Date.now();
+    if (remaining <= 0 || signal.aborted) return { outcome: "unresolved", reason };
+    const answer = await connector.status(
+      provider,
+      operationId,
+      AbortSignal.any([signal, AbortSignal.timeout(Math.min(remaining, deps.attemptTimeoutMs))]),
+    );
+    switch (answer.status) {
+      case "pending":
+        return { outcome: "taken" };
+      case "completed":
+        return { outcome: "taken", result: { ...answer, operationId } };
+      case "rejected":
+        return { outcome: "passed", reason: "rejected" };
+      case "not_found":
+        return { outcome: "passed", reason: "never received" };
+      case "withdrawn":
+        return { outcome: "passed", reason: "withdrawn" };
+      case "unknown":
+        reason = answer.reason;
+        deps.logger.info(
+          { operationId, provider: provider.name, reason },
+          "provider status unknown; asking again",
+        );
+    }
+    const wait = Math.min(backoffMs, deadline - Date.now());
+    if (wait > 0) await sleep(wait, undefined, { signal }).catch(() => {});
+    backoffMs = Math.min(backoffMs * 2, MAX_BACKOFF_MS);
+  }
+}
+
+/**
+ * Withdraws a payin the cascade passed over while its create answer was unknown, so the
+ * requisites it may have issued stop taking money. Bounded by `attemptTimeoutMs` of its
+ * own (not the create's budget: the withdraw matters even when the budget is spent).
+ * Anything but a confirmed withdrawal is logged as an error for an operator: a completion
+ * that still arrives from that provider reaches the callback path, which records it as a
+ * provider fact (a result from a provider that does not hold the route).
+ */
+export async function withdrawPassedOver(
+  deps: { logger: Logger; attemptTimeoutMs: number },
+  connector: Connector,
+  provider: ProviderConfig,
+  operationId: string,
+): Promise<void> {
+  const answer = await connector.cancel(provider, operationId, AbortSignal.timeout(deps.attemptTimeoutMs));
+  const context = { operationId, provider: provider.name, withdraw: answer.outcome };
+  if (answer.outcome === "withdrawn" || answer.outcome === "not_found") {
+    deps.logger.info(context, "payin passed over as unknown: withdrawn at the provider");
+  } else if (answer.outcome === "final") {
+    deps.logger.error(
+      { ...context, result: answer.result.status },
+      "payin passed over as unknown had a final result at that provider: its callback is a provider fact",
+    );
+  } else {
+    deps.logger.error(
+      { ...context, reason: answer.outcome === "unknown" ? answer.reason : undefined },
+      "payin passed over as unknown could not be withdrawn: a later completion there is a provider fact",
+    );
+  }
+}
