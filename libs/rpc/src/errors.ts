@@ -32,6 +32,9 @@ export type PublicErrorCode =
   | "read_capacity_exhausted"
   | "flexible_route_not_pool"
   | "flexible_link_not_found"
+  | "provider_fact_not_found"
+  | "provider_fact_already_resolved"
+  | "provider_fact_not_creditable"
   | "internal";
 
 /** A domain failure: a Connect error carrying the public code (and field) as a detail. */

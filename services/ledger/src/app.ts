@@ -6,6 +6,7 @@ import { OperationEventSchema } from "@gw/proto/gateway/operations/v1/operations
 import { type GrpcServiceConfig, startGrpcService } from "@gw/runtime";
 import { applyOperationEvent } from "./events.ts";
 import { LedgerHandlers } from "./service.ts";
+import { startSuspenseConsumer } from "./suspense.ts";
 
 export const migrationsFolder = fileURLToPath(new URL("../drizzle", import.meta.url));
 
@@ -25,6 +26,7 @@ export function startLedger(config: GrpcServiceConfig) {
     config,
     setup: ({ sql, nats, logger }) => {
       let consumer: RunningConsumer | undefined;
+      let facts: RunningConsumer | undefined;
       return {
         routes: (router) => router.service(LedgerService, new LedgerHandlers(sql, logger)),
         async start() {
@@ -39,8 +41,10 @@ export function startLedger(config: GrpcServiceConfig) {
             handle: (tx, event) => applyOperationEvent(tx, event, logger),
             logger,
           });
+          facts = await startSuspenseConsumer({ nats, prefix: config.EVENTS_PREFIX, sql, logger });
         },
         async stop() {
+          await facts?.stop();
           await consumer?.stop();
         },
       };

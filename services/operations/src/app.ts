@@ -3,6 +3,7 @@ import { OutboxRelay, type RunningConsumer } from "@gw/events";
 import { LedgerService } from "@gw/proto/gateway/ledger/v1/ledger_pb";
 import { MatchingService } from "@gw/proto/gateway/matching/v1/matching_pb";
 import { OperationsService } from "@gw/proto/gateway/operations/v1/operations_pb";
+import { ProviderFactsService } from "@gw/proto/gateway/operations/v1/provider_facts_pb";
 import { ReceiptsService } from "@gw/proto/gateway/receipts/v1/receipts_pb";
 import { createServiceClient } from "@gw/rpc";
 import { startGrpcService } from "@gw/runtime";
@@ -12,8 +13,10 @@ import { ephemeralLinkSecret } from "./flexible.ts";
 import { OperationsHandlers } from "./handlers.ts";
 import { HandOffDriver } from "./handoff.ts";
 import { nobodyTookIt, type PoolDeps, SELF_MATCHING, startPoolConsumers } from "./pool.ts";
+import { ProviderFactsHandlers } from "./provider-facts-handlers.ts";
 import { Reconciler, reconcilerOptions } from "./reconciler.ts";
 import { OperationStore } from "./store.ts";
+import { startWithdrawalConsumer, WithdrawalDriver } from "./withdrawals.ts";
 
 export const migrationsFolder = fileURLToPath(new URL("../drizzle", import.meta.url));
 
@@ -23,7 +26,7 @@ export function startOperations(config: OperationsConfig) {
     name: "operations",
     schema: "operations",
     migrationsFolder,
-    serviceNames: [OperationsService.typeName],
+    serviceNames: [OperationsService.typeName, ProviderFactsService.typeName],
     config,
     setup: ({ sql, nats, logger }) => {
       const store = new OperationStore(sql, config.EVENTS_PREFIX);
@@ -62,6 +65,17 @@ export function startOperations(config: OperationsConfig) {
         SELF_MATCHING,
         (tx, row) => nobodyTookIt(pool, tx, row),
       );
+      const withdrawals = new WithdrawalDriver(
+        { store, connectorFor, logger: logger.child({ component: "withdrawals" }) },
+        {
+          attempts: config.WITHDRAW_ATTEMPTS,
+          backoffMs: config.WITHDRAW_BACKOFF_MS,
+          backoffMaxMs: config.RECONCILE_BACKOFF_MAX_MS,
+          intervalMs: config.WITHDRAW_INTERVAL_MS,
+          batchSize: 32,
+          attemptTimeoutMs: config.PROVIDER_ATTEMPT_TIMEOUT_MS,
+        },
+      );
       let consumers: RunningConsumer[] = [];
       const receipts = createServiceClient(ReceiptsService, config.RECEIPTS_URL);
       if (!config.FLEXIBLE_LINK_SECRET)
@@ -81,16 +95,25 @@ export function startOperations(config: OperationsConfig) {
         reconcilerOptions(config),
       );
       return {
-        routes: (router) => router.service(OperationsService, handlers),
+        routes: (router) =>
+          router
+            .service(OperationsService, handlers)
+            .service(
+              ProviderFactsService,
+              new ProviderFactsHandlers({ sql, prefix: config.EVENTS_PREFIX, logger }),
+            ),
         start: async () => {
           await relay.start();
           consumers = await startPoolConsumers(pool, nats, sql, config.EVENTS_PREFIX);
           await handOffs.start();
+          consumers.push(await startWithdrawalConsumer({ nats, prefix: config.EVENTS_PREFIX, sql, logger }));
+          await withdrawals.start();
           if (config.RECONCILE_INTERVAL_MS > 0) reconciler.start();
         },
         stop: async () => {
           await reconciler.stop();
           await handOffs.stop();
+          await withdrawals.stop();
           await Promise.all(consumers.map((c) => c.stop()));
           await relay.stop();
         },
