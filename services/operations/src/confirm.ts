@@ -13,6 +13,7 @@ import { failure, Code as RpcCode } from "@gw/rpc";
 import type postgres from "postgres";
 import { bankDetails } from "./banks.ts";
 import { isTerminal, type OperationRow, toOperation } from "./model.ts";
+import { recordReceiptFact } from "./provider-facts.ts";
 import { receiptsOf } from "./receipts-of.ts";
 import type { LegRow, OperationStore } from "./store.ts";
 
@@ -114,7 +115,7 @@ function notAwaiting(row: OperationRow) {
  * payment with that actual amount; `rejected` rejects it; `manual_check` puts it (or
  * keeps it) in manual_check with the reason. An unchanged state emits nothing. A payment
  * that left review meanwhile (cancelled, expired) is not moved: 412, and a completed
- * verdict for it is logged as an error for an operator, since money may have moved.
+ * verdict for it is recorded as a provider fact (`recordReceiptFact`), since money moved.
  */
 async function applyReview(
   d: ReceiptDeps,
@@ -127,10 +128,9 @@ async function applyReview(
     if (!row) throw notFound();
     if (!REVIEWABLE.has(row.status)) {
       if (review.verdict === "completed" && row.status !== "completed")
-        d.logger.error(
-          { operationId, status: row.status, receiptId: review.receiptId, source },
-          "a receipt proved a payment that is already terminal: money may have moved",
-        );
+        // The payer paid after all: recorded beside the payment (in a transaction of its
+        // own, since this one is rolled back by the refusal) and booked for an operator.
+        await d.store.sql.begin((own) => recordReceiptFact(d, own, row, review));
       throw notAwaiting(row);
     }
     if (review.verdict === "completed") return complete(d, tx, row, review);

@@ -60,6 +60,11 @@ export interface FactInput {
   amount?: Decimal;
   /** Names the report when no legs do (a receipt id, a slot confirmation). */
   sourceKey?: string;
+  /**
+   * Which way the money moved, when not the operation's own: a pool payin's money that no
+   * payout took went out to that payout's recipient (`payout`).
+   */
+  direction?: "payin" | "payout";
 }
 
 /** A `operations.provider_facts` row as postgres.js returns it. */
@@ -174,7 +179,7 @@ export async function recordProviderFact(
        direction, amount, currency)
     values (${randomUUID()}, ${input.provider}, ${input.reference}, ${factKey}, ${op?.id ?? null},
       ${op?.shop_id ?? null}, ${op?.merchant_id ?? null}, ${input.kind}, ${input.providerStatus},
-      ${op?.type === "payout" ? "payout" : "payin"}, ${formatAmount(amount, currency as Currency)}, ${currency})
+      ${input.direction ?? (op?.type === "payout" ? "payout" : "payin")}, ${formatAmount(amount, currency as Currency)}, ${currency})
     on conflict (provider, reference, fact_key) do nothing
     returning *`;
   if (!row) return false;
@@ -271,5 +276,57 @@ export async function resolveProviderFact(
       "provider fact resolved",
     );
     return { fact: toFact(resolved), replayed: false };
+  });
+}
+
+/** The pool's provider name (pool.ts's `SELF_MATCHING`, not imported: pool.ts imports this module). */
+const POOL = "self_matching";
+
+/**
+ * A receipt proved a payment the gateway had already cancelled, rejected or expired. A
+ * provider's payin: a late completion. A pool payin: its money went to a payout's
+ * recipient after its slot was released, so no payout accounts for it (`slot_refused`).
+ */
+export function recordReceiptFact(
+  deps: { store: { prefix: string }; logger: Logger },
+  tx: Tx,
+  row: OperationRow,
+  review: { receiptId: string; actualAmount?: string | undefined },
+): Promise<boolean> {
+  const pooled = row.provider === POOL;
+  return recordProviderFact(deps, tx, {
+    provider: row.provider ?? POOL,
+    reference: row.id,
+    operation: row,
+    kind: pooled ? "slot_refused" : "late_completion",
+    providerStatus: "completed",
+    legs: [],
+    amount: new Decimal(review.actualAmount ?? row.expected_amount ?? "0"),
+    sourceKey: `receipt:${review.receiptId}`,
+    direction: pooled ? "payout" : "payin",
+  });
+}
+
+/**
+ * A completed pool payin whose slot its payout could no longer take (released first, or
+ * more than the payout can take): the payer's money reached the payout's recipient and no
+ * payout accounts for it, so it is booked as money gone out (`payout` direction).
+ */
+export function recordSlotRefused(
+  deps: { store: { prefix: string }; logger: Logger },
+  tx: Tx,
+  row: OperationRow,
+  code: string,
+): Promise<boolean> {
+  return recordProviderFact(deps, tx, {
+    provider: POOL,
+    reference: row.id,
+    operation: row,
+    kind: "slot_refused",
+    providerStatus: "completed",
+    legs: [],
+    amount: new Decimal(row.actual_amount),
+    sourceKey: `slot:${code}`,
+    direction: "payout",
   });
 }
