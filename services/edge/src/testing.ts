@@ -16,6 +16,7 @@ import {
   OperationSchema,
   OperationsService,
 } from "@gw/proto/gateway/operations/v1/operations_pb";
+import { ProviderFactsService } from "@gw/proto/gateway/operations/v1/provider_facts_pb";
 import { ReceiptsService } from "@gw/proto/gateway/receipts/v1/receipts_pb";
 import { WebhooksService } from "@gw/proto/gateway/webhooks/v1/webhooks_pb";
 import { type Logger, pino } from "pino";
@@ -57,6 +58,7 @@ export interface FakeServices {
   webhooks?: Partial<ServiceImpl<typeof WebhooksService>>;
   matching?: Partial<ServiceImpl<typeof MatchingService>>;
   receipts?: Partial<ServiceImpl<typeof ReceiptsService>>;
+  providerFacts?: Partial<ServiceImpl<typeof ProviderFactsService>>;
 }
 
 /** Clients of in-memory fakes of the downstream services. */
@@ -67,6 +69,7 @@ export function fakeClients(fakes: FakeServices): EdgeClients {
     router.service(WebhooksService, fakes.webhooks ?? {});
     router.service(MatchingService, fakes.matching ?? {});
     router.service(ReceiptsService, fakes.receipts ?? {});
+    router.service(ProviderFactsService, fakes.providerFacts ?? {});
   });
   return {
     operations: createClient(OperationsService, transport),
@@ -74,6 +77,7 @@ export function fakeClients(fakes: FakeServices): EdgeClients {
     webhooks: createClient(WebhooksService, transport),
     matching: createClient(MatchingService, transport),
     receipts: createClient(ReceiptsService, transport),
+    providerFacts: createClient(ProviderFactsService, transport),
   };
 }
 
