@@ -127,10 +127,15 @@ async function applyReview(
     const row = await d.store.lock(operationId, tx);
     if (!row) throw notFound();
     if (!REVIEWABLE.has(row.status)) {
-      if (review.verdict === "completed" && row.status !== "completed")
+      if (review.verdict === "completed" && row.status !== "completed") {
         // The payer paid after all: recorded beside the payment (in a transaction of its
         // own, since this one is rolled back by the refusal) and booked for an operator.
+        d.logger.warn(
+          { operationId, status: row.status, receiptId: review.receiptId, source },
+          "receipt for a payment already over",
+        );
         await d.store.sql.begin((own) => recordReceiptFact(d, own, row, review));
+      }
       throw notAwaiting(row);
     }
     if (review.verdict === "completed") return complete(d, tx, row, review);

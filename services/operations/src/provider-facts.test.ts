@@ -119,6 +119,24 @@ describe("provider facts", () => {
     expect((await h.store.findAnyById(id))?.status).toBe("pending");
   });
 
+  it("records legs beyond a completed operation's own as an amount that does not fit, and the same legs again as nothing", async () => {
+    const shop = await h.shop(["keeps"]);
+    const id = await createPending(shop, "600.00");
+    const leg = (legId: string, amount: string) => ({ id: legId, amount, completedAt: new Date() });
+    const report = (legs: ReturnType<typeof leg>[]) =>
+      h.store.sql.begin((tx) =>
+        applyProviderResult(apply(), tx, "keeps", { operationId: id, status: "completed", legs }, "callback"),
+      );
+    expect(await report([leg("a", "600.00")])).toBe("applied");
+    expect(await report([leg("a", "600.00")])).toBe("already_terminal");
+    expect(await factsOf(id)).toEqual([]);
+    expect(await report([leg("a", "600.00"), leg("b", "150.00")])).toBe("already_terminal");
+    const [fact] = await factsOf(id);
+    expect(fact).toMatchObject({ kind: "amount_mismatch", amount: "150.00", status: "open" });
+    const row = await h.store.findAnyById(id);
+    expect(row).toMatchObject({ status: "completed", actual_amount: "600.00" });
+  });
+
   it("resolves a fact once: credit with the shop's commission, the same action replays, another is refused", async () => {
     const shop = await h.shop(["keeps"], { percent: "2.5", fixed: "10" });
     const id = await createPending(shop, "200.00");

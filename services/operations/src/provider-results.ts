@@ -62,6 +62,27 @@ export async function applyProviderResult(
         providerStatus: "completed",
         legs: result.legs,
       });
+    } else if (row.status === "completed" && result.status === "completed" && result.legs.length > 0) {
+      // The same completion again, or one with legs the completed operation does not
+      // hold: money beyond what was settled, which does not fit the operation.
+      const known = await tx<{ provider_leg_id: string }[]>`
+        select provider_leg_id from operations.legs where operation_id = ${row.id}`;
+      const held = new Set(known.map((l) => l.provider_leg_id));
+      const extra = result.legs.filter((l) => !held.has(l.id));
+      if (extra.length > 0)
+        await recordProviderFact(deps, tx, {
+          provider: providerName,
+          reference: row.id,
+          operation: row,
+          kind: "amount_mismatch",
+          providerStatus: "completed",
+          legs: extra,
+        });
+      else
+        deps.logger.info(
+          { operationId: row.id, status: row.status, source },
+          "provider result applied before",
+        );
     } else if (row.status === result.status) {
       deps.logger.info({ operationId: row.id, status: row.status, source }, "provider result applied before");
     } else {
