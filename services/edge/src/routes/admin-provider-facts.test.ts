@@ -91,6 +91,14 @@ describe("provider facts over the admin API", () => {
     });
   });
 
+  it("documents both routes in the OpenAPI document, behind the admin token", async () => {
+    const doc = (await (await appWith([]).request("/openapi.json")).json()) as {
+      paths: Record<string, Record<string, { security?: unknown[] }>>;
+    };
+    expect(doc.paths["/admin/v1/provider-facts"]?.get?.security).toEqual([{ AdminBearer: [] }]);
+    expect(doc.paths["/admin/v1/provider-facts/{id}/resolve"]?.post?.security).toEqual([{ AdminBearer: [] }]);
+  });
+
   it("answers 401 without the admin token", async () => {
     expect((await appWith([]).request("/admin/v1/provider-facts")).status).toBe(401);
   });
