@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { balanceRow, Operator, paymentBody, send, type TestShop } from "../src/gateway.ts";
 import { pollUntil } from "../src/merchant.ts";
@@ -43,6 +44,7 @@ describe("provider facts and withdrawals", () => {
         RECONCILE_BACKOFF_MS: "200",
         RECONCILE_BACKOFF_MAX_MS: "1000",
         WITHDRAW_INTERVAL_MS: "200",
+        WITHDRAW_BACKOFF_MS: "200",
       },
     });
     operator = new Operator(stack);
@@ -67,6 +69,7 @@ describe("provider facts and withdrawals", () => {
     await stack?.stop();
   });
 
+  const via1 = (p: string) => ({ payin: [p], payout: [p], settlement_currency: "RUB" });
   const facts = async (): Promise<ProviderFact[]> => {
     const res = await operator.admin("GET", "/provider-facts");
     expect(res.status).toBe(200);
@@ -207,5 +210,45 @@ describe("provider facts and withdrawals", () => {
     );
     expect(await sandboxStatus(operationId)).toEqual(["withdrawn"]);
     expect((await settleAt(operationId, { legs: ["1000.00"] })).status).toBe(409);
+  });
+
+  it("still withdraws a cancelled payment after the operations process was killed while its provider failed to", async () => {
+    // Registered here rather than through the operator, to keep its credentials for the
+    // change of behaviour while operations is down.
+    const flaky = `flaky-${randomBytes(4).toString("hex")}`;
+    const credentials = randomBytes(24).toString("base64url");
+    const behave = (withdraw: string) =>
+      send("PUT", `${stack.urls.sandbox}/control/providers/${flaky}`, {
+        json: { credentials, payin: { mode: "accept", withdraw } },
+      });
+    expect((await behave("failing")).status).toBe(200);
+    const registered = await operator.admin("PUT", `/providers/${flaky}`, {
+      kind: "sandbox",
+      base_url: stack.urls.sandbox,
+      credentials,
+      methods: ["WT_RUB_C2C", "WT_RUB_PHONE"],
+    });
+    expect(registered.status).toBeLessThan(300);
+    const shop = await operator.newShop({ name: "flaky", routes: { WT_RUB_C2C: via1(flaky) } });
+    try {
+      const created = await shop.api.payment(paymentBody());
+      const operationId = created.json.operation_id as string;
+      expect((await shop.api.cancel({ operation_id: operationId })).json.outcome).toBe("cancelled");
+      await stack.kill("operations", "SIGKILL");
+      // The provider can withdraw again; nothing was withdrawn while it failed.
+      expect((await behave("supported")).status).toBe(200);
+      expect(await sandboxStatus(operationId)).toEqual(["pending"]);
+      await stack.restart("operations");
+
+      await pollUntil(
+        "the sandbox to show the payment withdrawn after the restart",
+        () => sandboxStatus(operationId),
+        (statuses) => statuses.includes("withdrawn"),
+      );
+      expect((await settleAt(operationId, { legs: ["1000.00"] })).status).toBe(409);
+      expect((await shop.api.state({ operation_id: operationId })).json.status).toBe("cancelled");
+    } finally {
+      await shop.receiver.stop();
+    }
   });
 });

@@ -122,7 +122,10 @@ export class WithdrawalDriver {
 
   /** One pass: leases due withdrawals (pushing them past one ask) and asks each once. */
   async runOnce(): Promise<number> {
-    const leaseMs = this.#o.attemptTimeoutMs + 30_000;
+    // Held for one ask and its recording; a crash delays the row by this much. A lease
+    // that ran out under a slow holder only asks again: a withdrawal is idempotent at the
+    // provider, and a final result applies once under the row lock.
+    const leaseMs = this.#o.attemptTimeoutMs + 5_000;
     const due = await this.#sql<WithdrawalRow[]>`
       update operations.withdrawals w
       set next_attempt_at = now() + make_interval(secs => ${leaseMs}::double precision / 1000)
