@@ -14,9 +14,17 @@ let h: OperationsHarness;
 const logger = createLogger("operations-test", "silent");
 
 beforeAll(async () => {
-  h = await startHarness({ config: { WITHDRAW_INTERVAL_MS: "100", RECONCILE_INTERVAL_MS: "0" } });
+  h = await startHarness({
+    config: {
+      WITHDRAW_INTERVAL_MS: "100",
+      WITHDRAW_BACKOFF_MS: "50",
+      WITHDRAW_ATTEMPTS: "3",
+      RECONCILE_INTERVAL_MS: "0",
+    },
+  });
   await h.provider("withdraws", { mode: "accept" });
   await h.provider("keeps", { mode: "accept", withdraw: "unsupported" });
+  await h.provider("failing", { mode: "accept", withdraw: "failing" });
 }, 60_000);
 afterAll(() => h?.stop());
 
@@ -84,6 +92,26 @@ describe("provider facts", () => {
     const row = await h.store.findAnyById(id);
     expect(row?.status).toBe("cancelled");
     expect(row?.actual_amount).toBe("0.00");
+  });
+
+  it("gives a withdrawal up after repeated failures, leaving the payment cancelled, and records a later completion", async () => {
+    const shop = await h.shop(["failing"]);
+    const id = await createPending(shop, "700.00");
+    expect((await cancel(shop, id)).outcome).toBe("cancelled");
+    const [withdrawal] = await eventually(
+      () => h.store.sql<{ status: string; attempts: number }[]>`
+        select status, attempts from operations.withdrawals where operation_id = ${id}`,
+      (rows) => expect(rows[0]?.status).toBe("gave_up"),
+    );
+    expect(withdrawal?.attempts).toBe(3);
+    h.callbacks("forward");
+    expect((await h.settle(id, { legs: ["700.00"] })).status).toBe(200);
+    const [fact] = await eventually(
+      () => factsOf(id),
+      (list) => expect(list).toHaveLength(1),
+    );
+    expect(fact).toMatchObject({ kind: "late_completion", provider: "failing", amount: "700.00" });
+    expect((await h.store.findAnyById(id))?.status).toBe("cancelled");
   });
 
   it("records the same legs reported by the callback and by a status read as one fact with one event", async () => {
