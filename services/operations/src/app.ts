@@ -13,6 +13,7 @@ import { ephemeralLinkSecret } from "./flexible.ts";
 import { OperationsHandlers } from "./handlers.ts";
 import { HandOffDriver } from "./handoff.ts";
 import { nobodyTookIt, type PoolDeps, SELF_MATCHING, startPoolConsumers } from "./pool.ts";
+import { reportOpenProviderFacts } from "./provider-facts.ts";
 import { ProviderFactsHandlers } from "./provider-facts-handlers.ts";
 import { Reconciler, reconcilerOptions } from "./reconciler.ts";
 import { OperationStore } from "./store.ts";
@@ -30,6 +31,7 @@ export function startOperations(config: OperationsConfig) {
     config,
     setup: ({ sql, nats, logger }) => {
       const store = new OperationStore(sql, config.EVENTS_PREFIX);
+      reportOpenProviderFacts(sql);
       const ledger = createServiceClient(LedgerService, config.LEDGER_URL);
       const relay = new OutboxRelay({ sql, schema: "operations", js: nats.js, logger });
       const callbackBaseUrl = config.PROVIDER_CALLBACK_BASE_URL.replace(/\/+$/, "");

@@ -3,6 +3,7 @@ import { createLogger } from "@gw/log";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   listProviderFacts,
+  openProviderFacts,
   ProviderFactAlreadyResolvedError,
   ProviderFactNotCreditableError,
   resolveProviderFact,
@@ -192,6 +193,14 @@ describe("provider facts", () => {
     expect((await factEvents()).filter((e) => e === "provider_facts.resolved").length).toBeGreaterThanOrEqual(
       1,
     );
+  });
+
+  it("counts open facts per kind in the operations_provider_facts_open gauge", async () => {
+    const open = await listProviderFacts(h.store.sql, { status: "open", limit: 500 });
+    const metric = await openProviderFacts.get();
+    const of = (kind: string) => metric.values.find((v) => v.labels.kind === kind)?.value;
+    for (const kind of ["late_completion", "not_routed", "amount_mismatch", "slot_refused"])
+      expect(of(kind)).toBe(open.filter((f) => f.kind === kind).length);
   });
 
   it("refuses to credit a shop with a fact of an operation the gateway never had", async () => {

@@ -9,7 +9,9 @@ import {
   ProviderFactEventSchema,
   ProviderFactSchema,
 } from "@gw/proto/gateway/operations/v1/provider_facts_pb";
+import { metricsRegistry } from "@gw/rpc";
 import type postgres from "postgres";
+import { Gauge } from "prom-client";
 import { v7 as uuidv7 } from "uuid";
 import type { ProviderLeg } from "./connectors/connector.ts";
 import type { OperationRow } from "./model.ts";
@@ -23,6 +25,34 @@ export type FactKind = (typeof FACT_KINDS)[number];
 /** How an operator settles a fact: into the shop's balance, or back to whoever paid it. */
 export const RESOLUTIONS = ["credit_shop", "return_to_payer"] as const;
 export type Resolution = (typeof RESOLUTIONS)[number];
+
+/** The database the gauge below reads at scrape; set by `reportOpenProviderFacts` at start. */
+let metricsSql: Sql | undefined;
+
+/**
+ * Open provider facts per kind: money an operator still has to place. The same
+ * database-wide figure from every replica: take the max, not the sum.
+ */
+export const openProviderFacts = new Gauge({
+  name: "operations_provider_facts_open",
+  help: "Provider facts not yet resolved by an operator, per kind (database-wide; max over replicas).",
+  labelNames: ["kind"],
+  registers: [metricsRegistry],
+  async collect() {
+    if (metricsSql === undefined) return;
+    const rows = await metricsSql<{ kind: string; n: number }[]>`
+      select kind, count(*)::int as n from operations.provider_facts where status = 'open' group by kind`.catch(
+      () => undefined,
+    );
+    if (rows === undefined) return;
+    for (const kind of FACT_KINDS) this.set({ kind }, rows.find((r) => r.kind === kind)?.n ?? 0);
+  },
+});
+
+/** Lets the `operations_provider_facts_open` gauge read this database at scrape. */
+export function reportOpenProviderFacts(sql: Sql): void {
+  metricsSql = sql;
+}
 
 /** The fact does not exist. */
 export class ProviderFactNotFoundError extends Error {
