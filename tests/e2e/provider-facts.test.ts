@@ -240,15 +240,18 @@ describe("provider facts and withdrawals", () => {
       expect(await sandboxStatus(operationId)).toEqual(["pending"]);
       await stack.restart("operations");
 
+      // A cancelled event the killed process had taken but not acknowledged comes back
+      // after JetStream's ack wait (30 s): wait longer than that.
       await pollUntil(
         "the sandbox to show the payment withdrawn after the restart",
         () => sandboxStatus(operationId),
         (statuses) => statuses.includes("withdrawn"),
+        60_000,
       );
       expect((await settleAt(operationId, { legs: ["1000.00"] })).status).toBe(409);
       expect((await shop.api.state({ operation_id: operationId })).json.status).toBe("cancelled");
     } finally {
       await shop.receiver.stop();
     }
-  });
+  }, 120_000);
 });
