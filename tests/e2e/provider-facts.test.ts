@@ -241,7 +241,7 @@ describe("provider facts and withdrawals", () => {
       await stack.restart("operations");
 
       // A cancelled event the killed process had taken but not acknowledged comes back
-      // after JetStream's ack wait (30 s): wait longer than that.
+      // after the consumer's ack wait (10 s), on top of the restart.
       await pollUntil(
         "the sandbox to show the payment withdrawn after the restart",
         () => sandboxStatus(operationId),

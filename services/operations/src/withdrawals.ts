@@ -82,6 +82,9 @@ export function startWithdrawalConsumer(options: {
     decode: (data) => fromBinary(OperationEventSchema, data),
     handle: (tx, event) => onCancelled(tx, event),
     logger: options.logger,
+    // Handling is one read and one insert: a cancel taken by a process that died is
+    // redelivered after 10 s rather than JetStream's default 30 s.
+    ackWaitMs: 10_000,
   });
 }
 
