@@ -27,7 +27,11 @@ describe("cancelling payments over HTTP", () => {
   let operator: Operator;
   /** Payments accepted at once. */
   let shop: TestShop;
-  /** Only for the cancel-then-settle check, so its balance must stay zero. */
+  /**
+   * Only for the cancel-then-settle check, so its balance must stay zero. Its provider
+   * cannot withdraw (others refuse a settle once the cancel reached them), so the payer
+   * still pays: a provider fact for an operator (tests/e2e/provider-facts.test.ts).
+   */
   let quiet: TestShop;
   /** Its provider answers after 1.5 s, so a cancel lands while the create is routing. */
   let slow: TestShop;
@@ -42,7 +46,8 @@ describe("cancelling payments over HTTP", () => {
     const slowProvider = await operator.provider("slow", { payin: { mode: "accept", delay_ms: 1500 } });
     const racyProvider = await operator.provider("racy", { payin: { mode: "accept", delay_ms: 40 } });
     shop = await operator.newShop({ name: "cancel", routes: { WT_RUB_C2C: via(instant) } });
-    quiet = await operator.newShop({ name: "quiet", routes: { WT_RUB_C2C: via(instant) } });
+    const keeps = await operator.provider("keeps", { payin: { mode: "accept", withdraw: "unsupported" } });
+    quiet = await operator.newShop({ name: "quiet", routes: { WT_RUB_C2C: via(keeps) } });
     slow = await operator.newShop({ name: "slow", routes: { WT_RUB_C2C: via(slowProvider) } });
     racy = await operator.newShop({ name: "racy", routes: { WT_RUB_C2C: via(racyProvider) } });
   });

@@ -114,6 +114,8 @@ export interface SandboxBehaviour {
   expires_in_seconds?: number;
   delay_ms?: number;
   decline_reason?: string;
+  /** How the provider answers a withdrawal (cancel, expiry); the sandbox's default is `supported`. */
+  withdraw?: "supported" | "unsupported" | "failing";
   requisites?: { card_number?: string; phone?: string; bank_code?: string; holder_name?: string };
 }
 

@@ -41,6 +41,9 @@ export const GATEWAY_ACCESS_POLICY: AccessPolicy = {
     ListManualChecks: ADMIN,
     "*": MERCHANT,
   },
+  "gateway.operations.v1.ProviderFactsService": {
+    "*": ADMIN,
+  },
   "gateway.ledger.v1.LedgerService": {
     Quote: ["operations"],
     ReservePayout: ["operations"],

@@ -35,6 +35,9 @@ export type PublicErrorCode =
   | "dead_letter_not_found"
   | "dead_letter_resolved"
   | "dead_letter_retry_failed"
+  | "provider_fact_not_found"
+  | "provider_fact_already_resolved"
+  | "provider_fact_not_creditable"
   | "internal";
 
 /** A domain failure: a Connect error carrying the public code (and field) as a detail. */

@@ -9,6 +9,7 @@ import { DeadLetterService } from "@gw/proto/gateway/deadletters/v1/dead_letters
 import { LedgerService } from "@gw/proto/gateway/ledger/v1/ledger_pb";
 import { MatchingService } from "@gw/proto/gateway/matching/v1/matching_pb";
 import { OperationsService } from "@gw/proto/gateway/operations/v1/operations_pb";
+import { ProviderFactsService } from "@gw/proto/gateway/operations/v1/provider_facts_pb";
 import { ReceiptsService } from "@gw/proto/gateway/receipts/v1/receipts_pb";
 import { WebhooksService } from "@gw/proto/gateway/webhooks/v1/webhooks_pb";
 import { Health, HealthCheckResponse_ServingStatus } from "@gw/proto/grpc/health/v1/health_pb";
@@ -32,6 +33,7 @@ import { traceRequests } from "./middleware/tracing.ts";
 import { DOCS_PAGE, describeUnmanagedRoutes, OPENAPI_INFO } from "./openapi.ts";
 import { adminConfigRoutes } from "./routes/admin-config.ts";
 import { adminDeadLetterRoutes } from "./routes/admin-dead-letters.ts";
+import { adminProviderFactRoutes } from "./routes/admin-provider-facts.ts";
 import { adminReadRoutes } from "./routes/admin-reads.ts";
 import { adminReceiptRoutes } from "./routes/admin-receipt.ts";
 import { adminReviewRoutes } from "./routes/admin-reviews.ts";
@@ -103,6 +105,7 @@ export function buildApp(deps: EdgeDeps): OpenAPIHono<EdgeEnv> {
   app.route("/admin/v1", adminConfigRoutes(deps.clients));
   app.route("/admin/v1", adminReviewRoutes(deps.clients));
   app.route("/admin/v1", adminDeadLetterRoutes(deps.clients));
+  app.route("/admin/v1", adminProviderFactRoutes(deps.clients));
   app.route("/admin/v1", adminReadRoutes(deps.clients));
   app.route("/admin/v1", adminReceiptRoutes(deps.clients));
   app.route(
@@ -168,6 +171,7 @@ export async function startEdge(
 
   const clients: EdgeClients = overrides.clients ?? {
     operations: createServiceClient(OperationsService, config.OPERATIONS_URL),
+    providerFacts: createServiceClient(ProviderFactsService, config.OPERATIONS_URL),
     ledger: createServiceClient(LedgerService, config.LEDGER_URL),
     webhooks: createServiceClient(WebhooksService, config.WEBHOOKS_URL),
     receipts: createServiceClient(ReceiptsService, config.RECEIPTS_URL),

@@ -5,6 +5,7 @@ import type { DeadLetterService } from "@gw/proto/gateway/deadletters/v1/dead_le
 import type { LedgerService } from "@gw/proto/gateway/ledger/v1/ledger_pb";
 import type { MatchingService } from "@gw/proto/gateway/matching/v1/matching_pb";
 import type { OperationsService } from "@gw/proto/gateway/operations/v1/operations_pb";
+import type { ProviderFactsService } from "@gw/proto/gateway/operations/v1/provider_facts_pb";
 import type { ReceiptsService } from "@gw/proto/gateway/receipts/v1/receipts_pb";
 import type { WebhooksService } from "@gw/proto/gateway/webhooks/v1/webhooks_pb";
 import type { AdmissionLimits } from "./admission.ts";
@@ -24,6 +25,8 @@ export interface EdgeClients {
   receipts: Client<typeof ReceiptsService>;
   /** The dead letters of each service with consumers (`DEAD_LETTER_HOLDERS`). */
   deadLetters: Record<DeadLetterHolder, Client<typeof DeadLetterService>>;
+  /** The operators' queue of provider facts (operations); the admin routes answer 503 without it. */
+  providerFacts?: Client<typeof ProviderFactsService>;
 }
 
 /** Answers whether one dependency is reachable now; false or a throw both mean no. */

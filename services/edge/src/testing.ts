@@ -17,6 +17,7 @@ import {
   OperationSchema,
   OperationsService,
 } from "@gw/proto/gateway/operations/v1/operations_pb";
+import { ProviderFactsService } from "@gw/proto/gateway/operations/v1/provider_facts_pb";
 import { ReceiptsService } from "@gw/proto/gateway/receipts/v1/receipts_pb";
 import { WebhooksService } from "@gw/proto/gateway/webhooks/v1/webhooks_pb";
 import { type Logger, pino } from "pino";
@@ -66,6 +67,7 @@ export interface FakeServices {
   receipts?: Partial<ServiceImpl<typeof ReceiptsService>>;
   /** The DeadLetterService of each service that serves one. */
   deadLetters?: Partial<Record<DeadLetterHolder, Partial<ServiceImpl<typeof DeadLetterService>>>>;
+  providerFacts?: Partial<ServiceImpl<typeof ProviderFactsService>>;
 }
 
 /** Clients of in-memory fakes of the downstream services. */
@@ -76,6 +78,7 @@ export function fakeClients(fakes: FakeServices): EdgeClients {
     router.service(WebhooksService, fakes.webhooks ?? {});
     router.service(MatchingService, fakes.matching ?? {});
     router.service(ReceiptsService, fakes.receipts ?? {});
+    router.service(ProviderFactsService, fakes.providerFacts ?? {});
   });
   return {
     operations: createClient(OperationsService, transport),
@@ -95,6 +98,7 @@ export function fakeClients(fakes: FakeServices): EdgeClients {
         ),
       ]),
     ) as EdgeClients["deadLetters"],
+    providerFacts: createClient(ProviderFactsService, transport),
   };
 }
 

@@ -7,6 +7,7 @@ import { type OperationEvent, OperationEventSchema } from "@gw/proto/gateway/ope
 import { type GrpcServiceConfig, startGrpcService } from "@gw/runtime";
 import { applyOperationEvent } from "./events.ts";
 import { LedgerHandlers } from "./service.ts";
+import { startSuspenseConsumer, suspenseApplier } from "./suspense.ts";
 
 export const migrationsFolder = fileURLToPath(new URL("../drizzle", import.meta.url));
 
@@ -36,8 +37,9 @@ export function startLedger(config: GrpcServiceConfig) {
         service: "ledger",
         sql,
         schema: "ledger",
-        consumers: [postings],
+        consumers: [postings, suspenseApplier],
       });
+      let facts: RunningConsumer | undefined;
       return {
         routes: (router) => {
           router.service(LedgerService, new LedgerHandlers(sql, logger));
@@ -54,8 +56,10 @@ export function startLedger(config: GrpcServiceConfig) {
             logger,
             retry,
           });
+          facts = await startSuspenseConsumer({ nats, prefix: config.EVENTS_PREFIX, sql, logger, retry });
         },
         async stop() {
+          await facts?.stop();
           await consumer?.stop();
         },
       };

@@ -9,6 +9,8 @@ export const ACCOUNT_KINDS = [
   "provider_clearing",
   "fx_conversion",
   "adjustments",
+  "suspense",
+  "payer_returns",
 ] as const;
 export type AccountKind = (typeof ACCOUNT_KINDS)[number];
 

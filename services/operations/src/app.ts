@@ -4,6 +4,7 @@ import { DeadLetterService } from "@gw/proto/gateway/deadletters/v1/dead_letters
 import { LedgerService } from "@gw/proto/gateway/ledger/v1/ledger_pb";
 import { MatchingService } from "@gw/proto/gateway/matching/v1/matching_pb";
 import { OperationsService } from "@gw/proto/gateway/operations/v1/operations_pb";
+import { ProviderFactsService } from "@gw/proto/gateway/operations/v1/provider_facts_pb";
 import { ReceiptsService } from "@gw/proto/gateway/receipts/v1/receipts_pb";
 import { createServiceClient } from "@gw/rpc";
 import { startGrpcService } from "@gw/runtime";
@@ -14,8 +15,11 @@ import { OperationsHandlers } from "./handlers.ts";
 import { HandOffDriver } from "./handoff.ts";
 import { withErrorCatalogue } from "./lifecycle/catalogue.ts";
 import { nobodyTookIt, type PoolDeps, poolConsumers, SELF_MATCHING, startPoolConsumers } from "./pool.ts";
+import { reportOpenProviderFacts } from "./provider-facts.ts";
+import { ProviderFactsHandlers } from "./provider-facts-handlers.ts";
 import { Reconciler, reconcilerOptions } from "./reconciler.ts";
 import { OperationStore } from "./store.ts";
+import { startWithdrawalConsumer, WithdrawalDriver, withdrawalApplier } from "./withdrawals.ts";
 
 export const migrationsFolder = fileURLToPath(new URL("../drizzle", import.meta.url));
 
@@ -25,10 +29,11 @@ export function startOperations(config: OperationsConfig) {
     name: "operations",
     schema: "operations",
     migrationsFolder,
-    serviceNames: [OperationsService.typeName, DeadLetterService.typeName],
+    serviceNames: [OperationsService.typeName, DeadLetterService.typeName, ProviderFactsService.typeName],
     config,
     setup: ({ sql, nats, logger, retry }) => {
       const store = new OperationStore(sql, config.EVENTS_PREFIX);
+      reportOpenProviderFacts(sql);
       const ledger = createServiceClient(LedgerService, config.LEDGER_URL);
       const relay = new OutboxRelay({ sql, schema: "operations", js: nats.js, logger });
       const callbackBaseUrl = config.PROVIDER_CALLBACK_BASE_URL.replace(/\/+$/, "");
@@ -64,6 +69,17 @@ export function startOperations(config: OperationsConfig) {
         SELF_MATCHING,
         (tx, row) => nobodyTookIt(pool, tx, row),
       );
+      const withdrawals = new WithdrawalDriver(
+        { store, connectorFor, logger: logger.child({ component: "withdrawals" }) },
+        {
+          attempts: config.WITHDRAW_ATTEMPTS,
+          backoffMs: config.WITHDRAW_BACKOFF_MS,
+          backoffMaxMs: config.RECONCILE_BACKOFF_MAX_MS,
+          intervalMs: config.WITHDRAW_INTERVAL_MS,
+          batchSize: 32,
+          attemptTimeoutMs: config.PROVIDER_ATTEMPT_TIMEOUT_MS,
+        },
+      );
       let consumers: RunningConsumer[] = [];
       const receipts = createServiceClient(ReceiptsService, config.RECEIPTS_URL);
       if (!config.FLEXIBLE_LINK_SECRET)
@@ -86,23 +102,32 @@ export function startOperations(config: OperationsConfig) {
         service: "operations",
         sql,
         schema: "operations",
-        consumers: Object.values(poolConsumers(pool)).map((c) => c.applier),
+        consumers: [...Object.values(poolConsumers(pool)).map((c) => c.applier), withdrawalApplier],
       });
       return {
         routes: (router) => {
           // Domain errors become Connect errors here, once, through the catalogue.
           router.service(OperationsService, withErrorCatalogue(OperationsService, handlers, logger));
           router.service(DeadLetterService, deadLetters);
+          router.service(
+            ProviderFactsService,
+            new ProviderFactsHandlers({ sql, prefix: config.EVENTS_PREFIX, logger }),
+          );
         },
         start: async () => {
           await relay.start();
           consumers = await startPoolConsumers(pool, nats, sql, config.EVENTS_PREFIX, retry);
           await handOffs.start();
+          consumers.push(
+            await startWithdrawalConsumer({ nats, prefix: config.EVENTS_PREFIX, sql, logger, retry }),
+          );
+          await withdrawals.start();
           if (config.RECONCILE_INTERVAL_MS > 0) reconciler.start();
         },
         stop: async () => {
           await reconciler.stop();
           await handOffs.stop();
+          await withdrawals.stop();
           await Promise.all(consumers.map((c) => c.stop()));
           await relay.stop();
         },

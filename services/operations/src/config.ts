@@ -35,6 +35,12 @@ export const configSchema = grpcServiceConfig(50051, 9101).extend({
     .default(5 * 60_000),
   /** How often due hand-offs are looked for besides the NOTIFY of a new one. */
   POOL_HANDOFF_INTERVAL_MS: z.coerce.number().int().min(10).default(1_000),
+  /** How often due withdrawals (cancel → provider) are looked for besides the NOTIFY of a new one. */
+  WITHDRAW_INTERVAL_MS: z.coerce.number().int().min(10).default(1_000),
+  /** Wait before asking a provider that did not answer a withdrawal again; doubles per ask. */
+  WITHDRAW_BACKOFF_MS: z.coerce.number().int().min(1).default(5_000),
+  /** Unanswered withdrawal asks before it is given up (a later completion is a provider fact). */
+  WITHDRAW_ATTEMPTS: z.coerce.number().int().min(1).max(100).default(10),
   /** Lifetime of a flexible link in `amount_selection`. */
   FLEXIBLE_LINK_LIFETIME_MS: z.coerce
     .number()

@@ -20,6 +20,7 @@ import {
   ValidationError,
 } from "./lifecycle/errors.ts";
 import { isTerminal, type LegRow, type OperationRow, toOperation } from "./model.ts";
+import { recordReceiptFact } from "./provider-facts.ts";
 import { receiptsOf } from "./receipts-of.ts";
 import type { OperationStore } from "./store.ts";
 
@@ -118,7 +119,7 @@ function notAwaiting(row: OperationRow) {
  * payment with that actual amount; `rejected` rejects it; `manual_check` puts it (or
  * keeps it) in manual_check with the reason. An unchanged state emits nothing. A payment
  * that left review meanwhile (cancelled, expired) is not moved: 412, and a completed
- * verdict for it is logged as an error for an operator, since money may have moved.
+ * verdict for it is recorded as a provider fact (`recordReceiptFact`), since money moved.
  */
 async function applyReview(
   d: ReceiptDeps,
@@ -139,11 +140,15 @@ async function applyReview(
     const row = await d.store.lock(operationId, tx);
     if (!row) throw notFound();
     if (!REVIEWABLE.has(row.status)) {
-      if (review.verdict === "completed" && row.status !== "completed")
-        d.logger.error(
+      if (review.verdict === "completed" && row.status !== "completed") {
+        // The payer paid after all: recorded beside the payment (in a transaction of its
+        // own, since this one is rolled back by the refusal) and booked for an operator.
+        d.logger.warn(
           { operationId, status: row.status, receiptId: review.receiptId, source },
-          "a receipt proved a payment that is already terminal: money may have moved",
+          "receipt for a payment already over",
         );
+        await d.store.sql.begin((own) => recordReceiptFact(d, own, row, review));
+      }
       throw notAwaiting(row);
     }
     const { row: next } = await d.store.applyFact(row, fact, { tx });

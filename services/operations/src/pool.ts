@@ -21,6 +21,7 @@ import type postgres from "postgres";
 import type { Connector, ProviderAnswer, ProviderConfig } from "./connectors/connector.ts";
 import { recordHandOff } from "./handoff.ts";
 import { isTerminal, type OperationRow } from "./model.ts";
+import { recordSlotRefused } from "./provider-facts.ts";
 import { receiptsOf } from "./receipts-of.ts";
 import type { OperationStore } from "./store.ts";
 
@@ -189,11 +190,8 @@ export async function onPayinCompleted(pool: PoolDeps, row: OperationRow): Promi
     const code = errorInfo(err)?.code;
     if (code === "slot_settled" || code === "amount_unavailable" || code === "not_found") {
       // Money arrived that the pool cannot account for (the slot expired first, or more
-      // than the payout can take): an operator settles it.
-      pool.logger.error(
-        { operationId: row.id, code, actualAmount: row.actual_amount },
-        "pool: a completed payin could not be confirmed in its payout; needs an operator",
-      );
+      // than the payout can take): recorded and booked for an operator.
+      await pool.store.sql.begin((tx) => recordSlotRefused(pool, tx, row, code));
       return;
     }
     throw err;

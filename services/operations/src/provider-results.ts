@@ -5,6 +5,7 @@ import { Code, failure } from "@gw/rpc";
 import type postgres from "postgres";
 import type { ProviderResult } from "./connectors/connector.ts";
 import { isTerminal } from "./model.ts";
+import { recordProviderFact } from "./provider-facts.ts";
 import { receiptsOf } from "./receipts-of.ts";
 import type { OperationStore } from "./store.ts";
 
@@ -17,7 +18,8 @@ export type ApplyOutcome = "applied" | "already_terminal" | "not_routed";
  * to `completed` (actual amount = sum of the legs) or `rejected` with its event. The row
  * lock makes a callback and the reconciler arriving together apply once: the second
  * finds the row terminal and changes nothing. A result for an operation routed to
- * another provider, or for a terminal one, changes nothing either.
+ * another provider, or for a terminal one, changes nothing either; when it is a
+ * completion, the money moved and it is recorded as a provider fact (src/provider-facts.ts).
  */
 export async function applyProviderResult(
   deps: { store: OperationStore; logger: Logger },
@@ -28,22 +30,61 @@ export async function applyProviderResult(
 ): Promise<ApplyOutcome> {
   const row = await deps.store.lock(result.operationId, tx);
   if (!row || row.provider !== providerName) {
-    deps.logger.warn(
-      { provider: providerName, operationId: result.operationId, source },
-      "provider result for an operation not routed to this provider",
-    );
+    // A provider that does not hold the route (one passed over in a cascade, or that we
+    // never asked) completed it anyway: the money moved, so it is a fact of its own. A
+    // routing row is left alone: the create may still record this provider (the caller
+    // refuses the callback for now and the provider retries it).
+    if (result.status === "completed" && row?.status !== "routing")
+      await recordProviderFact(deps, tx, {
+        provider: providerName,
+        reference: result.operationId,
+        operation: row,
+        kind: "not_routed",
+        providerStatus: "completed",
+        legs: result.legs,
+      });
+    else
+      deps.logger.warn(
+        { provider: providerName, operationId: result.operationId, source, result: result.status },
+        "provider result for an operation not routed to this provider",
+      );
     return "not_routed";
   }
   if (isTerminal(row.status)) {
-    if (row.status === result.status) {
+    if (result.status === "completed" && row.status !== "completed") {
+      // Terminal states never change: money the provider took for an operation we
+      // cancelled, rejected or expired is recorded and booked for an operator.
+      await recordProviderFact(deps, tx, {
+        provider: providerName,
+        reference: row.id,
+        operation: row,
+        kind: "late_completion",
+        providerStatus: "completed",
+        legs: result.legs,
+      });
+    } else if (row.status === "completed" && result.status === "completed" && result.legs.length > 0) {
+      // The same completion again, or one with legs the completed operation does not
+      // hold: money beyond what was settled, which does not fit the operation.
+      const known = await tx<{ provider_leg_id: string }[]>`
+        select provider_leg_id from operations.legs where operation_id = ${row.id}`;
+      const held = new Set(known.map((l) => l.provider_leg_id));
+      const extra = result.legs.filter((l) => !held.has(l.id));
+      if (extra.length > 0)
+        await recordProviderFact(deps, tx, {
+          provider: providerName,
+          reference: row.id,
+          operation: row,
+          kind: "amount_mismatch",
+          providerStatus: "completed",
+          legs: extra,
+        });
+      else
+        deps.logger.info(
+          { operationId: row.id, status: row.status, source },
+          "provider result applied before",
+        );
+    } else if (row.status === result.status) {
       deps.logger.info({ operationId: row.id, status: row.status, source }, "provider result applied before");
-    } else if (result.status === "completed") {
-      // Terminal states never change; money the provider took for an operation we expired
-      // or cancelled needs an operator.
-      deps.logger.error(
-        { operationId: row.id, status: row.status, result: result.status, provider: providerName, source },
-        "provider completed an operation that is already terminal: money may have moved",
-      );
     } else {
       deps.logger.warn(
         { operationId: row.id, status: row.status, result: result.status, source },

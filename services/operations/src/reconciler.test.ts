@@ -30,6 +30,8 @@ beforeAll(async () => {
   await h.provider("acme", { mode: "accept", expires_in_seconds: 900 });
   await h.provider("brief", { mode: "accept", expires_in_seconds: 1 });
   await h.provider("refuser", { mode: "decline" });
+  await h.provider("brief-keeps", { mode: "accept", expires_in_seconds: 1, withdraw: "unsupported" });
+  await h.provider("brief-payouts", { mode: "accept" }, { mode: "accept", expires_in_seconds: 1 });
 }, 60_000);
 afterAll(() => h?.stop());
 
@@ -138,7 +140,7 @@ describe("reconciler", () => {
     expect(completed[0]?.receipts.map((r) => r.amount)).toEqual(["1000.00"]);
   }, 40_000);
 
-  it("expires a payment past its expires_at that the provider still reports pending, with one event", async () => {
+  it("expires a payment past its expires_at that the provider still reports pending once withdrawn there, with one event", async () => {
     const shop = await h.shop(["brief"]);
     h.callbacks("forward");
     const { operation } = await h.operations.createOperation(paymentRequest(shop));
@@ -151,10 +153,47 @@ describe("reconciler", () => {
     );
     expect(done.operation?.actualAmount).toBe("0.00");
     expect((await eventsOf(id)).map((e) => e.type)).toEqual(["payment.pending", "payment.rejected"]);
-    // Nothing was said to the provider: it still holds the operation open.
+    // The requisites were withdrawn first: nothing can be paid into them any more.
+    const [held] = await sandboxView(id);
+    expect(held?.status).toBe("withdrawn");
+  });
+
+  it("keeps asking about an expired payment whose provider cannot withdraw it, and leaves it pending", async () => {
+    const shop = await h.shop(["brief-keeps"]);
+    const id = await createPending(shop);
+    const asked = await eventually(
+      async () => (await h.store.findAnyById(id)) as ReconcileRow,
+      (row) => expect(row.reconcile_checks).toBeGreaterThanOrEqual(2),
+    );
+    expect(asked.status).toBe("pending");
+    expect(asked.expires_at?.getTime()).toBeLessThan(Date.now());
+    expect((await eventsOf(id)).map((e) => e.type)).toEqual(["payment.pending"]);
     const [held] = await sandboxView(id);
     expect(held?.status).toBe("pending");
-    expect(held?.settled_at).toBeUndefined();
+  });
+
+  it("never rejects a payout on its local expires_at: only the provider's rejection ends it", async () => {
+    const shop = await h.shop(["brief-payouts"]);
+    const { operation } = await h.operations.createOperation(
+      paymentRequest(shop, { type: "payout", number: "4111111111111111" }),
+    );
+    const id = operation?.operationId ?? "";
+    expect(operation?.status).toBe("pending");
+    expect(operation?.expiresAt).toBeDefined();
+    const asked = await eventually(
+      async () => (await h.store.findAnyById(id)) as ReconcileRow,
+      (row) => expect(row.reconcile_checks).toBeGreaterThanOrEqual(2),
+    );
+    expect(asked.status).toBe("pending");
+    expect(asked.expires_at?.getTime()).toBeLessThan(Date.now());
+    expect((await eventsOf(id)).map((e) => e.type)).toEqual(["payout.pending"]);
+
+    h.callbacks("forward");
+    expect((await h.settle(id, { status: "rejected" })).status).toBe(200);
+    await eventually(
+      () => read(shop, id),
+      (r) => expect(r.operation?.status).toBe("rejected"),
+    );
   });
 
   it("leaves a payment the provider reports pending before its expiry and asks again only after a backoff", async () => {

@@ -2,6 +2,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { errorInfo, metricsRegistry } from "@gw/rpc";
 import { Gauge } from "prom-client";
 import type { OperationsConfig } from "./config.ts";
+import type { ProviderResult } from "./connectors/connector.ts";
 import { type CreateDeps, ROUTING_GRACE_MS, reroute } from "./create.ts";
 import { isTerminal } from "./model.ts";
 import { type PoolDeps, reconcilePooled, SELF_MATCHING } from "./pool.ts";
@@ -82,12 +83,14 @@ const ALERT_EVERY_MAX_MS = 60_000;
  *
  * - `pending`/`awaiting_confirmation` past `expires_at` or older than `afterMs`: the
  *   routed provider is asked for the status. Completed or rejected is applied exactly
- *   like its callback. Still pending and past `expires_at`: `rejected` with its event.
- *   The provider is told nothing (the connector has no way to withdraw an operation);
- *   should it complete later, its callback finds the operation terminal and logs an
- *   error for an operator. Still pending before the expiry, or no answer at all: asked
- *   again after a per-operation backoff (never later than the expiry). A provider that
- *   does not answer never leads to an expiry: without an answer nothing is known.
+ *   like its callback. A payment still pending past `expires_at` is withdrawn at its
+ *   provider first (`Connector.cancel`) and recorded `rejected` with its event only once
+ *   withdrawn or never received; otherwise (no withdrawal offered, no answer) it is asked
+ *   again, and a completion that still arrives is applied or, after a terminal status,
+ *   recorded as a provider fact. A payout's expiry is the provider's to report: a local
+ *   `expires_at` never rejects it nor releases its reserve. Still pending before the
+ *   expiry, or no answer at all: asked again after a per-operation backoff (never later
+ *   than the expiry). A provider that does not answer never leads to an expiry.
  * - `routing` past its deadline by the database's clock (the create's process died, or it
  *   answered 503 with a provider's answer still unknown): driven like a retried create
  *   drives it (`reroute`), from the stored cascade position: a provider whose answer is
@@ -204,6 +207,12 @@ export class Reconciler {
       row.id,
       AbortSignal.any([this.#stop.signal, AbortSignal.timeout(this.#deps.attemptTimeoutMs)]),
     );
+    const expired = row.expires_at !== null && row.expires_at.getTime() <= Date.now();
+    if (answer.status === "not_found" || answer.status === "withdrawn") {
+      // A payin past its expiry that its provider withdrew, or never received, ends here:
+      // no money can arrive for it any more.
+      if (expired && row.type === "payment") return this.#expire(row, provider.name);
+    }
     if (answer.status === "unknown" || answer.status === "not_found" || answer.status === "withdrawn") {
       // Nothing to apply: a pending row's provider that does not know it, or withdrew it,
       // is a question for an operator, asked again later like no answer at all.
@@ -214,32 +223,56 @@ export class Reconciler {
       await store.scheduleCheck(row.id, this.#backoff(row), true);
       return "failed";
     }
-    if (answer.status !== "pending") {
-      const outcome = await store.sql.begin((tx) =>
-        applyProviderResult(this.#deps, tx, provider.name, { ...answer, operationId: row.id }, "reconciler"),
+    if (answer.status !== "pending") return this.#apply(row, provider.name, answer);
+    if (expired && row.type === "payment") {
+      // The payer's window is over: withdraw the requisites first, so that nothing is paid
+      // into them after the gateway records the expiry. Only a definite answer ends it.
+      const withdrawal = await connector.cancel(
+        provider,
+        row.id,
+        AbortSignal.any([this.#stop.signal, AbortSignal.timeout(this.#deps.attemptTimeoutMs)]),
       );
-      if (outcome === "applied") {
-        logger.info({ operationId: row.id, status: answer.status }, "reconciled from the provider's status");
-        return answer.status;
-      }
-      return "unchanged";
+      if (withdrawal.outcome === "withdrawn" || withdrawal.outcome === "not_found")
+        return this.#expire(row, provider.name);
+      if (withdrawal.outcome === "final") return this.#apply(row, provider.name, withdrawal.result);
+      logger.warn(
+        { operationId: row.id, provider: provider.name, answer: withdrawal.outcome },
+        "reconcile: expired payment not withdrawn at its provider; asking again",
+      );
     }
-    if (row.expires_at && row.expires_at.getTime() <= Date.now()) {
-      const expired = await store.transition(row, { status: "rejected" }, { emit: true });
-      if (expired) {
-        logger.info(
-          { operationId: row.id, provider: provider.name },
-          "expired: the provider still reports pending",
-        );
-        return "expired";
-      }
-      // Changed meanwhile (a callback, a cancel): look again soon unless it is settled.
-      const now = await store.findAnyById(row.id);
-      if (now && !isTerminal(now.status)) await store.scheduleCheck(row.id, 0, false);
-      return "unchanged";
-    }
+    // A payout's expiry is the provider's to report (a rejection); a local clock never
+    // releases its reserve while the provider may still pay it.
     await store.scheduleCheck(row.id, this.#backoff(row), true);
     return "pending";
+  }
+
+  /** Applies a final result the provider reported, exactly as its callback would. */
+  async #apply(
+    row: ReconcileRow,
+    providerName: string,
+    result: Omit<ProviderResult, "operationId">,
+  ): Promise<Outcome> {
+    const { store, logger } = this.#deps;
+    const outcome = await store.sql.begin((tx) =>
+      applyProviderResult(this.#deps, tx, providerName, { ...result, operationId: row.id }, "reconciler"),
+    );
+    if (outcome !== "applied") return "unchanged";
+    logger.info({ operationId: row.id, status: result.status }, "reconciled from the provider's status");
+    return result.status;
+  }
+
+  /** Records a payin expired (`rejected`) once its provider withdrew it or never had it. */
+  async #expire(row: ReconcileRow, providerName: string): Promise<Outcome> {
+    const { store, logger } = this.#deps;
+    const expired = await store.transition(row, { status: "rejected" }, { emit: true });
+    if (expired) {
+      logger.info({ operationId: row.id, provider: providerName }, "expired: withdrawn at the provider");
+      return "expired";
+    }
+    // Changed meanwhile (a callback, a cancel): look again soon unless it is settled.
+    const now = await store.findAnyById(row.id);
+    if (now && !isTerminal(now.status)) await store.scheduleCheck(row.id, 0, false);
+    return "unchanged";
   }
 
   /** An operation in the pool: no provider to ask; expiry and the payout's pool state decide. */

@@ -160,6 +160,11 @@ export class OperationStore {
       where id = ${operationId} and not hosted_page`;
   }
 
+  /** The events prefix, for the other outbox rows written in this schema (provider facts). */
+  get prefix(): string {
+    return this.#prefix;
+  }
+
   async findByMop(shopId: string, mop: string, tx: Tx = this.#sql): Promise<OperationRow | undefined> {
     const [row] = await tx<OperationRow[]>`
       select * from operations.operations where shop_id = ${shopId} and merchant_operation_id = ${mop}`;

@@ -1530,6 +1530,167 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/v1/provider-facts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Provider facts: money a provider moved that the gateway did not expect, open ones first */
+        get: {
+            parameters: {
+                query?: {
+                    status?: "open" | "resolved";
+                    limit?: number;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description The review queue. */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            provider_facts: components["schemas"]["ProviderFact"][];
+                        };
+                    };
+                };
+                /** @description Invalid JSON, or a field missing or malformed (`error.field` names it). */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Missing or invalid credentials. */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description A dependency is unavailable or the gateway is busy (`overloaded`); retry after `Retry-After` seconds. */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/v1/provider-facts/{id}/resolve": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Credit the shop with a provider fact, or return it to the payer
+         * @description Booked once, out of the suspense account: `credit_shop` credits the shop's balance less the commission its pricing takes from a payment of that amount; `return_to_payer` moves it to the liability of returning it. The operation's status does not change. The same action again answers the recorded resolution (`replayed: true`); another one is `412 provider_fact_already_resolved`; `credit_shop` without a known shop or pricing, or any resolution of a payout's fact, is `412 provider_fact_not_creditable`.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: {
+                content: {
+                    "application/json": components["schemas"]["ProviderFactResolution"];
+                };
+            };
+            responses: {
+                /** @description The resolved fact. */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            provider_fact: components["schemas"]["ProviderFact"];
+                            replayed: boolean;
+                        };
+                    };
+                };
+                /** @description Invalid JSON, or a field missing or malformed (`error.field` names it). */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Missing or invalid credentials. */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Not found in the caller's scope. */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Precondition failed (for example an idempotency conflict). */
+                412: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description A dependency is unavailable or the gateway is busy (`overloaded`); retry after `Retry-After` seconds. */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/admin/v1/providers": {
         parameters: {
             query?: never;
@@ -3272,6 +3433,39 @@ export interface components {
         DeadLetterDiscard: {
             operator: string;
             reason: string;
+        };
+        ProviderFact: {
+            /** Format: uuid */
+            id: string;
+            /** @description The operation the provider named, if known. */
+            operation_id: string | null;
+            shop_id: string | null;
+            provider: string;
+            /** @enum {string} */
+            kind: "late_completion" | "not_routed" | "slot_refused" | "amount_mismatch";
+            /** @example completed */
+            provider_status: string;
+            /** @example 1000.00 */
+            amount: string;
+            /** @example RUB */
+            currency: string;
+            /** @enum {string} */
+            status: "open" | "resolved";
+            resolution: {
+                /** @enum {string} */
+                action: "credit_shop" | "return_to_payer";
+                reason: string;
+                resolved_at: string;
+            } | null;
+            created_at: string;
+        };
+        ProviderFactResolution: {
+            /** @enum {string} */
+            action: "credit_shop" | "return_to_payer";
+            /** @description Why: kept in the audit record. */
+            reason: string;
+            /** @description Who decided: kept in the audit record. */
+            operator: string;
         };
         /** @description A registered provider. Its credentials are never returned. */
         Provider: {

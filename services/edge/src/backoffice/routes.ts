@@ -10,6 +10,7 @@ import { getCookie, setCookie } from "hono/cookie";
 import { merchants, shops } from "../db/schema.ts";
 import { secretsEqual } from "../keys.ts";
 import { receiptFileHeaders } from "../routes/admin-receipt.ts";
+import { providerFactPages } from "./provider-facts.ts";
 import { LOGIN_COOKIE, loginNonce, SESSION_COOKIE, SESSION_TTL_MS, SessionKeys } from "./session.ts";
 import {
   BACKOFFICE_CSS,
@@ -656,6 +657,7 @@ ${field("rate", "Rate", { required: true, placeholder: "92.500000" })}${field("s
     );
   });
 
+  providerFactPages(app, { admin: deps.admin, ctx, act });
   app.notFound((c) => c.html(layout("Not found", undefined, h`<p>There is no such page.</p>`), 404));
   return app;
 }

@@ -64,7 +64,7 @@ document.querySelectorAll("button[data-copy]").forEach(function (b) {
 /** What every page of a logged-in operator needs. */
 export interface PageContext {
   csrf: string;
-  current: "shops" | "reviews" | "config" | "dead-letters";
+  current: "shops" | "reviews" | "config" | "dead-letters" | "facts";
   notice?: string;
   error?: string;
 }
@@ -82,6 +82,7 @@ export function layout(title: string, ctx: PageContext | undefined, body: Safe):
     ? h`<header class="bar"><nav aria-label="Back office">
 <a href="/backoffice"${ctx.current === "shops" ? h` aria-current="page"` : ""}>Merchants and shops</a>
 <a href="/backoffice/reviews"${ctx.current === "reviews" ? h` aria-current="page"` : ""}>Manual checks</a>
+<a href="/backoffice/provider-facts"${ctx.current === "facts" ? h` aria-current="page"` : ""}>Provider facts</a>
 <a href="/backoffice/config"${ctx.current === "config" ? h` aria-current="page"` : ""}>Providers and FX rates</a>
 <a href="/backoffice/dead-letters"${ctx.current === "dead-letters" ? h` aria-current="page"` : ""}>Dead letters</a>
 </nav>

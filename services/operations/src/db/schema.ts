@@ -211,3 +211,67 @@ export const poolHandoffs = operations.table(
 
 /** Events a consumer of this service could not apply after its attempts (libs/events, dead letters). */
 export const deadLetters = deadLetterTable(operations);
+/**
+ * Provider facts (src/provider-facts.ts): money a provider moved that the gateway did not
+ * expect, recorded beside the operation (whose status it never changes), booked on
+ * suspense by the ledger and resolved once by an operator. `fact_key` names the callback
+ * or legs it came from, so the same fact reported twice (a replayed callback, the same
+ * result read again by the reconciler) is recorded once per provider and reference.
+ */
+export const providerFacts = operations.table(
+  "provider_facts",
+  {
+    id: uuid("id").primaryKey(),
+    provider: text("provider").notNull(),
+    /** The provider's reference: our operation id, also when we hold no such operation. */
+    reference: text("reference").notNull(),
+    factKey: text("fact_key").notNull(),
+    operationId: uuid("operation_id"),
+    shopId: uuid("shop_id"),
+    merchantId: uuid("merchant_id"),
+    /** late_completion | not_routed | slot_refused | amount_mismatch */
+    kind: text("kind").notNull(),
+    providerStatus: text("provider_status").notNull(),
+    /** payin | payout: which way the money moved at the provider. */
+    direction: text("direction").notNull(),
+    amount: numeric("amount", { precision: 20, scale: 2 }).notNull(),
+    currency: text("currency").notNull(),
+    /** open | resolved */
+    status: text("status").notNull().default("open"),
+    /** credit_shop | return_to_payer, with the operator and the reason: the audit record. */
+    resolution: text("resolution"),
+    resolvedBy: text("resolved_by"),
+    resolutionReason: text("resolution_reason"),
+    settlementAmount: numeric("settlement_amount", { precision: 20, scale: 6 }),
+    commissionAmount: numeric("commission_amount", { precision: 20, scale: 6 }),
+    settlementCurrency: text("settlement_currency"),
+    resolvedAt: timestamp("resolved_at", { withTimezone: true }),
+    createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [
+    unique("provider_facts_source").on(t.provider, t.reference, t.factKey),
+    index("provider_facts_open").on(t.status, t.createdAt),
+    check("provider_facts_amount", sql`amount > 0`),
+  ],
+);
+
+/**
+ * Withdrawals of cancelled payments at their provider (src/withdrawals.ts): one row per
+ * operation, written from the committed `payment.cancelled` event and driven outside any
+ * transaction with backoff until the provider answers for good.
+ */
+export const withdrawals = operations.table(
+  "withdrawals",
+  {
+    operationId: uuid("operation_id").primaryKey(),
+    provider: text("provider").notNull(),
+    /** asking | withdrawn | not_found | final | not_supported | gave_up */
+    status: text("status").notNull().default("asking"),
+    attempts: integer("attempts").notNull().default(0),
+    nextAttemptAt: timestamp("next_attempt_at", { withTimezone: true }).notNull().defaultNow(),
+    lastError: text("last_error"),
+    createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
+    updatedAt: timestamp("updated_at", { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [index("withdrawals_due").on(t.nextAttemptAt).where(sql`status = 'asking'`)],
+);

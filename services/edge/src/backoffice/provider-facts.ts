@@ -1,0 +1,117 @@
+import { h, type Safe } from "@gw/html";
+import type { Context, Hono } from "hono";
+import { field, layout, type PageContext, postForm } from "./views.ts";
+
+/** One provider fact as `GET /admin/v1/provider-facts` lists it. */
+interface FactItem {
+  id: string;
+  operation_id: string | null;
+  shop_id: string | null;
+  provider: string;
+  kind: string;
+  provider_status: string;
+  amount: string;
+  currency: string;
+  status: "open" | "resolved";
+  resolution: null | { action: string; reason: string; resolved_at: string };
+  created_at: string;
+}
+
+/** An answer of the admin API, as the back office's in-process caller returns it. */
+interface AdminAnswer {
+  status: number;
+  // biome-ignore lint/suspicious/noExplicitAny: the admin API's JSON, read field by field.
+  json: any;
+}
+
+/** The back office app's per-request variables. */
+type BackofficeVariables = {
+  sid: string;
+  form: Record<string, string>;
+  file?: boolean;
+  frames?: boolean;
+};
+
+/** What the page needs from the back office it is mounted in. */
+export interface ProviderFactPageDeps {
+  admin(method: string, path: string, body?: unknown): Promise<AdminAnswer>;
+  /** The logged-in page context (CSRF token, messages). */
+  ctx(c: Context, current: PageContext["current"]): PageContext;
+  /** Runs an admin call for a form and goes back with its outcome. */
+  act(c: Context, back: string, call: Promise<AdminAnswer>, done: string): Promise<Response>;
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+const KIND_TEXT: Record<string, string> = {
+  late_completion: "completed after the gateway cancelled, rejected or expired it",
+  not_routed: "completed by a provider that does not hold the route",
+  slot_refused: "a pool payment its payout could no longer take",
+  amount_mismatch: "an amount that does not fit the operation",
+};
+
+function factCard(f: FactItem, csrf: string): Safe {
+  const row = (label: string, value: string | null) =>
+    h`<tr><th scope="row">${label}</th><td>${value ?? h`<span class="muted">unknown</span>`}</td></tr>`;
+  return h`<section aria-labelledby="fact-${f.id}"><h2 id="fact-${f.id}">${f.amount} ${f.currency} · ${f.provider}</h2>
+<p>${KIND_TEXT[f.kind] ?? f.kind}. Booked on the suspense account until resolved; the operation keeps its status.</p>
+<table><tbody>
+${row("Fact", f.id)}${row("Operation", f.operation_id)}${row("Shop", f.shop_id)}
+${row("Provider reported", f.provider_status)}${row("Recorded", f.created_at)}
+</tbody></table>
+${
+  f.status === "resolved" && f.resolution
+    ? h`<p class="notice">Resolved: ${f.resolution.action} at ${f.resolution.resolved_at} (${f.resolution.reason}).</p>`
+    : postForm(
+        `/backoffice/provider-facts/${f.id}`,
+        csrf,
+        h`<fieldset><legend>Resolution</legend>
+<label class="inline"><input type="radio" name="action" value="credit_shop" checked> Credit the shop (less commission)</label>
+<label class="inline"><input type="radio" name="action" value="return_to_payer"> Return to the payer</label></fieldset>
+<label for="reason-${f.id}">Reason</label><textarea id="reason-${f.id}" name="reason" required></textarea>
+${field(`operator-${f.id}`, "Operator", { name: "operator", required: true })}
+<button type="submit">Resolve</button>`,
+      )
+}
+</section>`;
+}
+
+/**
+ * The provider facts page of the back office (`/backoffice/provider-facts`): the open
+ * facts first, each with its resolve form, then the resolved ones. Registered on the back
+ * office app behind its session and CSRF checks.
+ */
+export function providerFactPages(app: Hono<{ Variables: BackofficeVariables }>, deps: ProviderFactPageDeps) {
+  app.get("/provider-facts", async (c) => {
+    const c1 = deps.ctx(c, "facts");
+    const res = await deps.admin("GET", "/provider-facts?limit=200");
+    if (res.status >= 300)
+      return c.html(layout("Provider facts", { ...c1, error: `the request failed (${res.status})` }, h``));
+    const items = (res.json?.provider_facts ?? []) as FactItem[];
+    return c.html(
+      layout(
+        "Provider facts",
+        c1,
+        items.length === 0
+          ? h`<section><p>No money moved that the gateway did not expect.</p></section>`
+          : h`${items.map((f) => factCard(f, c1.csrf))}`,
+      ),
+    );
+  });
+
+  app.post("/provider-facts/:id", (c) => {
+    const id = c.req.param("id");
+    if (!UUID.test(id)) return c.notFound();
+    const form = c.get("form");
+    return deps.act(
+      c,
+      "/backoffice/provider-facts",
+      deps.admin("POST", `/provider-facts/${id}/resolve`, {
+        action: form.action,
+        reason: form.reason,
+        operator: form.operator,
+      }),
+      form.action === "credit_shop" ? "Credited to the shop." : "Returned to the payer.",
+    );
+  });
+}

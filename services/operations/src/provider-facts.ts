@@ -1,0 +1,362 @@
+import { randomUUID } from "node:crypto";
+import { create, toBinary } from "@bufbuild/protobuf";
+import type { Sql } from "@gw/db";
+import { eventHeaders } from "@gw/events";
+import type { Logger } from "@gw/log";
+import { type Currency, Decimal, formatAmount, isCurrency, settlementFigures } from "@gw/money";
+import {
+  type ProviderFact,
+  ProviderFactEventSchema,
+  ProviderFactSchema,
+} from "@gw/proto/gateway/operations/v1/provider_facts_pb";
+import { metricsRegistry } from "@gw/rpc";
+import type postgres from "postgres";
+import { Gauge } from "prom-client";
+import { v7 as uuidv7 } from "uuid";
+import type { ProviderLeg } from "./connectors/connector.ts";
+import type { OperationRow } from "./model.ts";
+
+type Tx = Sql | postgres.TransactionSql;
+
+/** Why a provider's report is a fact of its own rather than a change of the operation. */
+export const FACT_KINDS = ["late_completion", "not_routed", "slot_refused", "amount_mismatch"] as const;
+export type FactKind = (typeof FACT_KINDS)[number];
+
+/** How an operator settles a fact: into the shop's balance, or back to whoever paid it. */
+export const RESOLUTIONS = ["credit_shop", "return_to_payer"] as const;
+export type Resolution = (typeof RESOLUTIONS)[number];
+
+/** The database the gauge below reads at scrape; set by `reportOpenProviderFacts` at start. */
+let metricsSql: Sql | undefined;
+
+/**
+ * Open provider facts per kind: money an operator still has to place. The same
+ * database-wide figure from every replica: take the max, not the sum.
+ */
+export const openProviderFacts = new Gauge({
+  name: "operations_provider_facts_open",
+  help: "Provider facts not yet resolved by an operator, per kind (database-wide; max over replicas).",
+  labelNames: ["kind"],
+  registers: [metricsRegistry],
+  async collect() {
+    if (metricsSql === undefined) return;
+    const rows = await metricsSql<{ kind: string; n: number }[]>`
+      select kind, count(*)::int as n from operations.provider_facts where status = 'open' group by kind`.catch(
+      () => undefined,
+    );
+    if (rows === undefined) return;
+    for (const kind of FACT_KINDS) this.set({ kind }, rows.find((r) => r.kind === kind)?.n ?? 0);
+  },
+});
+
+/** Lets the `operations_provider_facts_open` gauge read this database at scrape. */
+export function reportOpenProviderFacts(sql: Sql): void {
+  metricsSql = sql;
+}
+
+/** The fact does not exist. */
+export class ProviderFactNotFoundError extends Error {
+  readonly code = "provider_fact_not_found";
+  override readonly name = "ProviderFactNotFoundError";
+}
+
+/** The fact was resolved before with another action; a fact is resolved once. */
+export class ProviderFactAlreadyResolvedError extends Error {
+  readonly code = "provider_fact_already_resolved";
+  override readonly name = "ProviderFactAlreadyResolvedError";
+}
+
+/**
+ * The fact cannot be credited to a shop: the gateway knows no operation (hence no shop or
+ * pricing) for it, or the money went out (a payout), which no shop balance can take.
+ */
+export class ProviderFactNotCreditableError extends Error {
+  readonly code = "provider_fact_not_creditable";
+  override readonly name = "ProviderFactNotCreditableError";
+}
+
+/** What a provider reported that the gateway did not expect. */
+export interface FactInput {
+  provider: string;
+  /** The provider's reference: our operation id. */
+  reference: string;
+  /** The operation under that reference, when we hold one. */
+  operation: OperationRow | undefined;
+  kind: FactKind;
+  providerStatus: "completed";
+  /** The legs reported; none means the whole expected amount (`amount` then says how much). */
+  legs: ProviderLeg[];
+  /** The amount when no legs carry it (a completion without decomposition, a receipt). */
+  amount?: Decimal;
+  /** Names the report when no legs do (a receipt id, a slot confirmation). */
+  sourceKey?: string;
+  /**
+   * Which way the money moved, when not the operation's own: a pool payin's money that no
+   * payout took went out to that payout's recipient (`payout`).
+   */
+  direction?: "payin" | "payout";
+}
+
+/** A `operations.provider_facts` row as postgres.js returns it. */
+interface FactRow {
+  id: string;
+  provider: string;
+  reference: string;
+  operation_id: string | null;
+  shop_id: string | null;
+  merchant_id: string | null;
+  kind: string;
+  provider_status: string;
+  direction: string;
+  amount: string;
+  currency: string;
+  status: "open" | "resolved";
+  resolution: string | null;
+  resolved_by: string | null;
+  resolution_reason: string | null;
+  settlement_amount: string | null;
+  commission_amount: string | null;
+  settlement_currency: string | null;
+  resolved_at: string | Date | null;
+  created_at: string | Date;
+}
+
+const iso = (t: string | Date) => new Date(t).toISOString();
+
+/** The wire form of a fact row (admin reads and events). */
+function toFact(row: FactRow): ProviderFact {
+  return create(ProviderFactSchema, {
+    id: row.id,
+    operationId: row.operation_id ?? undefined,
+    shopId: row.shop_id ?? undefined,
+    provider: row.provider,
+    kind: row.kind,
+    providerStatus: row.provider_status,
+    direction: row.direction,
+    amount: new Decimal(row.amount).toFixed(2),
+    currency: row.currency,
+    status: row.status,
+    createdAt: iso(row.created_at),
+    resolution:
+      row.resolution === null
+        ? undefined
+        : {
+            action: row.resolution,
+            reason: row.resolution_reason ?? "",
+            operator: row.resolved_by ?? "",
+            resolvedAt: row.resolved_at ? iso(row.resolved_at) : "",
+            settlementAmount: row.settlement_amount ?? undefined,
+            commissionAmount: row.commission_amount ?? undefined,
+            settlementCurrency: row.settlement_currency ?? undefined,
+          },
+  });
+}
+
+/** Queues the fact's event in the caller's transaction (the outbox relay publishes it after commit). */
+async function enqueue(tx: Tx, prefix: string, type: "recorded" | "resolved", row: FactRow): Promise<void> {
+  const id = uuidv7();
+  const payload = toBinary(
+    ProviderFactEventSchema,
+    create(ProviderFactEventSchema, {
+      eventId: id,
+      type,
+      occurredAt: new Date().toISOString(),
+      fact: toFact(row),
+    }),
+  );
+  await tx`
+    insert into operations.outbox (id, subject, payload, headers)
+    values (${id}, ${`${prefix}.provider_facts.${type}`}, ${Buffer.from(payload)}, ${JSON.stringify(eventHeaders())}::jsonb)`;
+  await tx`select pg_notify('outbox_operations', '')`;
+}
+
+/**
+ * Records what a provider reported that the gateway did not expect, inside `tx`, with its
+ * `provider_facts.recorded` event: the money moved, so the ledger books it on suspense and
+ * an operator decides where it goes. The operation is not touched (a terminal status stays
+ * terminal). Idempotent per provider, reference and the legs (or source) it came from: a
+ * replayed callback or the same result read again records nothing more. Returns whether a
+ * new fact was recorded.
+ */
+export async function recordProviderFact(
+  deps: { store: { prefix: string }; logger: Logger },
+  tx: Tx,
+  input: FactInput,
+): Promise<boolean> {
+  const op = input.operation;
+  const fromLegs = input.legs.reduce((sum, l) => sum.plus(l.amount), new Decimal(0));
+  const amount = input.legs.length > 0 ? fromLegs : (input.amount ?? new Decimal(op?.expected_amount ?? "0"));
+  const factKey =
+    input.sourceKey ??
+    (input.legs.length > 0
+      ? `legs:${input.legs
+          .map((l) => l.id)
+          .sort()
+          .join(",")}`
+      : `${input.providerStatus}:no_legs`);
+  const currency = op?.currency ?? "RUB";
+  if (!amount.isFinite() || amount.lte(0) || !isCurrency(currency)) {
+    // Nothing moved that can be booked (a completion of nothing); still worth a look.
+    deps.logger.error(
+      { ...input, operation: op?.id, legs: input.legs.length },
+      "provider fact without an amount",
+    );
+    return false;
+  }
+  const [row] = await tx<FactRow[]>`
+    insert into operations.provider_facts
+      (id, provider, reference, fact_key, operation_id, shop_id, merchant_id, kind, provider_status,
+       direction, amount, currency)
+    values (${randomUUID()}, ${input.provider}, ${input.reference}, ${factKey}, ${op?.id ?? null},
+      ${op?.shop_id ?? null}, ${op?.merchant_id ?? null}, ${input.kind}, ${input.providerStatus},
+      ${input.direction ?? (op?.type === "payout" ? "payout" : "payin")}, ${formatAmount(amount, currency as Currency)}, ${currency})
+    on conflict (provider, reference, fact_key) do nothing
+    returning *`;
+  if (!row) return false;
+  await enqueue(tx, deps.store.prefix, "recorded", row);
+  deps.logger.error(
+    {
+      factId: row.id,
+      kind: row.kind,
+      provider: row.provider,
+      operationId: row.operation_id,
+      amount: row.amount,
+      currency: row.currency,
+    },
+    "provider fact recorded: money moved that the gateway did not expect; booked on suspense for an operator",
+  );
+  return true;
+}
+
+/** The operator's review queue: open facts first, then the newest. */
+export async function listProviderFacts(
+  sql: Sql,
+  options: { status?: "open" | "resolved"; limit: number },
+): Promise<ProviderFact[]> {
+  const rows = await sql<FactRow[]>`
+    select * from operations.provider_facts
+    ${options.status ? sql`where status = ${options.status}` : sql``}
+    order by (status = 'open') desc, created_at desc, id
+    limit ${options.limit}`;
+  return rows.map(toFact);
+}
+
+/**
+ * Resolves an open fact once, under its row lock, with its `provider_facts.resolved`
+ * event in the same transaction: `credit_shop` moves it from suspense to the shop's
+ * balance less the commission the operation's pricing takes from a payment of that amount
+ * (at the operation's FX rate; the commission never exceeds the amount), `return_to_payer`
+ * from suspense to the liability of returning it. The same action again answers the
+ * recorded resolution (`replayed`); another one is refused.
+ *
+ * @throws ProviderFactNotFoundError, ProviderFactAlreadyResolvedError, ProviderFactNotCreditableError
+ */
+export async function resolveProviderFact(
+  deps: { sql: Sql; prefix: string; logger: Logger },
+  input: { id: string; action: Resolution; reason: string; operator: string },
+): Promise<{ fact: ProviderFact; replayed: boolean }> {
+  return deps.sql.begin(async (tx) => {
+    const [fact] = await tx<FactRow[]>`
+      select * from operations.provider_facts where id = ${input.id} for update`;
+    if (!fact) throw new ProviderFactNotFoundError("provider fact not found");
+    if (fact.status === "resolved") {
+      if (fact.resolution !== input.action)
+        throw new ProviderFactAlreadyResolvedError(`already resolved: ${fact.resolution}`);
+      return { fact: toFact(fact), replayed: true };
+    }
+    if (fact.direction === "payout")
+      throw new ProviderFactNotCreditableError("money paid out by a provider is settled with that provider");
+    let figures: { settlement: string; commission: string; currency: string } | undefined;
+    if (input.action === "credit_shop") {
+      const [op] = fact.operation_id
+        ? await tx<OperationRow[]>`select * from operations.operations where id = ${fact.operation_id}`
+        : [];
+      const settlementCurrency = op?.settlement_currency;
+      if (!op || !settlementCurrency || !isCurrency(settlementCurrency) || op.commission_percent === null)
+        throw new ProviderFactNotCreditableError("no shop pricing is known for this fact: return it instead");
+      const amount = new Decimal(fact.amount);
+      const f = settlementFigures({
+        amount,
+        settlementCurrency,
+        fxRate: op.fx_rate === null ? undefined : new Decimal(op.fx_rate),
+        terms: { percent: op.commission_percent, fixed: op.commission_fixed ?? "0" },
+        direction: "payin",
+      });
+      // A fee above what arrived would credit the shop a negative amount: the commission
+      // takes at most what arrived.
+      const commission = Decimal.min(f.commission, f.converted);
+      figures = {
+        settlement: formatAmount(f.converted.minus(commission), settlementCurrency),
+        commission: formatAmount(commission, settlementCurrency),
+        currency: settlementCurrency,
+      };
+    }
+    const [resolved] = await tx<FactRow[]>`
+      update operations.provider_facts
+      set status = 'resolved', resolution = ${input.action}, resolved_by = ${input.operator},
+        resolution_reason = ${input.reason}, resolved_at = now(),
+        settlement_amount = ${figures?.settlement ?? null}, commission_amount = ${figures?.commission ?? null},
+        settlement_currency = ${figures?.currency ?? null}
+      where id = ${fact.id}
+      returning *`;
+    if (!resolved) throw new Error(`provider fact ${fact.id} vanished under its lock`);
+    await enqueue(tx, deps.prefix, "resolved", resolved);
+    deps.logger.info(
+      { factId: fact.id, action: input.action, operator: input.operator },
+      "provider fact resolved",
+    );
+    return { fact: toFact(resolved), replayed: false };
+  });
+}
+
+/** The pool's provider name (pool.ts's `SELF_MATCHING`, not imported: pool.ts imports this module). */
+const POOL = "self_matching";
+
+/**
+ * A receipt proved a payment the gateway had already cancelled, rejected or expired. A
+ * provider's payin: a late completion. A pool payin: its money went to a payout's
+ * recipient after its slot was released, so no payout accounts for it (`slot_refused`).
+ */
+export function recordReceiptFact(
+  deps: { store: { prefix: string }; logger: Logger },
+  tx: Tx,
+  row: OperationRow,
+  review: { receiptId: string; actualAmount?: string | undefined },
+): Promise<boolean> {
+  const pooled = row.provider === POOL;
+  return recordProviderFact(deps, tx, {
+    provider: row.provider ?? POOL,
+    reference: row.id,
+    operation: row,
+    kind: pooled ? "slot_refused" : "late_completion",
+    providerStatus: "completed",
+    legs: [],
+    amount: new Decimal(review.actualAmount ?? row.expected_amount ?? "0"),
+    sourceKey: `receipt:${review.receiptId}`,
+    direction: pooled ? "payout" : "payin",
+  });
+}
+
+/**
+ * A completed pool payin whose slot its payout could no longer take (released first, or
+ * more than the payout can take): the payer's money reached the payout's recipient and no
+ * payout accounts for it, so it is booked as money gone out (`payout` direction).
+ */
+export function recordSlotRefused(
+  deps: { store: { prefix: string }; logger: Logger },
+  tx: Tx,
+  row: OperationRow,
+  code: string,
+): Promise<boolean> {
+  return recordProviderFact(deps, tx, {
+    provider: POOL,
+    reference: row.id,
+    operation: row,
+    kind: "slot_refused",
+    providerStatus: "completed",
+    legs: [],
+    amount: new Decimal(row.actual_amount),
+    sourceKey: `slot:${code}`,
+    direction: "payout",
+  });
+}

@@ -1,0 +1,260 @@
+import { fromBinary } from "@bufbuild/protobuf";
+import type { Sql } from "@gw/db";
+import {
+  type EventApplier,
+  type Nats,
+  type RetryPolicy,
+  type RunningConsumer,
+  runConsumer,
+} from "@gw/events";
+import type { Logger } from "@gw/log";
+import { type OperationEvent, OperationEventSchema } from "@gw/proto/gateway/operations/v1/operations_pb";
+import type postgres from "postgres";
+import type { Connector } from "./connectors/connector.ts";
+import { applyProviderResult } from "./provider-results.ts";
+import type { OperationStore } from "./store.ts";
+
+/**
+ * Cancel reaches the provider (docs/architecture.md, "Cancel and the race against
+ * create"). The cancel commits `cancelled` with its `payment.cancelled` event; the
+ * durable consumer `operations-withdrawals` turns that committed event into a row of
+ * `operations.withdrawals` (in the transaction that records the event in the inbox), so a
+ * process that dies right after the cancel still withdraws. `WithdrawalDriver` then asks
+ * the provider to withdraw (`Connector.cancel`) with no transaction open during the call,
+ * and records the answer:
+ * - `withdrawn`, `not_found`: done, no money will move;
+ * - `final`: the provider completed (or rejected) first; the result is applied like its
+ *   callback, which records a completion as a provider fact (the payment stays cancelled);
+ * - `not_supported`: done; a later completion arrives as a callback and follows the same rule;
+ * - `unknown`: asked again with backoff, at most `attempts` times, then given up (logged;
+ *   the operation stays cancelled and a later completion is again a provider fact).
+ */
+
+export interface WithdrawalOptions {
+  /** Unanswered asks before the withdrawal is given up. */
+  attempts: number;
+  backoffMs: number;
+  backoffMaxMs: number;
+  /** How often due withdrawals are looked for besides the NOTIFY of a new one. */
+  intervalMs: number;
+  /** Withdrawals leased by one pass at most. */
+  batchSize: number;
+  /** The longest one ask may take. */
+  attemptTimeoutMs: number;
+}
+
+export interface WithdrawalDeps {
+  store: OperationStore;
+  connectorFor: (kind: string) => Connector | undefined;
+  logger: Logger;
+}
+
+const CHANNEL = "operations_withdrawals";
+/** The pool has no requisites at a provider: its slot is released by the pool consumer. */
+const NOT_AT_A_PROVIDER = new Set(["self_matching"]);
+
+interface WithdrawalRow {
+  operation_id: string;
+  provider: string;
+  attempts: number;
+}
+
+/** Records the withdrawal of a cancelled payment, in the consumer's transaction. */
+async function onCancelled(tx: postgres.TransactionSql, event: OperationEvent): Promise<void> {
+  if (event.type !== "payment.cancelled" || !event.operation) return;
+  const [row] = await tx<{ provider: string | null }[]>`
+    select provider from operations.operations where id = ${event.operation.operationId}`;
+  if (!row?.provider || NOT_AT_A_PROVIDER.has(row.provider)) return;
+  await tx`
+    insert into operations.withdrawals (operation_id, provider)
+    values (${event.operation.operationId}, ${row.provider}) on conflict do nothing`;
+  await tx`select pg_notify(${CHANNEL}, '')`;
+}
+
+/** Starts the consumer that turns committed cancels into withdrawals. */
+/** The withdrawal consumer's decode and handle, shared by the runner and an operator's retry of a dead letter. */
+export const withdrawalApplier: EventApplier<OperationEvent> = {
+  durable: "operations-withdrawals",
+  decode: (data) => fromBinary(OperationEventSchema, data),
+  handle: (tx, event) => onCancelled(tx, event),
+};
+
+export function startWithdrawalConsumer(options: {
+  nats: Nats;
+  prefix: string;
+  sql: Sql;
+  logger: Logger;
+  retry?: RetryPolicy | undefined;
+}): Promise<RunningConsumer> {
+  return runConsumer<OperationEvent>({
+    ...withdrawalApplier,
+    nats: options.nats,
+    prefix: options.prefix,
+    subjects: ["operations.payment.cancelled"],
+    sql: options.sql,
+    schema: "operations",
+    logger: options.logger,
+    ...(options.retry ? { retry: options.retry } : {}),
+    // Handling is one read and one insert: a cancel taken by a process that died is
+    // redelivered after 10 s rather than JetStream's default 30 s.
+    ackWaitMs: 10_000,
+  });
+}
+
+/** Drives due withdrawals: one provider call each, outside any transaction. */
+export class WithdrawalDriver {
+  readonly #d: WithdrawalDeps;
+  readonly #o: WithdrawalOptions;
+  readonly #stop = new AbortController();
+  #loop: Promise<void> | undefined;
+  #wake: (() => void) | undefined;
+  #notified = false;
+  #unlisten: (() => Promise<void>) | undefined;
+
+  constructor(deps: WithdrawalDeps, options: WithdrawalOptions) {
+    this.#d = deps;
+    this.#o = options;
+  }
+
+  get #sql(): Sql {
+    return this.#d.store.sql;
+  }
+
+  async start(): Promise<void> {
+    const listener = await this.#sql.listen(CHANNEL, () => {
+      this.#notified = true;
+      this.#wake?.();
+    });
+    this.#unlisten = () => listener.unlisten();
+    this.#loop ??= this.#run();
+  }
+
+  async stop(): Promise<void> {
+    this.#stop.abort();
+    this.#wake?.();
+    await this.#loop;
+    await this.#unlisten?.().catch(() => {});
+  }
+
+  /** One pass: leases due withdrawals (pushing them past one ask) and asks each once. */
+  async runOnce(): Promise<number> {
+    // Held for one ask and its recording; a crash delays the row by this much. A lease
+    // that ran out under a slow holder only asks again: a withdrawal is idempotent at the
+    // provider, and a final result applies once under the row lock.
+    const leaseMs = this.#o.attemptTimeoutMs + 5_000;
+    const due = await this.#sql<WithdrawalRow[]>`
+      update operations.withdrawals w
+      set next_attempt_at = now() + make_interval(secs => ${leaseMs}::double precision / 1000)
+      from (
+        select operation_id from operations.withdrawals
+        where status = 'asking' and next_attempt_at <= now()
+        order by next_attempt_at limit ${this.#o.batchSize}
+        for update skip locked
+      ) d
+      where w.operation_id = d.operation_id
+      returning w.operation_id, w.provider, w.attempts`;
+    await Promise.all(
+      due.map((w) =>
+        this.#withdraw(w).catch((err: unknown) =>
+          this.#d.logger.warn(
+            { operationId: w.operation_id, err: String(err) },
+            "withdrawal failed; will retry",
+          ),
+        ),
+      ),
+    );
+    return due.length;
+  }
+
+  async #run(): Promise<void> {
+    const signal = this.#stop.signal;
+    while (!signal.aborted) {
+      this.#notified = false;
+      let handled = 0;
+      try {
+        handled = await this.runOnce();
+      } catch (err) {
+        this.#d.logger.error({ err: String(err) }, "withdrawal pass failed");
+      }
+      if (signal.aborted) break;
+      if (handled >= this.#o.batchSize || this.#notified) continue;
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, this.#o.intervalMs);
+        this.#wake = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+      this.#wake = undefined;
+    }
+  }
+
+  async #withdraw(w: WithdrawalRow): Promise<void> {
+    const { store, logger } = this.#d;
+    const provider = await store.provider(w.provider);
+    const connector = provider && this.#d.connectorFor(provider.kind);
+    if (!provider || !connector) {
+      logger.error(
+        { operationId: w.operation_id, provider: w.provider },
+        "withdrawal: provider not configured",
+      );
+      return this.#record(w, "gave_up", "provider not configured");
+    }
+    const answer = await connector.cancel(
+      provider,
+      w.operation_id,
+      AbortSignal.any([this.#stop.signal, AbortSignal.timeout(this.#o.attemptTimeoutMs)]),
+    );
+    switch (answer.outcome) {
+      case "withdrawn":
+      case "not_found":
+      case "not_supported":
+        logger.info(
+          { operationId: w.operation_id, provider: w.provider, answer: answer.outcome },
+          "withdrawal ended",
+        );
+        return this.#record(w, answer.outcome, null);
+      case "final":
+        await store.sql.begin(async (tx) => {
+          await applyProviderResult(
+            this.#d,
+            tx,
+            provider.name,
+            { ...answer.result, operationId: w.operation_id },
+            "reconciler",
+          );
+          await this.#record(w, "final", null, tx);
+        });
+        return;
+      case "unknown": {
+        const attempts = w.attempts + 1;
+        if (attempts >= this.#o.attempts) {
+          logger.error(
+            { operationId: w.operation_id, provider: w.provider, attempts },
+            "withdrawal given up: the provider never answered; a later completion is recorded as a provider fact",
+          );
+          return this.#record(w, "gave_up", answer.reason);
+        }
+        const delayMs = Math.min(this.#o.backoffMaxMs, this.#o.backoffMs * 2 ** Math.min(w.attempts, 30));
+        await this.#sql`
+          update operations.withdrawals
+          set attempts = ${attempts}, last_error = ${answer.reason}, updated_at = now(),
+            next_attempt_at = now() + make_interval(secs => ${delayMs}::double precision / 1000)
+          where operation_id = ${w.operation_id} and status = 'asking'`;
+        return;
+      }
+    }
+  }
+
+  async #record(
+    w: WithdrawalRow,
+    status: string,
+    error: string | null,
+    tx: Sql | postgres.TransactionSql = this.#sql,
+  ) {
+    await tx`
+      update operations.withdrawals
+      set status = ${status}, attempts = ${w.attempts + 1}, last_error = ${error}, updated_at = now()
+      where operation_id = ${w.operation_id} and status = 'asking'`;
+  }
+}
