@@ -1,6 +1,7 @@
 import { fork } from "node:child_process";
 import { once } from "node:events";
 import { fileURLToPath } from "node:url";
+import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type CutKind, type FaultProxy, startFaultProxy } from "./fault-proxy.ts";
 import { createTestDatabase, type TestDatabase } from "./test-database.ts";
@@ -67,4 +68,23 @@ describe("postgres.js writing to a connection that is gone", () => {
       }
     });
   }
+});
+
+describe("postgres.js releasing a reserved connection that is gone", () => {
+  it("does not hand the dead connection out again, and the next query reconnects", async () => {
+    // One connection: a dead one left in the pool would take every query after it.
+    const sql = postgres(proxy.url, { max: 1, onnotice: () => {} });
+    try {
+      const conn = await sql.reserve();
+      await conn`select 1`;
+      proxy.cutOnNextClientData("close");
+      await expect(conn`select 2`).rejects.toMatchObject({ code: "CONNECTION_CLOSED" });
+
+      conn.release();
+
+      for (let i = 0; i < 3; i++) expect(await sql`select ${i}::int as i`).toEqual([{ i }]);
+    } finally {
+      await sql.end({ timeout: 1 });
+    }
+  });
 });
