@@ -1,11 +1,11 @@
 /**
- * Child process of write-after-close.test.ts: on a connection through the fault proxy it
+ * Child process of postgres-js-patch.test.ts: on a connection through the fault proxy it
  * sends a statement that the proxy cuts, then lets postgres.js write to the dead
  * connection again, as code that cleans up after a failed statement does. An unpatched
  * postgres.js 3.4.9 throws from a `setImmediate` there and this process dies; patched, the
  * second statement fails with a catchable error and the process reports both errors.
  *
- * Usage: node write-after-close.child.ts <url> <reserve|begin>; it talks to its parent over
+ * Usage: node postgres-js-patch.child.ts <url> <reserve|begin>; it talks to its parent over
  * IPC: it sends "ready" when the statement to be cut is next, waits for "go", and at the
  * end sends `{ first, second }`, the codes of the two errors.
  */
@@ -13,7 +13,7 @@ import postgres from "postgres";
 
 const [url, scenario] = process.argv.slice(2);
 if (url === undefined || (scenario !== "reserve" && scenario !== "begin"))
-  throw new Error("usage: write-after-close.child.ts <url> <reserve|begin>");
+  throw new Error("usage: postgres-js-patch.child.ts <url> <reserve|begin>");
 
 const codeOf = (err: unknown) => String((err as { code?: unknown } | null)?.code ?? err);
 const go = () =>

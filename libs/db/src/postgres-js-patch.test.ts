@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type CutKind, type FaultProxy, startFaultProxy } from "./fault-proxy.ts";
 import { createTestDatabase, type TestDatabase } from "./test-database.ts";
 
-const child = fileURLToPath(new URL("./write-after-close.child.ts", import.meta.url));
+const child = fileURLToPath(new URL("./postgres-js-patch.child.ts", import.meta.url));
 
 let testDb: TestDatabase;
 let proxy: FaultProxy;
@@ -70,8 +70,8 @@ describe("postgres.js writing to a connection that is gone", () => {
   }
 });
 
-describe("postgres.js releasing a reserved connection that is gone", () => {
-  it("does not hand the dead connection out again, and the next query reconnects", async () => {
+describe("postgres.js reserving a connection", () => {
+  it("does not hand out again a reserved connection released after it was gone", async () => {
     // One connection: a dead one left in the pool would take every query after it.
     const sql = postgres(proxy.url, { max: 1, onnotice: () => {} });
     try {
