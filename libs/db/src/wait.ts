@@ -32,11 +32,11 @@ export function isDatabaseUnavailable(err: unknown): boolean {
 export class DatabaseUnavailableError extends Error {
   readonly code = "DATABASE_UNAVAILABLE";
   override readonly name = "DatabaseUnavailableError";
-  constructor(
-    readonly attempts: number,
-    options: { cause: unknown },
-  ) {
+  /** Tries made, the last one included. */
+  readonly attempts: number;
+  constructor(attempts: number, options: { cause: unknown }) {
     super(`the database stayed unavailable for ${attempts} attempts`, options);
+    this.attempts = attempts;
   }
 }
 
