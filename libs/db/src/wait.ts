@@ -55,11 +55,12 @@ export interface WaitPolicy {
 }
 
 /**
- * About two minutes in all (0.2 + 0.4 + … + 5 s pauses): longer than a Postgres restart or
- * crash recovery usually takes, and shorter than the startup probe of the deployment, so
- * that a database that does not come back still ends in a restart that someone sees.
+ * About 75 s of pauses in all (0.2, 0.4, … 3.2 s, then 5 s each): longer than a Postgres
+ * restart or crash recovery usually takes, and shorter than the 2 minutes the startup
+ * probe of the deployment allows, so that a database that does not come back still ends
+ * in an exit and a restart that someone sees.
  */
-export const DEFAULT_WAIT: WaitPolicy = { attempts: 30, firstDelayMs: 200, maxDelayMs: 5_000 };
+export const DEFAULT_WAIT: WaitPolicy = { attempts: 20, firstDelayMs: 200, maxDelayMs: 5_000 };
 
 /**
  * Runs `fn` until it succeeds, again after a pause whenever it fails because the database
