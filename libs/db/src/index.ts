@@ -1,5 +1,14 @@
 export { connect, type Database, type Sql } from "./connect.ts";
 export { isSerializationFailure, isUniqueViolation, withRetry } from "./errors.ts";
-export { migrateSchema } from "./migrate.ts";
+export { type CutKind, type FaultProxy, type ProxyMode, startFaultProxy } from "./fault-proxy.ts";
+export { type MigrateOptions, migrateSchema } from "./migrate.ts";
 export { deadLetterTable, inboxTable, outboxTable } from "./tables.ts";
 export { createTestDatabase, type TestDatabase } from "./test-database.ts";
+export {
+  DatabaseUnavailableError,
+  DEFAULT_WAIT,
+  isDatabaseUnavailable,
+  type WaitLogger,
+  type WaitPolicy,
+  whenDatabaseAvailable,
+} from "./wait.ts";

@@ -1,7 +1,9 @@
 import { createHash } from "node:crypto";
+import { createLogger } from "@gw/log";
 import { migrate } from "drizzle-orm/postgres-js/migrator";
 import type postgres from "postgres";
 import type { Database, Sql } from "./connect.ts";
+import { type WaitLogger, type WaitPolicy, whenDatabaseAvailable } from "./wait.ts";
 
 /** The schema holding every service's migration journal. */
 const JOURNAL_SCHEMA = "drizzle";
@@ -24,8 +26,47 @@ function lockKey(name: string): string {
  *
  * The pool needs at least two connections: one holds the lock while drizzle migrates on
  * another.
+ *
+ * A database that is not there yet (starting, recovering, restarting, refusing
+ * connections) is waited for, with a bounded backoff and a warning per wait.
+ *
+ * @throws DatabaseUnavailableError when the database stayed unavailable for the whole wait.
  */
-export async function migrateSchema(sql: Sql, db: Database, schema: string, migrationsFolder: string) {
+export async function migrateSchema(
+  sql: Sql,
+  db: Database,
+  schema: string,
+  migrationsFolder: string,
+  options: MigrateOptions = {},
+): Promise<void> {
+  // Every service, migration job and test helper starts here, before anything else uses
+  // the pool, so this is the one place that waits for a database still starting: a
+  // recovering server (57P03) or a refused connection is not a reason to exit.
+  await whenDatabaseAvailable(
+    `migrating ${schema}`,
+    () => migrateOnce(sql, db, schema, migrationsFolder),
+    options.logger ?? createLogger("db"),
+    options.wait,
+  );
+}
+
+/** How migrateSchema waits for its database. */
+export interface MigrateOptions {
+  /** Where each wait is logged; a logger of its own ("db") by default. */
+  logger?: WaitLogger;
+  wait?: WaitPolicy;
+}
+
+/**
+ * One try of migrateSchema. Safe to run again after it failed part way: drizzle applies the
+ * pending migrations in one transaction, and the server releases the locks of a session
+ * that died.
+ */
+async function migrateOnce(sql: Sql, db: Database, schema: string, migrationsFolder: string) {
+  // A plain query first: postgres.js can lose a reserve() that waits for a connection
+  // being reopened after a failed login (it never settles), while a query is always run
+  // or failed. Once it succeeded, the connection is open and reserve() takes it at once.
+  await sql`select 1`;
   const conn = await sql.reserve();
   try {
     await withSessionLock(conn, lockKey(`migrate:${JOURNAL_SCHEMA}`), async () => {

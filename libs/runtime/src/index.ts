@@ -84,7 +84,8 @@ export interface RunningService {
 
 /**
  * Starts one gRPC service: connects Postgres and NATS, applies its migrations under the
- * advisory lock, makes sure the events stream exists, serves gRPC with health and
+ * advisory lock (waiting, with a bounded backoff and health NOT_SERVING meanwhile, for a
+ * database that is still starting), makes sure the events stream exists, serves gRPC with health and
  * metrics, and starts its background work. `stop()` is the graceful shutdown: stop
  * taking calls, finish those in flight, stop background work, drain NATS, close the pool.
  *
@@ -102,7 +103,15 @@ export async function startGrpcService<C extends GrpcServiceConfig>(
   if (identity === undefined)
     logger.warn("SERVICE_TOKEN_KEYS is not set: internal access is open to any caller");
   const { sql, db } = connect(config.DATABASE_URL, { max: config.DB_POOL_MAX, application: spec.name });
-  await migrateSchema(sql, db, spec.schema, spec.migrationsFolder);
+  // A database still starting is waited for (migrateSchema's bounded backoff); meanwhile
+  // the gRPC port answers health checks NOT_SERVING, so a probe reads "not ready" rather
+  // than a refused connection, and the process does not exit and restart.
+  const notReady = await startNotReadyServer(spec.serviceNames, config);
+  try {
+    await migrateSchema(sql, db, spec.schema, spec.migrationsFolder, { logger });
+  } finally {
+    await notReady?.close();
+  }
   const nats = await connectNats(config.NATS_URL, spec.name);
   await ensureStream(nats.jsm, config.EVENTS_PREFIX, { replicas: config.EVENTS_REPLICAS });
   const parts = await runAsService(identity, () =>
@@ -145,6 +154,22 @@ export async function startGrpcService<C extends GrpcServiceConfig>(
       return stopping;
     },
   };
+}
+
+/**
+ * A gRPC server on the service's port with health only, answering NOT_SERVING, for the
+ * time the service waits for its dependencies. None on port 0 (tests): the real server
+ * would then listen on another port than this one.
+ */
+async function startNotReadyServer(serviceNames: string[], config: GrpcServiceConfig) {
+  if (config.GRPC_PORT === 0) return undefined;
+  return startGrpcServer({
+    routes: () => {},
+    serviceNames,
+    port: config.GRPC_PORT,
+    host: config.HOST,
+    check: async () => false,
+  });
 }
 
 /**
