@@ -7,6 +7,11 @@
  * broken: M` and exits 1 when M > 0.
  *
  *   pnpm --filter @gw/tests faults [--kills=100] [--seconds=240] [--replicas=1] [--workers=4]
+ *     [--provider-faults] [--seed=faults-1]
+ *
+ * `--provider-faults` adds a shop routed through two misbehaving sandbox providers, a
+ * seeded load through them, and the money-conservation checker at the end
+ * (provider-faults-run.ts).
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { chmodSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
@@ -22,6 +27,8 @@ import { SandboxClient } from "@gw/stack/sandbox-client";
 import { startWebhookReceiver } from "@gw/stack/webhook-receiver";
 import postgres from "postgres";
 import { startTestStack } from "../src/stack.ts";
+import { INVARIANTS } from "./conservation.ts";
+import { startProviderFaults } from "./provider-faults-run.ts";
 
 const arg = (name: string, fallback: string) =>
   process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3) ?? fallback;
@@ -31,6 +38,7 @@ const REPLICAS = Number(arg("replicas", "1"));
 const WORKERS = Number(arg("workers", "4"));
 /** Self-test of the checks: corrupt what each guards after the run and expect it reported. */
 const TAMPER = process.argv.includes("--tamper");
+const PROVIDER_FAULTS = process.argv.includes("--provider-faults");
 const print = (line: string) => process.stdout.write(`${line}\n`);
 /**
  * Subjects of the operation events the webhooks service turns into deliveries (its
@@ -251,6 +259,16 @@ try {
   };
 
   let loading = true;
+  const providerFaults = PROVIDER_FAULTS
+    ? await startProviderFaults({
+        stack,
+        merchantId: shop.merchantId,
+        sql,
+        seed: arg("seed", "faults-1"),
+        keepGoing: () => loading,
+        print,
+      })
+    : undefined;
   const worker = async () => {
     while (loading) {
       const mop = `f-${uuid()}`;
@@ -697,6 +715,13 @@ try {
       print(`ERROR  ${name}: ${(err as Error).message}`);
     }
   }
+  const providerBroken = providerFaults
+    ? await providerFaults.finish({ tamper: TAMPER, stackStopped }).catch((err: Error) => {
+        print(`ERROR  conservation checker: ${err.message}`);
+        return 1;
+      })
+    : 0;
+  if (!TAMPER) broken += providerBroken;
   const [refused] = await sql<{ n: number }[]>`
     select count(*)::int as n from operations.operations where status = 'rejected' and provider is null
       and request_hash is not null`;
@@ -719,10 +744,12 @@ try {
   print(`faults by kind: ${JSON.stringify(faultLog)}`);
   print(`webhooks received with a valid signature: ${received.size} distinct; unverified: ${unverified}`);
   print(`run time ${Math.round((Date.now() - runStart) / 1000)} s, load average now ${load()}`);
-  print(`faults injected: ${faults}, invariants checked: ${checks.length}, invariants broken: ${broken}`);
+  print(
+    `faults injected: ${faults}, invariants checked: ${checks.length + (providerFaults ? INVARIANTS.length : 0)}, invariants broken: ${broken}`,
+  );
   if (TAMPER) {
     print(`tamper: ${caught} of ${tampered.size} corrupted invariants reported broken`);
-    exitCode = tampered.size > 0 && caught === tampered.size ? 0 : 1;
+    exitCode = tampered.size > 0 && caught === tampered.size && providerBroken === 0 ? 0 : 1;
   } else if (kills < KILLS) {
     print(`only ${kills} of the ${KILLS} kills asked for happened: the run does not count`);
     exitCode = 1;
