@@ -141,6 +141,38 @@ export async function checkConservation(input: ConservationInput): Promise<Invar
       });
     }
   }
+  // Where the money differs, reference by reference: what the providers settled against
+  // what the ledger's provider clearing holds for that operation.
+  if (moneyViolations.length > orphans.length) {
+    const perOp = await sql<{ operation_id: string; booked: string }[]>`
+      select t.operation_id::text, sum(case when p.side = 'debit' then p.amount else -p.amount end)::text as booked
+      from ledger.postings p join ledger.accounts a on a.id = p.account_id
+      join ledger.transfers t on t.id = p.transfer_id
+      where a.kind = 'provider_clearing' and t.operation_id is not null group by 1`;
+    const bookedFor = new Map(perOp.map((r) => [r.operation_id, new Decimal(r.booked)]));
+    const settledFor = new Map<string, { sum: Decimal; by: string[] }>();
+    for (const r of books.references) {
+      if (r.status !== "completed") continue;
+      const signed = r.direction === "payin" ? new Decimal(r.settled) : new Decimal(r.settled).neg();
+      const prev = settledFor.get(r.reference) ?? { sum: new Decimal(0), by: [] };
+      settledFor.set(r.reference, {
+        sum: prev.sum.plus(signed),
+        by: [...prev.by, `${r.provider} ${r.settled}`],
+      });
+    }
+    for (const [reference, settled] of settledFor) {
+      const op = byId.get(reference);
+      const booked = bookedFor.get(reference) ?? new Decimal(0);
+      if (!op || op.provider === POOL || settled.sum.eq(booked)) continue;
+      moneyViolations.push({
+        reference,
+        type: op.type,
+        gateway: `${op.status} via ${op.provider}`,
+        providers_settled: settled.by,
+        ledger_booked: booked.toFixed(2),
+      });
+    }
+  }
   const unbalanced = await sql`
     select owner as shop_id, currency, sum(balance)::text as sum from ledger.accounts
     group by 1, 2 having sum(balance) <> 0`;
@@ -360,14 +392,18 @@ export const TAMPER: Record<InvariantId, (tx: postgres.TransactionSql) => Promis
 };
 
 /** Renders the table of what was examined and `N of M invariants broken`. */
-export function renderTable(results: InvariantResult[], enforced?: readonly InvariantId[]): string {
+export function renderTable(
+  results: InvariantResult[],
+  enforced?: readonly InvariantId[],
+  shown = 5,
+): string {
   const lines = ["invariant        examined  broken  what"];
   for (const r of results) {
     const state = r.violations.length > 0 ? "BROKEN" : r.examined === 0 ? "EMPTY" : "ok";
     const note = enforced && !enforced.includes(r.id) ? " (not enforced yet)" : "";
     lines.push(`${r.id.padEnd(16)} ${String(r.examined).padStart(8)}  ${state.padEnd(6)}  ${r.name}${note}`);
-    for (const v of r.violations.slice(0, 5)) lines.push(`    ${JSON.stringify(v)}`);
-    if (r.violations.length > 5) lines.push(`    ... ${r.violations.length - 5} more`);
+    for (const v of r.violations.slice(0, shown)) lines.push(`    ${JSON.stringify(v)}`);
+    if (r.violations.length > shown) lines.push(`    ... ${r.violations.length - shown} more`);
   }
   const broken = results.filter((r) => r.violations.length > 0).length;
   lines.push(`${broken} of ${results.length} invariants broken`);

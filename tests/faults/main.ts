@@ -267,6 +267,8 @@ try {
         seed: arg("seed", "faults-1"),
         keepGoing: () => loading,
         print,
+        received,
+        noteUnverified: () => unverified++,
       })
     : undefined;
   const worker = async () => {

@@ -40,6 +40,12 @@ export async function startProviderFaults(options: {
   seed: string;
   keepGoing: () => boolean;
   print: (line: string) => void;
+  /**
+   * The run's verified webhooks by event id, shared with its other receivers: every
+   * terminal-webhook check looks at every shop's operations.
+   */
+  received: Map<string, number>;
+  noteUnverified: () => void;
 }): Promise<ProviderFaultRun> {
   const { stack, sql, print } = options;
   const admin = new AdminClient(stack.urls.edge, stack.adminToken);
@@ -49,14 +55,17 @@ export async function startProviderFaults(options: {
     payin: [DEMO_PRICING.payin],
     payout: [DEMO_PRICING.payout],
   });
-  const received = new Map<string, number>();
+  const { received } = options;
   let unverified = 0;
   let secret: string | undefined;
   const receiver = await startWebhookReceiver({
     secret: () => secret,
     onWebhook: (hook) => {
       if (hook.verified) received.set(hook.id, (received.get(hook.id) ?? 0) + 1);
-      else unverified++;
+      else {
+        unverified++;
+        options.noteUnverified();
+      }
     },
   });
   const settings = await admin.putSettings(shopId, { webhook_url: receiver.url });
@@ -109,7 +118,7 @@ export async function startProviderFaults(options: {
         received,
         unverified,
       });
-      print(renderTable(results));
+      print(renderTable(results, undefined, 40));
       return results.filter((r) => r.violations.length > 0).length;
     } finally {
       await receiver.stop().catch(() => {});
