@@ -372,16 +372,19 @@ export const TAMPER: Record<InvariantId, (tx: postgres.TransactionSql) => Promis
                 callback_url, 'accepted', 'completed'
               from sandbox.operations where direction = 'payout' and status = 'completed' limit 1`;
   },
-  // A rejected operation's provider turns out to have completed it.
-  status_agrees: (tx) => tx`update sandbox.operations set status = 'completed' where id = (
-      select s.id from sandbox.operations s join operations.operations op on op.id::text = s.reference
+  // A provider's final fact turns into the other one: a completed operation's provider
+  // rejected it, or an ended one's provider completed it.
+  status_agrees: (
+    tx,
+  ) => tx`update sandbox.operations set status = case when status = 'completed' then 'rejected' else 'completed' end
+      where id = (select s.id from sandbox.operations s join operations.operations op on op.id::text = s.reference
         and op.provider = s.provider
-      where op.status = 'rejected' and s.status = 'rejected' limit 1)`,
+      where op.status in ('completed', 'rejected', 'cancelled') order by op.status limit 1)`,
   // A cancelled operation its provider still holds open.
   provider_closed: (tx) => tx`update sandbox.operations set status = 'pending', settled_at = null where id = (
       select s.id from sandbox.operations s join operations.operations op on op.id::text = s.reference
         and op.provider = s.provider
-      where op.status in ('cancelled', 'rejected') and s.status in ('withdrawn', 'rejected') limit 1)`,
+      where op.status in ('cancelled', 'rejected', 'expired') order by s.status desc limit 1)`,
   // An event no consumer applied.
   events_settled: (tx) =>
     tx`delete from ledger.inbox where event_id = (select event_id from ledger.inbox where consumer = 'ledger' limit 1)`,

@@ -7,7 +7,7 @@
  * broken: M` and exits 1 when M > 0.
  *
  *   pnpm --filter @gw/tests faults [--kills=100] [--seconds=240] [--replicas=1] [--workers=4]
- *     [--provider-faults] [--seed=faults-1]
+ *     [--provider-faults] [--provider-profile=all|short] [--seed=faults-1]
  *
  * `--provider-faults` adds a shop routed through two misbehaving sandbox providers, a
  * seeded load through them, and the money-conservation checker at the end
@@ -265,6 +265,7 @@ try {
         merchantId: shop.merchantId,
         sql,
         seed: arg("seed", "faults-1"),
+        profile: arg("provider-profile", "all"),
         keepGoing: () => loading,
         print,
         received,
@@ -384,6 +385,7 @@ try {
   const kills = await injector();
   loading = false;
   await Promise.all(workers);
+  await providerFaults?.load;
   print(`load and faults: ${Math.round((Date.now() - t0) / 1000)} s, ${calls} calls, ${retries} retries`);
 
   // --- quiesce --------------------------------------------------------------------

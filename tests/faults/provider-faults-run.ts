@@ -16,7 +16,7 @@ import {
   renderTable,
   TAMPER,
 } from "./conservation.ts";
-import { allFaults } from "./profiles.ts";
+import { allFaults, SHORT_RUN_FAULTS } from "./profiles.ts";
 import {
   type LoadFigures,
   providerFaultLoad,
@@ -38,6 +38,8 @@ export async function startProviderFaults(options: {
   merchantId: string;
   sql: postgres.Sql;
   seed: string;
+  /** `all` (every fault kind) or `short` (only those today's code comes through). */
+  profile: string;
   keepGoing: () => boolean;
   print: (line: string) => void;
   /**
@@ -75,12 +77,14 @@ export async function startProviderFaults(options: {
     sandboxUrl: stack.urls.sandbox,
     adminToken: stack.adminToken,
     shopId,
-    tables: allFaults(),
+    tables: options.profile === "short" ? SHORT_RUN_FAULTS : allFaults(),
     seed: options.seed,
     // Longer than the operations service's provider attempt timeout (5 s by default).
     slowMs: 7_000,
   });
-  print(`provider faults: shop ${shopId}, providers faulty-a and faulty-b, seed ${options.seed}`);
+  print(
+    `provider faults (${options.profile}): shop ${shopId}, providers faulty-a and faulty-b, seed ${options.seed}`,
+  );
   const load = providerFaultLoad({
     edgeUrl: stack.urls.edge,
     sandboxUrl: stack.urls.sandbox,
