@@ -19,13 +19,14 @@ export interface FaultTables {
 
 /**
  * Faults today's code already comes through with its books equal to the providers'
- * facts: duplicated and delayed callbacks, legs split into several that add up, a slow
- * or failing status read, a decline after a delay, a withdraw that fails.
+ * facts: duplicated and delayed callbacks, legs that add up, fall short of or go above
+ * the amount (the gateway books what the provider reports), a slow or failing status
+ * read, a decline after a delay, a withdraw that fails.
  */
 export const SHORT_RUN_FAULTS: FaultTables = {
   create: { decline_after_delay: 0.05 },
   callback: { duplicate: 0.15, delayed: 0.1 },
-  settlement: { split: 0.2 },
+  settlement: { split: 0.15, short: 0.05, over: 0.05 },
   status: { slow: 0.1, failing: 0.1 },
   withdraw: { failing: 0.2 },
 };
@@ -35,8 +36,9 @@ export const SHORT_RUN_FAULTS: FaultTables = {
  * waits for. Measured on branch provider-faults (see docs/operations.md, "Load and faults").
  */
 export const AWAITING_FIXES: FaultTables = {
-  // An unknown create outcome is routed on to the next provider (provider-outcomes):
-  // the first provider may complete it, which nothing books (suspense-cancel).
+  // An unknown create outcome (timeout, 5xx, reset, no answer) is routed on to the next
+  // provider (provider-outcomes): the first provider may complete it too, which nothing
+  // books (suspense-cancel), and a payout is then paid twice (lifecycle).
   create: {
     answer_after_timeout: 0.04,
     accept_then_5xx: 0.04,
@@ -44,10 +46,10 @@ export const AWAITING_FIXES: FaultTables = {
     never_answer: 0.02,
     completion_before_answer: 0.04,
   },
-  // A stale rejection after a completion (lifecycle: a final status never changes).
+  // A stale rejection after a completion: no break seen in 6 injected, but a final status
+  // must never change (lifecycle), so it waits for that branch's transitions.
   callback: { rejection_after_completion: 0.05 },
-  // Legs short of or above the amount (suspense-cancel: amount_mismatch facts).
-  settlement: { short: 0.05, over: 0.05 },
+  settlement: {},
   status: {},
   withdraw: {},
 };
