@@ -15,19 +15,23 @@ export interface FaultTables {
   settlement: Table;
   status: Table;
   withdraw: Table;
+  /** The status endpoint down (503) for `for_ms` of every `every_ms`. */
+  status_down?: { every_ms: number; for_ms: number };
 }
 
 /**
  * Faults today's code already comes through with its books equal to the providers'
  * facts: duplicated and delayed callbacks, legs that add up, fall short of or go above
  * the amount (the gateway books what the provider reports), a slow or failing status
- * read, a decline after a delay, a withdraw that fails.
+ * read, a status endpoint down for 5 s of every 30, a decline after a delay, a withdraw
+ * that fails (today's cancel does not call withdraw, so none of those is injected).
  */
 export const SHORT_RUN_FAULTS: FaultTables = {
   create: { decline_after_delay: 0.05 },
   callback: { duplicate: 0.15, delayed: 0.1 },
   settlement: { split: 0.15, short: 0.05, over: 0.05 },
   status: { slow: 0.1, failing: 0.1 },
+  status_down: { every_ms: 30_000, for_ms: 5_000 },
   withdraw: { failing: 0.2 },
 };
 
@@ -63,6 +67,7 @@ export function allFaults(): FaultTables {
     settlement: merge(SHORT_RUN_FAULTS.settlement, AWAITING_FIXES.settlement),
     status: merge(SHORT_RUN_FAULTS.status, AWAITING_FIXES.status),
     withdraw: merge(SHORT_RUN_FAULTS.withdraw, AWAITING_FIXES.withdraw),
+    ...(SHORT_RUN_FAULTS.status_down ? { status_down: SHORT_RUN_FAULTS.status_down } : {}),
   };
 }
 
