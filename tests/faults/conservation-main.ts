@@ -15,9 +15,13 @@ import postgres from "postgres";
 import { adminList, checkConservation, renderTable } from "./conservation.ts";
 import { readBooks } from "./provider-load.ts";
 
+/** `--name=value` or `--name value`; else the environment variable NAME (dashes as underscores). */
 const arg = (name: string) => {
   const hit = process.argv.find((a) => a.startsWith(`--${name}=`));
-  return hit?.slice(name.length + 3) ?? process.env[name.toUpperCase().replaceAll("-", "_")];
+  if (hit) return hit.slice(name.length + 3);
+  const at = process.argv.indexOf(`--${name}`);
+  if (at >= 0 && process.argv[at + 1]) return process.argv[at + 1];
+  return process.env[name.toUpperCase().replaceAll("-", "_")];
 };
 const gateway = arg("gateway");
 const sandbox = arg("sandbox");
