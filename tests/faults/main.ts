@@ -7,6 +7,11 @@
  * broken: M` and exits 1 when M > 0.
  *
  *   pnpm --filter @gw/tests faults [--kills=100] [--seconds=240] [--replicas=1] [--workers=4]
+ *     [--provider-faults] [--provider-profile=all|short] [--seed=faults-1]
+ *
+ * `--provider-faults` adds a shop routed through two misbehaving sandbox providers, a
+ * seeded load through them, and the money-conservation checker at the end
+ * (provider-faults-run.ts).
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { chmodSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
@@ -22,6 +27,8 @@ import { SandboxClient } from "@gw/stack/sandbox-client";
 import { startWebhookReceiver } from "@gw/stack/webhook-receiver";
 import postgres from "postgres";
 import { startTestStack } from "../src/stack.ts";
+import { INVARIANTS } from "./conservation.ts";
+import { startProviderFaults } from "./provider-faults-run.ts";
 
 const arg = (name: string, fallback: string) =>
   process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3) ?? fallback;
@@ -31,6 +38,7 @@ const REPLICAS = Number(arg("replicas", "1"));
 const WORKERS = Number(arg("workers", "4"));
 /** Self-test of the checks: corrupt what each guards after the run and expect it reported. */
 const TAMPER = process.argv.includes("--tamper");
+const PROVIDER_FAULTS = process.argv.includes("--provider-faults");
 const print = (line: string) => process.stdout.write(`${line}\n`);
 /**
  * Subjects of the operation events the webhooks service turns into deliveries (its
@@ -251,6 +259,19 @@ try {
   };
 
   let loading = true;
+  const providerFaults = PROVIDER_FAULTS
+    ? await startProviderFaults({
+        stack,
+        merchantId: shop.merchantId,
+        sql,
+        seed: arg("seed", "faults-1"),
+        profile: arg("provider-profile", "all"),
+        keepGoing: () => loading,
+        print,
+        received,
+        noteUnverified: () => unverified++,
+      })
+    : undefined;
   const worker = async () => {
     while (loading) {
       const mop = `f-${uuid()}`;
@@ -365,6 +386,7 @@ try {
   const kills = await injector();
   loading = false;
   await Promise.all(workers);
+  await providerFaults?.load;
   print(`load and faults: ${Math.round((Date.now() - t0) / 1000)} s, ${calls} calls, ${retries} retries`);
 
   // --- quiesce --------------------------------------------------------------------
@@ -385,10 +407,10 @@ try {
                 (select 1 from operations.inbox i where i.consumer = 'operations-pool-payins' and i.event_id = e.id))::int as pool_payins_unapplied,
              (select count(*) from matching.outbox e where e.subject like '%.matching.pool_payout.%' and not exists
                 (select 1 from operations.inbox i where i.consumer = 'operations-pool-payouts' and i.event_id = e.id))::int as pool_payouts_unapplied,
-             (select count(*) from operations.outbox e where not exists
+             (select count(*) from operations.outbox e where e.subject like '%.operations.%' and not exists
                 (select 1 from webhooks.inbox i where i.consumer = 'webhooks' and i.event_id = e.id))::int as webhooks_unapplied,
              (select count(*) from operations.outbox e where not exists
-                (select 1 from ledger.inbox i where i.consumer = 'ledger' and i.event_id = e.id))::int as ledger_unapplied,
+                (select 1 from ledger.inbox i where i.consumer in ('ledger', 'ledger-provider-facts') and i.event_id = e.id))::int as ledger_unapplied,
              (select count(*) from webhooks.deliveries where status = 'pending')::int as deliveries_pending,
              (select count(*) from operations.operations where status = 'routing')::int as routing,
              (select count(*) from operations.operations op where op.type = 'payout' and op.provider = 'self_matching'
@@ -527,10 +549,12 @@ try {
       name: "every operation event applied once by webhooks (in its inbox; one delivery per delivered type; no terminal webhook twice)",
       tamper: (tx) =>
         tx`delete from webhooks.inbox where event_id = (select event_id from webhooks.inbox limit 1)`,
-      examined: () => count(sql`select count(*)::int as n from operations.outbox`),
+      examined: () =>
+        count(sql`select count(*)::int as n from operations.outbox where subject like '%.operations.%'`),
       violations: async () => [
         ...(await sql`select 'not in the webhooks inbox' as why, o.id, o.subject from operations.outbox o
-                      where not exists (select 1 from webhooks.inbox i where i.consumer = 'webhooks' and i.event_id = o.id)
+                      where o.subject like '%.operations.%'
+                        and not exists (select 1 from webhooks.inbox i where i.consumer = 'webhooks' and i.event_id = o.id)
                       limit 10`),
         ...(await sql`select 'no delivery row' as why, o.id, o.subject from operations.outbox o
                       where o.subject ~ ${DELIVERED_SUBJECTS}
@@ -582,7 +606,9 @@ try {
       examined: () => count(sql`select count(*)::int as n from operations.outbox`),
       violations: async () => [
         ...(await sql`select 'not in the ledger inbox' as why, o.id, o.subject from operations.outbox o
-                      where not exists (select 1 from ledger.inbox i where i.consumer = 'ledger' and i.event_id = o.id)
+                      where not exists (select 1 from ledger.inbox i
+                        where i.consumer = case when o.subject like '%.provider_facts.%' then 'ledger-provider-facts' else 'ledger' end
+                          and i.event_id = o.id)
                       limit 10`),
         ...(await sql`select 'transfers do not match the status' as why, op.id, op.type, op.status, x.kinds, r.state
                       from operations.operations op
@@ -698,6 +724,13 @@ try {
       print(`ERROR  ${name}: ${(err as Error).message}`);
     }
   }
+  const providerBroken = providerFaults
+    ? await providerFaults.finish({ tamper: TAMPER, stackStopped }).catch((err: Error) => {
+        print(`ERROR  conservation checker: ${err.message}`);
+        return 1;
+      })
+    : 0;
+  if (!TAMPER) broken += providerBroken;
   const [refused] = await sql<{ n: number }[]>`
     select count(*)::int as n from operations.operations where status = 'rejected' and provider is null
       and request_hash is not null`;
@@ -720,13 +753,15 @@ try {
   print(`faults by kind: ${JSON.stringify(faultLog)}`);
   print(`webhooks received with a valid signature: ${received.size} distinct; unverified: ${unverified}`);
   print(`run time ${Math.round((Date.now() - runStart) / 1000)} s, load average now ${load()}`);
-  print(`faults injected: ${faults}, invariants checked: ${checks.length}, invariants broken: ${broken}`);
+  print(
+    `faults injected: ${faults}, invariants checked: ${checks.length + (providerFaults ? INVARIANTS.length : 0)}, invariants broken: ${broken}`,
+  );
   // Crashes besides the kills injected above fail the run (issue 17).
   const crashes = stack.unexpectedExits().length;
   print(`unexpected process exits (besides the injected kills): ${crashes}`);
   if (TAMPER) {
     print(`tamper: ${caught} of ${tampered.size} corrupted invariants reported broken`);
-    exitCode = tampered.size > 0 && caught === tampered.size ? 0 : 1;
+    exitCode = tampered.size > 0 && caught === tampered.size && providerBroken === 0 ? 0 : 1;
   } else if (kills < KILLS) {
     print(`only ${kills} of the ${KILLS} kills asked for happened: the run does not count`);
     exitCode = 1;

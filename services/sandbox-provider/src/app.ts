@@ -53,7 +53,13 @@ export function buildApp(deps: AppDeps) {
   });
   app.route(
     "/providers",
-    providerApi({ db: deps.db, held: deps.held, noAnswerMaxMs: deps.config.NO_ANSWER_MAX_MS }),
+    providerApi({
+      db: deps.db,
+      sql: deps.sql,
+      sender: deps.sender,
+      held: deps.held,
+      noAnswerMaxMs: deps.config.NO_ANSWER_MAX_MS,
+    }),
   );
   app.route(
     "/control",

@@ -1,13 +1,15 @@
-import { randomUUID } from "node:crypto";
 import type { Database, Sql } from "@gw/db";
 import { parseRequestAmount } from "@gw/money";
 import { asc, eq, inArray } from "drizzle-orm";
 import { Hono } from "hono";
 import { z } from "zod";
+import { books } from "./books.ts";
 import type { CallbackSender } from "./callbacks.ts";
 import { callbacks, legs, operations, providers } from "./db/schema.ts";
 import { ApiError, parseBody } from "./errors.ts";
+import { faultProfileSchema } from "./faults.ts";
 import { providerView } from "./provider-api.ts";
+import { settle } from "./settle.ts";
 
 const behaviour = z.object({
   mode: z.enum(["accept", "decline", "no_answer"]),
@@ -21,6 +23,7 @@ const behaviour = z.object({
   delay_ms: z.number().int().min(0).max(600_000).optional(),
   decline_reason: z.string().min(1).max(128).optional(),
   withdraw: z.enum(["supported", "unsupported", "failing"]).optional(),
+  faults: faultProfileSchema.optional(),
   requisites: z
     .object({
       card_number: z
@@ -50,10 +53,16 @@ const settleBody = z
     /** `[]` completes without legs: a provider that reports completion without decomposing it. */
     legs: z.array(z.string()).max(100).optional(),
   })
-  .refine((b) => (b.status === "rejected" ? b.legs === undefined : b.legs !== undefined), {
-    message: "give legs to complete (an empty list for no decomposition), or status rejected without legs",
-    path: ["legs"],
-  });
+  // `status: completed` without legs completes as the provider's fault profile says
+  // (the full amount in one leg when it has no settlement fault).
+  .refine(
+    (b) =>
+      b.status === "rejected" ? b.legs === undefined : b.legs !== undefined || b.status === "completed",
+    {
+      message: "give legs or status completed to complete, or status rejected without legs",
+      path: ["legs"],
+    },
+  );
 
 export interface ControlApiDeps {
   db: Database;
@@ -158,56 +167,23 @@ export function controlApi(deps: ControlApiDeps) {
     const reference = c.req.param("operation_id");
     const body = await parseBody(c, settleBody);
     const status = body.status ?? "completed";
-    const amounts = (body.legs ?? []).map((text, i) => {
+    const amounts = body.legs?.map((text, i) => {
       const amount = parseRequestAmount(text);
       if (!amount || amount.lte(0)) {
         throw new ApiError(400, "validation_failed", "a leg is a positive decimal with scale 2", `legs.${i}`);
       }
       return amount.toFixed(2);
     });
-
-    const settledAt = new Date();
-    const callbackId = randomUUID();
-    const operation = await deps.sql.begin(async (tx) => {
-      const open = await tx<{ id: string; provider: string; status: string; callback_url: string }[]>`
-        select id, provider, status, callback_url from sandbox.operations
-        where reference = ${reference} and decision <> 'declined'
-          and (${body.provider ?? null}::text is null or provider = ${body.provider ?? null})
-        order by created_at
-        for update`;
-      const pending = open.filter((o) => o.status === "pending");
-      if (open.length === 0) throw new ApiError(404, "not_found", "no provider took this operation");
-      if (pending.length === 0 && open.some((o) => o.status === "withdrawn"))
-        throw new ApiError(409, "withdrawn", "the operation was withdrawn: no money is taken for it");
-      if (pending.length === 0)
-        throw new ApiError(409, "already_settled", "the operation is already settled");
-      if (pending.length > 1)
-        throw new ApiError(409, "ambiguous", "several providers hold this operation: name one", "provider");
-      const op = pending[0]!;
-      const legRows = amounts.map((amount, position) => ({ id: randomUUID(), position, amount }));
-      for (const leg of legRows) {
-        await tx`
-          insert into sandbox.legs (operation_id, position, id, amount, completed_at)
-          values (${op.id}, ${leg.position}, ${leg.id}, ${leg.amount}, ${settledAt.toISOString()})`;
-      }
-      await tx`update sandbox.operations set status = ${status}, settled_at = ${settledAt.toISOString()} where id = ${op.id}`;
-      const callbackBody = JSON.stringify({
-        callback_id: callbackId,
-        reference,
-        status,
-        legs: legRows.map((l) => ({ id: l.id, amount: l.amount, completed_at: settledAt.toISOString() })),
-      });
-      // The row is created already claimed (its next attempt lies past one attempt's
-      // deadline): this call makes the first attempt, the worker makes the retries.
-      await tx`
-        insert into sandbox.callbacks (id, operation_id, url, body, next_attempt_at)
-        values (${callbackId}, ${op.id}, ${op.callback_url}, ${callbackBody},
-                now() + make_interval(secs => ${sender.leaseMs / 1000}))`;
-      return op;
+    const result = await settle(deps.sql, sender, {
+      reference,
+      provider: body.provider,
+      status,
+      legs: amounts ?? "profile",
     });
-    const delivery = await sender.sendClaimed(callbackId);
-    return c.json({ callback_id: callbackId, provider: operation.provider, status, delivery });
+    return c.json(result);
   });
+
+  api.get("/books", async (c) => c.json(await books(deps.sql)));
 
   return api;
 }

@@ -1,14 +1,24 @@
 import { randomUUID } from "node:crypto";
-import type { Database } from "@gw/db";
+import type { Database, Sql } from "@gw/db";
 import { Decimal, isMethod, METHODS, parseRequestAmount } from "@gw/money";
 import { metricsRegistry } from "@gw/rpc";
 import { asc, eq, sql } from "drizzle-orm";
 import { type Context, Hono } from "hono";
 import { Counter } from "prom-client";
 import { z } from "zod";
+import type { CallbackSender } from "./callbacks.ts";
 import { type Behaviour, legs, operations, providers } from "./db/schema.ts";
 import { ApiError, parseBody } from "./errors.ts";
+import {
+  CREATE_FAULTS,
+  type CreateFault,
+  faultFor,
+  ReadCounter,
+  statusFault,
+  withdrawFault,
+} from "./faults.ts";
 import { requisitesFor } from "./requisites.ts";
+import { logFault, settle } from "./settle.ts";
 import { secretsEqual } from "./signature.ts";
 
 const createRequests = new Counter({
@@ -73,6 +83,8 @@ export class HeldRequests {
 
 export interface ProviderApiDeps {
   db: Database;
+  sql: Sql;
+  sender: CallbackSender;
   held: HeldRequests;
   noAnswerMaxMs: number;
 }
@@ -168,8 +180,20 @@ export function providerApi(deps: ProviderApiDeps) {
     }
 
     const behaviour: Behaviour = provider[direction];
+    const key = { provider: provider.name, direction, reference: body.reference };
+    // The fault is the reference's own (seeded), so a repeat of the create meets the same one.
+    const fault =
+      behaviour.mode === "accept" ? faultFor(behaviour.faults, "create", CREATE_FAULTS, key) : undefined;
     const decision =
-      behaviour.mode === "accept" ? "accepted" : behaviour.mode === "decline" ? "declined" : "no_answer";
+      fault === "decline_after_delay"
+        ? "declined"
+        : fault === "never_answer"
+          ? "no_answer"
+          : behaviour.mode === "accept"
+            ? "accepted"
+            : behaviour.mode === "decline"
+              ? "declined"
+              : "no_answer";
     const accepted = decision === "accepted";
     const now = Date.now();
     const id = randomUUID();
@@ -226,6 +250,7 @@ export function providerApi(deps: ProviderApiDeps) {
     }
 
     const signal = c.req.raw.signal;
+    if (fault) return misbehave(c, row, fault, behaviour, row.id === id);
     if (row.decision === "no_answer") {
       // Hold the request open until the client gives up, bounded so nothing is pinned forever.
       await deps.held.wait(deps.noAnswerMaxMs, signal);
@@ -238,6 +263,54 @@ export function providerApi(deps: ProviderApiDeps) {
     // back by a delay (the control API may settle it meanwhile), can have any to show.
     const fresh = row.id === id && !behaviour.delay_ms;
     return c.json(providerView(row, fresh ? [] : await legsOf(row.id)));
+  }
+
+  /**
+   * Answers a create under its fault. The operation is recorded (taken, declined or
+   * unanswered) before any of this, exactly as a real provider has it on its side.
+   */
+  async function misbehave(
+    c: Context,
+    row: OperationRow,
+    fault: CreateFault,
+    behaviour: Behaviour,
+    first: boolean,
+  ): Promise<Response> {
+    const signal = c.req.raw.signal;
+    const slowMs = behaviour.faults?.slow_ms ?? 0;
+    if (first) await logFault(deps.sql, row, `create.${fault}`);
+    switch (fault) {
+      case "never_answer":
+        await deps.held.wait(deps.noAnswerMaxMs, signal);
+        throw new ApiError(503, "no_answer", "the provider did not answer");
+      case "accept_then_5xx":
+        throw new ApiError(502, "upstream_failed", "the provider failed after taking the request");
+      case "accept_then_reset": {
+        // The socket is destroyed without an answer: the caller sees a connection reset.
+        const incoming = (c.env as { incoming?: { socket?: { destroy(): void } } } | undefined)?.incoming;
+        incoming?.socket?.destroy();
+        throw new ApiError(503, "reset", "the connection was reset");
+      }
+      case "answer_after_timeout":
+      case "decline_after_delay":
+        if ((await deps.held.wait(slowMs, signal)) === "aborted")
+          throw new ApiError(503, "no_answer", "the request was abandoned before the answer");
+        return c.json(providerView(row, await legsOf(row.id)));
+      case "completion_before_answer": {
+        // The answer is made first (pending), the completion and its callback go out
+        // before it is sent: the gateway hears the result before it hears "accepted".
+        const answer = providerView(row, []);
+        if (row.status === "pending" && first) {
+          await settle(deps.sql, deps.sender, {
+            reference: row.reference,
+            provider: row.provider,
+            status: "completed",
+            legs: [row.amount],
+          }).catch(() => undefined);
+        }
+        return c.json(first ? answer : providerView(row, await legsOf(row.id)));
+      }
+    }
   }
 
   api.post("/:name/v1/payins", (c) => create(c, "payin"));
@@ -254,10 +327,21 @@ export function providerApi(deps: ProviderApiDeps) {
     return row;
   }
 
+  const reads = new ReadCounter();
   api.get("/:name/v1/operations/:reference", async (c) => {
     const provider = await authenticate(c);
     const row = await held(c, provider);
-    return c.json(providerView(row, await legsOf(row.id)));
+    const profile = provider[row.direction].faults;
+    const key = { provider: provider.name, direction: row.direction, reference: row.reference };
+    const fault = statusFault(profile, key, reads.next(`status:${row.id}`), Date.now());
+    if (fault) await logFault(deps.sql, key, `status.${fault}`);
+    if (fault === "down" || fault === "failing")
+      throw new ApiError(503, "unavailable", "the status service is unavailable");
+    if (fault === "slow" && (await deps.held.wait(profile?.slow_ms ?? 0, c.req.raw.signal)) === "aborted")
+      throw new ApiError(503, "no_answer", "the request was abandoned before the answer");
+    // Read after any delay, so a slow answer is still the current one.
+    const now = fault === "slow" ? await held(c, provider) : row;
+    return c.json(providerView(now, await legsOf(now.id)));
   });
   // Withdrawal: a pending operation stops taking money (its requisites are withdrawn) and
   // can no longer be settled; one already final answers its result. Idempotent.
@@ -268,6 +352,12 @@ export function providerApi(deps: ProviderApiDeps) {
     if (mode === "unsupported")
       throw new ApiError(501, "not_supported", "this provider offers no withdrawal");
     if (mode === "failing") throw new ApiError(503, "unavailable", "withdrawal failed; try again");
+    const key = { provider: provider.name, direction: row.direction, reference: row.reference };
+    const fault = withdrawFault(provider[row.direction].faults, key, reads.next(`withdraw:${row.id}`));
+    if (fault) {
+      await logFault(deps.sql, key, `withdraw.${fault}`);
+      throw new ApiError(503, "unavailable", "withdrawal failed; try again");
+    }
     const [withdrawn] = await db
       .update(operations)
       .set({ status: "withdrawn", settledAt: new Date() })

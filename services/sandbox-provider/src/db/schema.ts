@@ -13,6 +13,7 @@ import {
   unique,
   uuid,
 } from "drizzle-orm/pg-core";
+import type { FaultProfile } from "../faults.ts";
 
 /** The sandbox provider owns this schema; no gateway service reads or writes it. */
 export const sandbox = pgSchema("sandbox");
@@ -31,6 +32,8 @@ export interface Behaviour {
    * `not_supported`, `failing` answers 503 without withdrawing anything.
    */
   withdraw?: "supported" | "unsupported" | "failing" | undefined;
+  /** Faults injected with a probability each (see faults.ts); none when absent. */
+  faults?: FaultProfile | undefined;
   /** The decline reason reported in `decline` mode. */
   decline_reason?: string | undefined;
   /** Fixed requisites for payins; generated from the reference when absent. */
@@ -144,4 +147,22 @@ export const callbacks = sandbox.table(
   (t) => [
     index("callbacks_due").on(t.nextAttemptAt).where(sql`delivered_at is null and abandoned_at is null`),
   ],
+);
+
+/**
+ * Every fault the sandbox injected, one row each, so a run can count what it got by
+ * kind (the control API's books) even across restarts of the sandbox.
+ */
+export const faultLog = sandbox.table(
+  "fault_log",
+  {
+    seq: bigserial("seq", { mode: "bigint" }).primaryKey(),
+    provider: text("provider").notNull(),
+    direction: text("direction").notNull(),
+    reference: text("reference").notNull(),
+    /** `stage.fault`, e.g. `create.accept_then_5xx`. */
+    kind: text("kind").notNull(),
+    createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [index("fault_log_provider").on(t.provider)],
 );
