@@ -84,9 +84,17 @@ export class ReceiptText {
   }
 }
 
-/** NBSP, narrow NBSP and runs of spaces become one space; ё becomes е for comparisons. */
+/**
+ * What an honest bank may print differently without meaning anything else: NBSP, narrow
+ * NBSP and runs of spaces become one space, the hyphens and minus signs one hyphen, and
+ * zero-width characters go.
+ */
 export function normalise(s: string): string {
-  return s.replace(/[\u00a0\u202f\u2007\s]+/g, " ").trim();
+  return s
+    .replace(/[\u200b-\u200d\ufeff\u00ad]/g, "")
+    .replace(/[\u2010-\u2013\u2212]/g, "-")
+    .replace(/[\u00a0\u202f\u2007\s]+/g, " ")
+    .trim();
 }
 
 const AMOUNT =

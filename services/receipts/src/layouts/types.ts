@@ -54,12 +54,36 @@ export interface LayoutLabels {
   statusLine?: RegExp;
 }
 
-/** Builds a layout module from its recognition rule and labels. */
+/**
+ * The same facts under the labels any Russian bank may print them with: a module reads
+ * its own labels and these, so a bank's wording that its module did not list is still
+ * read by meaning ("Сумма" for "Сумма перевода", "Дата перевода" for "Дата и время
+ * перевода").
+ */
+const SYNONYMS: Omit<LayoutLabels, "sameAmount" | "unlabelledDate" | "statusLine"> = {
+  amount: /Сумма( перевода| операции| платежа)?/,
+  date: /Дата( и время)?( операции| перевода| платежа)?/,
+  status: /Статус( операции| перевода| платежа)?/,
+  name: /(ФИО )?Получател[ья]/,
+  card: /(Номер )?[Кк]арт[аы] получателя/,
+  phone: /(Номер )?[Тт]елефона? получателя/,
+  bank: /Банк получателя/,
+  sbpId: /Идентификатор (операции )?(в )?СБП|Идентификатор операции|Номер операции (в )?СБП/,
+  documentNumber: /Номер (документа|операции|квитанции)|Квитанция №/,
+};
+
+/** A transaction identifier as characters only: spaces, dashes and case are layout, not identity. */
+export const identifier = (s: string) => s.replace(/[^0-9A-Za-zА-Яа-яЁё]/g, "").toUpperCase();
+
+/** Builds a layout module from its recognition rule and labels (widened by the common synonyms). */
 export function labelledLayout(
   id: string,
   recognise: (t: ReceiptText) => boolean,
-  labels: LayoutLabels,
+  own: LayoutLabels,
 ): Layout {
+  const labels: LayoutLabels = { ...own };
+  for (const key of Object.keys(SYNONYMS) as (keyof typeof SYNONYMS)[])
+    labels[key] = new RegExp(`${own[key].source}|${SYNONYMS[key].source}`);
   return {
     id,
     recognise,
@@ -73,8 +97,8 @@ export function labelledLayout(
           if (labels.statusLine.test(joined)) statusTexts.push(joined);
         }
       const statuses = new Set(statusTexts.map(classifyStatus).filter((s) => s !== undefined));
-      const sbpId = text.value(labels.sbpId)?.replace(/\s/g, "");
-      const documentNumber = text.value(labels.documentNumber)?.replace(/\s/g, "");
+      const sbpId = identifier(text.value(labels.sbpId) ?? "");
+      const documentNumber = identifier(text.value(labels.documentNumber) ?? "");
       let dateTime = parseDateTime(text.value(labels.date));
       if (!dateTime && labels.unlabelledDate)
         for (const line of text.lines.slice(0, 6)) {
