@@ -13,6 +13,8 @@ export interface WriterFingerprint {
 /** Learned from genuine fixtures (`pnpm --filter @gw/receipts learn`): each bank's engines, and honest re-savers. */
 export interface Fingerprints {
   banks: Record<string, WriterFingerprint[]>;
+  /** Engines of banks without a layout module: any bank may use them, always built the same way. */
+  engines: WriterFingerprint[];
   resavers: WriterFingerprint[];
 }
 
@@ -88,18 +90,22 @@ export function writerFindings(
     else if (fits[0] === engine) datesApart();
     return out;
   }
-  if (resaver) {
-    if (!resaver.signatures.includes(signature))
+  // A bank without fingerprints: a program seen in any fixture must build the file as it does there.
+  const seen = [...Object.values(LEARNED.banks).flat(), ...LEARNED.engines, ...LEARNED.resavers].filter(
+    (f) => f.family === family,
+  );
+  if (seen.length > 0) {
+    if (!seen.some((f) => f.signatures.includes(signature)))
       out.push(
         finding(
           "writer_mismatch",
-          `Producer "${producer}" names a re-saving program, but the file is built otherwise (${signature})`,
+          `Producer "${producer}" never builds a file this way (${signature}; expected ${[...new Set(seen.flatMap((f) => f.signatures))].join(" or ")})`,
         ),
       );
+    else if (!resaver) datesApart();
     return out;
   }
-  const known = Object.values(LEARNED.banks).some((fs) => fs.some((f) => f.family === family));
-  if (producer && !known && !REPORT_ENGINES.test(`${producer} ${info.creator ?? ""}`))
+  if (producer && !REPORT_ENGINES.test(producer))
     out.push(
       finding(
         "foreign_producer",

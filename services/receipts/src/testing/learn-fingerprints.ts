@@ -1,7 +1,8 @@
 // `pnpm --filter @gw/receipts learn`: learns the writer fingerprints the review checks
 // (src/layouts/fingerprints.json) from genuine fixtures: for each bank with a layout
-// module, receipts as its engines write them (two versions each, card and SBP), and a
-// receipt re-saved by each honest re-saver. Only the first two versions of each engine
+// module, receipts as its engines write them (two versions each, card and SBP); the
+// engines of banks read by the fallback layout (bound to the program, not to a bank);
+// and a receipt re-saved by each honest re-saver. Only the first two versions of each engine
 // are shown, so a version the review has never seen must pass by its family.
 import { writeFileSync } from "node:fs";
 import { LAYOUTS } from "../layouts/index.ts";
@@ -40,9 +41,14 @@ export async function learnFingerprints(): Promise<Fingerprints> {
         for (const rail of ["card", "phone"] as const) add(learned, await fixture(bank, rail, w, version));
     banks[bank] = learned;
   }
+  // The engines of banks the fallback layout reads: bound to their program, not to a bank.
+  const engines: WriterFingerprint[] = [];
+  for (const bank of ["ozon", "raiffeisen", "gazprombank"] as const)
+    for (const w of BANK_WRITERS[bank] as readonly WriterProfile[])
+      for (const version of w.versions.slice(0, 2)) add(engines, await fixture(bank, "card", w, version));
   const resavers: WriterFingerprint[] = [];
   for (const w of RESAVERS) add(resavers, await fixture("sberbank", "card", w, w.versions[0] ?? ""));
-  return { banks, resavers };
+  return { banks, engines, resavers };
 }
 
 /** Where the review reads them from. */

@@ -186,7 +186,7 @@ const pick = <T>(s: ReceiptSpec, ...options: [T, T, T]): T => options[(s.wording
 /** How an identifier is laid out: as the bank prints it, or relaid (spaced, grouped, lower case). */
 function laid(s: ReceiptSpec, id: string): string {
   if (!s.relaid) return id;
-  return id.toLowerCase().replace(/(.{4})(?=.)/g, "$1 ");
+  return `${id.slice(0, 16)} ${id.slice(16)}`.toLowerCase();
 }
 
 function bankSheet(s: ReceiptSpec): Sheet {
