@@ -104,21 +104,32 @@ export function rng(seed: number): () => number {
 
 const BASE = Date.UTC(2026, 2, 2, 6, 0, 0);
 
-/** Case `index` of `split`: the same arguments always build the same bytes. */
-export async function corpusCase(split: Split, index: number): Promise<CorpusCase> {
-  const r = rng(SPLIT_SEEDS[split] * 1_000_003 + index * 7919);
-  const pick = <T>(xs: readonly T[]): T => xs[Math.floor(r() * xs.length)] as T;
-  const digits = (n: number) => Array.from({ length: n }, () => Math.floor(r() * 10)).join("");
-  const hex = (n: number) =>
-    Array.from({ length: n }, () => "0123456789ABCDEF"[Math.floor(r() * 16)]).join("");
+const caseRng = (split: Split, index: number) => rng(SPLIT_SEEDS[split] * 1_000_003 + index * 7919);
 
+/** Which class and technique case `index` of `split` is, without building it. */
+export function techniqueOf(split: Split, index: number): [ExpectedClass, string] {
+  return chooseTechnique(caseRng(split, index)());
+}
+
+function chooseTechnique(draw: number): [ExpectedClass, string] {
   const total = TECHNIQUES.reduce((n, t) => n + t[2], 0);
-  const roll = r() * total;
+  const roll = draw * total;
   let acc = 0;
   const [expected, technique] = TECHNIQUES.find((t) => {
     acc += t[2];
     return roll < acc;
   }) ?? ["genuine", "plain"];
+  return [expected, technique];
+}
+
+/** Case `index` of `split`: the same arguments always build the same bytes. */
+export async function corpusCase(split: Split, index: number): Promise<CorpusCase> {
+  const r = caseRng(split, index);
+  const [expected, technique] = chooseTechnique(r());
+  const pick = <T>(xs: readonly T[]): T => xs[Math.floor(r() * xs.length)] as T;
+  const digits = (n: number) => Array.from({ length: n }, () => Math.floor(r() * 10)).join("");
+  const hex = (n: number) =>
+    Array.from({ length: n }, () => "0123456789ABCDEF"[Math.floor(r() * 16)]).join("");
 
   const bank: Bank = r() < 0.75 ? pick(MODULE_BANKS) : pick(OTHER_BANKS);
   const rail: Rail = r() < 0.5 ? "card" : "phone";
