@@ -28,14 +28,17 @@ export function issuerOf(
     const labelled = rest.length > 0 || /:/.test(first);
     if (labelled && COUNTERPARTY.test(first.split(":")[0] ?? "")) return;
     const line = cells.join(" ");
-    const where = i < 4 ? "title" : i >= text.lines.length - 3 ? "footer" : `line ${i + 1}`;
+    const title = i < 2;
+    const footer = i >= text.lines.length - 3;
+    const where = title ? "title" : footer ? "footer" : `line ${i + 1}`;
     const licence = LICENCE.exec(line)?.[1];
     if (licence) {
       const bank = ISSUERS.find((b) => b.licence === licence);
       if (bank) mentions.push({ bank, where: `${where} (licence № ${licence})` });
     }
-    // Only the title and footer name the issuer; a brand inside the rows is a value.
-    if (i < 4 || i >= text.lines.length - 3)
+    // Only the brand atop the receipt and the legal lines at its foot name the issuer; a
+    // bank named inside the rows is a value (a transfer "to a СберБанк client").
+    if (title || footer)
       for (const bank of ISSUERS) if (bank.brand.test(line)) mentions.push({ bank, where });
   });
   const module = issuerById(layout);
