@@ -44,6 +44,8 @@ const genuine = (bank: Bank, rail: Rail): Case => ({
 const daysAgo = (n: number) => new Date(Date.now() - n * 86_400_000);
 const shared = receiptSpec("tbank", "phone");
 const relaid = receiptSpec("sberbank", "phone");
+const cut = receiptSpec("sberbank", "card", { recipientCard: "2202201234565555" });
+const CUT_REQUISITES = { number: "2202201234565555", name: "Иван Иванович Иванов" };
 const EDITOR = EDITORS.find((w) => w.producer.startsWith("PDF Expert")) ?? EDITORS[0];
 
 /** `spec` drawn and written by the program `w`, with `producer` in its metadata. */
@@ -218,6 +220,18 @@ const CASES: Case[] = [
       receiptPdf({ ...relaid, relaid: true, createdAt: new Date(relaid.createdAt.getTime() + 60_000) }),
     before: async (h) => {
       await h.client.submitReceipt(submission("phone", await receiptPdf(relaid)));
+    },
+    verdict: "manual_check",
+    reason: "potential_fake",
+    checks: ["transaction_reused"],
+  },
+  {
+    name: "same transfer again with its identifiers left out (Sber card, no document number)",
+    rail: "card",
+    file: () => receiptPdf({ ...cut, omit: ["Номер документа", "Код авторизации"] }),
+    overrides: { requisites: CUT_REQUISITES },
+    before: async (h) => {
+      await h.client.submitReceipt(submission("card", await receiptPdf(cut), { requisites: CUT_REQUISITES }));
     },
     verdict: "manual_check",
     reason: "potential_fake",

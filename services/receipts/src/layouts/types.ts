@@ -26,6 +26,8 @@ export interface Extraction {
   statusTexts: string[];
   /** The SBP operation id when shown (unique across banks), else the bank's document number. */
   transactionId?: string | undefined;
+  /** The transfer itself, without identifiers: set by the review once the issuer is known (reuse.ts). */
+  transferKey?: string | undefined;
 }
 
 /** One receipt layout: how to recognise it and where its fields are. */

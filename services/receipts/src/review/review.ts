@@ -6,6 +6,7 @@ import { describeRevisions, savesOf } from "../pdf/revisions.ts";
 import { type Finding, finding } from "./findings.ts";
 import { issuerOf } from "./one-bank.ts";
 import { type ExpectedPayment, recipientMismatch } from "./requisites.ts";
+import { transferKey } from "./reuse.ts";
 import { writerFindings } from "./writer.ts";
 
 /** The payment a receipt is checked against. */
@@ -61,6 +62,7 @@ export function reviewContent(parsed: ParseOutcome, input: ReviewInput): Content
   if (conflict) findings.push(finding("mixed_banks", `parts of several banks' receipts: ${conflict}`));
   if (issuer && x.transactionId?.startsWith(`${x.layout}:`) && x.layout !== issuer.id)
     x.transactionId = `${issuer.id}:${x.transactionId.slice(x.layout.length + 1)}`;
+  x.transferKey = transferKey(x, issuer?.id);
   findings.push(
     ...writerFindings(info, revisions, issuer, parsePdfDate(info.creationDate), parsePdfDate(info.modDate)),
   );

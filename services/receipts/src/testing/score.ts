@@ -4,7 +4,7 @@
 import { createHash } from "node:crypto";
 import { readTrustedPdf } from "../pdf/parse.ts";
 import { decide, type Finding, finding } from "../review/findings.ts";
-import { reuseKeys } from "../review/reuse.ts";
+import { recordedKeys, reuseKeys } from "../review/reuse.ts";
 import { reviewContent } from "../review/review.ts";
 import type { CorpusCase, ExpectedClass, Split } from "./corpus.ts";
 
@@ -33,13 +33,15 @@ export async function scoreCase(c: CorpusCase): Promise<ScoredCase> {
         findings.push(finding("receipt_reused", `the same file was submitted for operation ${earlier}`));
     }
     for (const key of reuseKeys(content.extraction)) {
-      const other = history.get(key.key);
-      if (other && other !== operation)
+      const other = history.get(`${key.kind}:${key.key}`);
+      if (other && other !== operation) {
         findings.push(finding("transaction_reused", `${key.detail} was used for operation ${other}`));
+        break;
+      }
     }
     history.set(`file:${sha}`, operation);
-    for (const key of reuseKeys(content.extraction))
-      if (!history.has(key.key)) history.set(key.key, operation);
+    for (const key of recordedKeys(content.extraction))
+      if (!history.has(`${key.kind}:${key.key}`)) history.set(`${key.kind}:${key.key}`, operation);
     return findings;
   };
   for (const [i, file] of c.earlier.entries()) await review(file, `earlier-${i}`);
