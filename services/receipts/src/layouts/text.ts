@@ -82,6 +82,27 @@ export class ReceiptText {
   value(label: RegExp): string | undefined {
     return this.values(label)[0];
   }
+
+  /**
+   * A labelled identifier with its continuation: a long id broken over two lines goes on
+   * in a line of its own that holds only letters and digits (no label, no Cyrillic).
+   */
+  identifierValue(label: RegExp): string | undefined {
+    const whole = new RegExp(`^(?:${label.source})\\s*:?$`, "i");
+    const prefixed = new RegExp(`^(?:${label.source})\\s*:\\s*(?<value>.+)$`, "i");
+    for (const [i, cells] of this.lines.entries()) {
+      const value =
+        whole.test(cells[0] ?? "") && cells.length > 1
+          ? cells.slice(1).join(" ")
+          : prefixed.exec(cells.join(" "))?.groups?.value;
+      if (value === undefined) continue;
+      const next = this.lines[i + 1];
+      if (next?.length === 1 && /^[0-9A-Za-z][0-9A-Za-z -]*$/.test(next[0] ?? ""))
+        return `${value}${next[0]}`;
+      return value;
+    }
+    return this.value(label);
+  }
 }
 
 /**

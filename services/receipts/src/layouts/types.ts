@@ -99,7 +99,7 @@ export function labelledLayout(
           if (labels.statusLine.test(joined)) statusTexts.push(joined);
         }
       const statuses = new Set(statusTexts.map(classifyStatus).filter((s) => s !== undefined));
-      const sbpId = identifier(text.value(labels.sbpId) ?? "");
+      const sbpId = identifier(text.identifierValue(labels.sbpId) ?? "");
       const documentNumber = identifier(text.value(labels.documentNumber) ?? "");
       let dateTime = parseDateTime(text.value(labels.date));
       if (!dateTime && labels.unlabelledDate)

@@ -275,7 +275,7 @@ export async function corpusCase(split: Split, index: number): Promise<CorpusCas
       earlier.push(await genuine(spec));
       file = await genuine({
         ...spec,
-        relaid: true,
+        relaid: r() < 0.3 ? "wrapped" : true,
         wording: Math.floor(r() * 3),
         createdAt: new Date(spec.createdAt.getTime() + 3_600_000),
       });

@@ -43,7 +43,7 @@ export interface ReceiptSpec {
    */
   wording?: number | undefined;
   /** Identifiers laid out otherwise than the bank does (spaced, grouped, lower case): the same transfer. */
-  relaid?: boolean | undefined;
+  relaid?: boolean | "wrapped" | undefined;
   /** A forger's assembly: the title, footer or status wording taken from other banks' receipts. */
   assembly?: { title?: Bank; footer?: Bank; status?: Bank } | undefined;
 }
@@ -186,6 +186,8 @@ const pick = <T>(s: ReceiptSpec, ...options: [T, T, T]): T => options[(s.wording
 /** How an identifier is laid out: as the bank prints it, or relaid (spaced, grouped, lower case). */
 function laid(s: ReceiptSpec, id: string): string {
   if (!s.relaid) return id;
+  // Wrapped: the id broken over two lines, as a narrow column prints it.
+  if (s.relaid === "wrapped") return `${id.slice(0, 20)}\n${id.slice(20)}`;
   return `${id.slice(0, 16)} ${id.slice(16)}`.toLowerCase();
 }
 
@@ -433,7 +435,7 @@ export async function buildReceipt(
     if (typeof row === "string") page.drawText(row, { x: LABEL_X, y, size, font: f });
     else {
       page.drawText(row[0], { x: LABEL_X, y, size, font: f, color: rgb(0.45, 0.45, 0.45) });
-      page.drawText(row[1], { x: VALUE_X, y, size, font: f });
+      page.drawText(row[1], { x: VALUE_X, y, size, font: f, lineHeight: size + 1 });
       if (row[0] === s.amountLabel) amountAt = { x: VALUE_X, y };
     }
   };
