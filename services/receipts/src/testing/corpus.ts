@@ -28,8 +28,10 @@ import {
 
 /** What a case is, and so what the review should answer. */
 export type ExpectedClass = "genuine" | "forgery" | "in_progress" | "declined" | "unreadable";
+/** `tuning` may be looked at case by case while developing checks; `heldout` is only ever scored. */
 export type Split = "tuning" | "heldout";
 
+/** One generated receipt with the payment it is submitted for. */
 export interface CorpusCase {
   id: string;
   split: Split;
@@ -42,6 +44,7 @@ export interface CorpusCase {
   earlier: Uint8Array[];
 }
 
+/** The seed of each split: the same index in two splits is two unrelated cases. */
 export const SPLIT_SEEDS: Record<Split, number> = { tuning: 1, heldout: 2 };
 
 const MODULE_BANKS = ["sberbank", "tbank", "vtb", "alfabank"] as const;

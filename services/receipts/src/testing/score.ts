@@ -8,8 +8,10 @@ import { recordedKeys, reuseKeys } from "../review/reuse.ts";
 import { reviewContent } from "../review/review.ts";
 import type { CorpusCase, ExpectedClass, Split } from "./corpus.ts";
 
+/** A verdict as the bars count it: `manual_check` split by its reason. */
 export type VerdictClass = "completed" | "rejected" | "not_terminal" | "potential_fake";
 
+/** One case's verdict and the checks that fired. */
 export interface ScoredCase {
   id: string;
   split: Split;
