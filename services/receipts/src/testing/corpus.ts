@@ -18,6 +18,7 @@ import {
   appendUpdate,
   BANK_WRITERS,
   EDITORS,
+  HELDOUT_EDITORS,
   producerOf,
   RESAVERS,
   replacePageByUpdate,
@@ -169,6 +170,7 @@ export async function corpusCase(split: Split, index: number): Promise<CorpusCas
     submittedAt,
   };
 
+  const editors = split === "heldout" ? [...EDITORS, ...HELDOUT_EDITORS] : EDITORS;
   const bankWriter = (b: Bank = bank) => pick(BANK_WRITERS[b] as readonly WriterProfile[]);
   /** The bank's own engine writing `s`. */
   const genuine = async (s: ReceiptSpec, b: Bank = bank) => {
@@ -226,7 +228,7 @@ export async function corpusCase(split: Split, index: number): Promise<CorpusCas
     case "objstm_override": {
       const original = await genuine(truth());
       const style = { ...updateStyle(), objectStream: technique === "objstm_override" };
-      const editor = r() < 0.5 ? producerOf(pick(EDITORS), "1.0") : undefined;
+      const editor = r() < 0.5 ? producerOf(pick(editors), "1.0") : undefined;
       file = await replacePageByUpdate(original, (await buildReceipt(spec)).doc, style, editor);
       break;
     }
@@ -244,7 +246,7 @@ export async function corpusCase(split: Split, index: number): Promise<CorpusCas
       break;
     }
     case "producer_swap": {
-      const w = pick(EDITORS);
+      const w = pick(editors);
       const target = r();
       const claimed =
         target < 0.6
@@ -260,7 +262,7 @@ export async function corpusCase(split: Split, index: number): Promise<CorpusCas
       break;
     }
     case "editor_rewrite": {
-      const w = pick(EDITORS);
+      const w = pick(editors);
       file = await writeAs((await buildReceipt(spec)).doc, w, {
         producer: producerOf(w, pick(w.versions)),
         created: spec.createdAt,

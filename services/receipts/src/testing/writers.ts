@@ -288,6 +288,42 @@ export const EDITORS: readonly WriterProfile[] = [
   },
 ];
 
+/** Editors that only the held-out split uses: no check can have been tuned on their names or files. */
+export const HELDOUT_EDITORS: readonly WriterProfile[] = [
+  {
+    producer: "Sejda PDF Desktop {v}",
+    versions: ["7.6.5"],
+    header: "1.6",
+    binary: "\xe2\xe3\xcf\xd3",
+    objectStreams: true,
+    id: true,
+  },
+  {
+    producer: "Wondershare PDFelement {v}",
+    versions: ["10.3.4"],
+    header: "1.7",
+    binary: "\xe2\xe3\xcf\xd3",
+    objectStreams: false,
+    id: true,
+  },
+  {
+    producer: "Microsoft® Word для Microsoft 365",
+    versions: [""],
+    header: "1.7",
+    binary: "\xb5\xb5\xb5\xb5",
+    objectStreams: true,
+    id: true,
+  },
+  {
+    producer: "Okular {v}",
+    versions: ["23.08.5"],
+    header: "1.5",
+    binary: "\xe2\xe3\xcf\xd3",
+    objectStreams: false,
+    id: false,
+  },
+];
+
 /** The producer string a profile writes for a version. */
 export const producerOf = (w: WriterProfile, version: string) => w.producer.replaceAll("{v}", version).trim();
 
