@@ -8,15 +8,18 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Harness, startHarness, submission } from "./testing/harness.ts";
 import {
   type Bank,
+  buildReceipt,
   corrupt,
   editAmountIncrementally,
   hugePdf,
   imageOnlyPdf,
   notPdf,
   type Rail,
+  type ReceiptSpec,
   receiptPdf,
   receiptSpec,
 } from "./testing/receipt-factory.ts";
+import { EDITORS, RESAVERS, replacePageByUpdate, type WriterProfile, writeAs } from "./testing/writers.ts";
 
 interface Case {
   name: string;
@@ -40,6 +43,20 @@ const genuine = (bank: Bank, rail: Rail): Case => ({
 
 const daysAgo = (n: number) => new Date(Date.now() - n * 86_400_000);
 const shared = receiptSpec("tbank", "phone");
+const relaid = receiptSpec("sberbank", "phone");
+const cut = receiptSpec("sberbank", "card", { recipientCard: "2202201234565555" });
+const CUT_REQUISITES = { number: "2202201234565555", name: "Иван Иванович Иванов" };
+const EDITOR = EDITORS.find((w) => w.producer.startsWith("PDF Expert")) ?? EDITORS[0];
+
+/** `spec` drawn and written by the program `w`, with `producer` in its metadata. */
+async function rewrite(spec: ReceiptSpec, w: WriterProfile | undefined, producer: string) {
+  if (!w) throw new Error("no such writer");
+  return writeAs((await buildReceipt(spec)).doc, w, {
+    producer,
+    creator: w.creator,
+    created: spec.createdAt,
+  });
+}
 
 const CASES: Case[] = [
   ...(["sberbank", "tbank", "vtb", "alfabank"] as const).flatMap((bank) => [
@@ -79,12 +96,12 @@ const CASES: Case[] = [
     checks: ["incremental_update", "text_inconsistent", "amount_mismatch"],
   },
   {
-    name: "saved by an editor (Alfa card, Producer Photoshop)",
+    name: "saved by an editor (Alfa card, Producer Photoshop: not Alfa-Bank's engine)",
     rail: "card",
     file: () => receiptPdf(receiptSpec("alfabank", "card", { producer: "Adobe Photoshop 25.4 (Windows)" })),
     verdict: "manual_check",
     reason: "potential_fake",
-    checks: ["editor_producer"],
+    checks: ["foreign_producer"],
   },
   {
     name: "created and modified days apart (T-Bank card)",
@@ -158,6 +175,86 @@ const CASES: Case[] = [
     verdict: "manual_check",
     reason: "potential_fake",
     checks: ["transaction_reused"],
+  },
+  {
+    name: "rewritten by an editor no list names (VTB SBP, Producer PDF Expert)",
+    rail: "phone",
+    file: () => rewrite(receiptSpec("vtb", "phone"), EDITOR, "PDF Expert 3.10.6"),
+    verdict: "manual_check",
+    reason: "potential_fake",
+    checks: ["foreign_producer"],
+  },
+  {
+    name: "producer swapped to the bank's engine, the file built by an editor (Sber card)",
+    rail: "card",
+    file: () => rewrite(receiptSpec("sberbank", "card"), EDITOR, "JasperReports Library version 6.20.6"),
+    verdict: "manual_check",
+    reason: "potential_fake",
+    checks: ["writer_mismatch"],
+  },
+  {
+    name: "content replaced in an update hidden in an object stream, earlier %%EOF blanked (T-Bank card)",
+    rail: "card",
+    file: async () =>
+      replacePageByUpdate(
+        await receiptPdf(receiptSpec("tbank", "card", { amount: "150.00" })),
+        (await buildReceipt(receiptSpec("tbank", "card"))).doc,
+        { objectStream: true, hideEarlierEof: true },
+      ),
+    verdict: "manual_check",
+    reason: "potential_fake",
+    checks: ["incremental_update", "writer_mismatch"],
+  },
+  {
+    name: "assembled from two banks (Sber receipt with VTB's footer)",
+    rail: "card",
+    file: () => receiptPdf(receiptSpec("sberbank", "card", { assembly: { footer: "vtb" } })),
+    verdict: "manual_check",
+    reason: "potential_fake",
+    checks: ["mixed_banks"],
+  },
+  {
+    name: "same transfer again with its identifiers relaid (Sber SBP)",
+    rail: "phone",
+    file: () =>
+      receiptPdf({ ...relaid, relaid: true, createdAt: new Date(relaid.createdAt.getTime() + 60_000) }),
+    before: async (h) => {
+      await h.client.submitReceipt(submission("phone", await receiptPdf(relaid)));
+    },
+    verdict: "manual_check",
+    reason: "potential_fake",
+    checks: ["transaction_reused"],
+  },
+  {
+    name: "same transfer again with its identifiers left out (Sber card, no document number)",
+    rail: "card",
+    file: () => receiptPdf({ ...cut, omit: ["Номер документа", "Код авторизации"] }),
+    overrides: { requisites: CUT_REQUISITES },
+    before: async (h) => {
+      await h.client.submitReceipt(submission("card", await receiptPdf(cut), { requisites: CUT_REQUISITES }));
+    },
+    verdict: "manual_check",
+    reason: "potential_fake",
+    checks: ["transaction_reused"],
+  },
+  {
+    name: "re-saved by a phone's share sheet (Alfa SBP, iOS Quartz PDFContext)",
+    rail: "phone",
+    file: () =>
+      rewrite(
+        receiptSpec("alfabank", "phone"),
+        RESAVERS[0],
+        "iOS Version 17.4.1 (Build 21E236) Quartz PDFContext",
+      ),
+    verdict: "completed",
+    checks: [],
+  },
+  {
+    name: 'the bank\'s other wording (VTB card: "Сумма", "Успешно", a long date)',
+    rail: "card",
+    file: () => receiptPdf(receiptSpec("vtb", "card", { wording: 2 })),
+    verdict: "completed",
+    checks: [],
   },
   {
     name: "image-only PDF (a screenshot)",

@@ -9,6 +9,7 @@ import { and, desc, eq, inArray, ne, sql } from "drizzle-orm";
 import { type ExpectedSnapshot, receiptResolutions, receiptReviews } from "./db/schema.ts";
 import type { PdfReader } from "./pdf/parse.ts";
 import { decide, type Finding, finding } from "./review/findings.ts";
+import { recordedKeys, reuseKeys } from "./review/reuse.ts";
 import { type ContentReview, type ReviewInput, reviewContent } from "./review/review.ts";
 import { getReviewFile } from "./review-file.ts";
 import type { ReceiptUrlSigner } from "./signing.ts";
@@ -197,27 +198,26 @@ export class ReceiptsHandlers implements ServiceImpl<typeof ReceiptsService> {
             finding("receipt_reused", `the same file was submitted for operation ${earlier.operationId}`),
           );
       }
-      if (x?.transactionId) {
+      // Every key of the transfer is locked (in one global order, so two reviews cannot
+      // deadlock) so two operations recording the same transfer at once see each other.
+      const locked = recordedKeys(x).sort((a, b) => `${a.kind}:${a.key}`.localeCompare(`${b.kind}:${b.key}`));
+      for (const key of locked)
         await tx.execute(
-          sql`select pg_advisory_xact_lock(hashtextextended(${`receipts:tx:${x.transactionId}`}, 0))`,
+          sql`select pg_advisory_xact_lock(hashtextextended(${`receipts:${key.kind}:${key.key}`}, 0))`,
         );
+      for (const key of reuseKeys(x)) {
+        const column = key.kind === "transaction" ? receiptReviews.transactionId : receiptReviews.transferKey;
         const [other] = await tx
           .select({ operationId: receiptReviews.operationId })
           .from(receiptReviews)
-          .where(
-            and(
-              eq(receiptReviews.transactionId, x.transactionId),
-              ne(receiptReviews.operationId, row.operationId),
-            ),
-          )
+          .where(and(eq(column, key.key), ne(receiptReviews.operationId, row.operationId)))
           .limit(1);
-        if (other)
+        if (other) {
           findings.push(
-            finding(
-              "transaction_reused",
-              `transaction ${x.transactionId} was used for operation ${other.operationId}`,
-            ),
+            finding("transaction_reused", `${key.detail} was used for operation ${other.operationId}`),
           );
+          break;
+        }
       }
       const verdict = decide(findings);
       const [updated] = await tx
@@ -228,6 +228,7 @@ export class ReceiptsHandlers implements ServiceImpl<typeof ReceiptsService> {
           actualAmount: x?.amount ? x.amount.toFixed(CURRENCIES.RUB.scale) : null,
           layout: x?.layout ?? null,
           transactionId: x?.transactionId ?? null,
+          transferKey: x?.transferKey ?? null,
           findings,
           extraction: summarise(content),
           reviewedAt: new Date(),
@@ -505,6 +506,7 @@ function summarise(content: ContentReview): Record<string, unknown> {
       status: x.status,
       statusTexts: x.statusTexts,
       transactionId: x.transactionId,
+      transferKey: x.transferKey,
     }),
   };
 }

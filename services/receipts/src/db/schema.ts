@@ -71,6 +71,8 @@ export const receiptReviews = receipts.table(
     currency: text("currency").notNull(),
     layout: text("layout"),
     transactionId: text("transaction_id"),
+    /** The transfer without its identifiers (issuer, amount, minute, recipient): reuse however the ids are laid out. */
+    transferKey: text("transfer_key"),
     findings: jsonb("findings").$type<Finding[]>().notNull().default([]),
     extraction: jsonb("extraction").$type<Record<string, unknown>>(),
     expected: jsonb("expected").$type<ExpectedSnapshot>().notNull(),
@@ -82,6 +84,7 @@ export const receiptReviews = receipts.table(
     index("receipt_reviews_operation").on(t.operationId, t.createdAt),
     index("receipt_reviews_sha256").on(t.sha256),
     index("receipt_reviews_transaction").on(t.transactionId).where(sql`transaction_id is not null`),
+    index("receipt_reviews_transfer").on(t.transferKey).where(sql`transfer_key is not null`),
   ],
 );
 

@@ -82,11 +82,40 @@ export class ReceiptText {
   value(label: RegExp): string | undefined {
     return this.values(label)[0];
   }
+
+  /**
+   * A labelled identifier with its continuation: a long id broken over two lines goes on
+   * in a line of its own that holds only letters and digits (no label, no Cyrillic).
+   */
+  identifierValue(label: RegExp): string | undefined {
+    const whole = new RegExp(`^(?:${label.source})\\s*:?$`, "i");
+    const prefixed = new RegExp(`^(?:${label.source})\\s*:\\s*(?<value>.+)$`, "i");
+    for (const [i, cells] of this.lines.entries()) {
+      const value =
+        whole.test(cells[0] ?? "") && cells.length > 1
+          ? cells.slice(1).join(" ")
+          : prefixed.exec(cells.join(" "))?.groups?.value;
+      if (value === undefined) continue;
+      const next = this.lines[i + 1];
+      if (next?.length === 1 && /^[0-9A-Za-z][0-9A-Za-z -]*$/.test(next[0] ?? ""))
+        return `${value}${next[0]}`;
+      return value;
+    }
+    return this.value(label);
+  }
 }
 
-/** NBSP, narrow NBSP and runs of spaces become one space; ё becomes е for comparisons. */
+/**
+ * What an honest bank may print differently without meaning anything else: NBSP, narrow
+ * NBSP and runs of spaces become one space, the hyphens and minus signs one hyphen, and
+ * zero-width characters go.
+ */
 export function normalise(s: string): string {
-  return s.replace(/[\u00a0\u202f\u2007\s]+/g, " ").trim();
+  return s
+    .replace(/[\u200b-\u200d\ufeff\u00ad]/g, "")
+    .replace(/[\u2010-\u2013\u2212]/g, "-")
+    .replace(/[\u00a0\u202f\u2007\s]+/g, " ")
+    .trim();
 }
 
 const AMOUNT =
@@ -126,8 +155,9 @@ const MONTHS = [
 ];
 
 /**
- * Reads a date and time as banks print them ("12.03.2025 14:32:10", "12 марта 2025
- * 14:32 (МСК)"). Russian banks print Moscow time (UTC+3) unless they name UTC.
+ * Reads a date and time as banks print them ("12.03.2025 14:32:10", "12.03.25, 14:32",
+ * "2025-03-12 14:32", "12 марта 2025 г. в 14:32 (МСК)"). Russian banks print Moscow time
+ * (UTC+3) unless they name UTC.
  */
 export function parseDateTime(text: string | undefined): Date | undefined {
   if (!text) return undefined;
@@ -135,11 +165,18 @@ export function parseDateTime(text: string | undefined): Date | undefined {
   let mo: number;
   let d: number;
   let rest: string;
-  const numeric = /(\d{2})\.(\d{2})\.(\d{4})(.*)$/.exec(text);
-  if (numeric) {
+  const numeric = /(\d{1,2})[./](\d{2})[./](\d{4}|\d{2})(?!\d)(.*)$/.exec(text);
+  const iso = /(\d{4})-(\d{2})-(\d{2})(.*)$/.exec(text);
+  if (iso) {
+    y = Number(iso[1]);
+    mo = Number(iso[2]);
+    d = Number(iso[3]);
+    rest = iso[4] ?? "";
+  } else if (numeric) {
     d = Number(numeric[1]);
     mo = Number(numeric[2]);
     y = Number(numeric[3]);
+    if (y < 100) y += 2000;
     rest = numeric[4] ?? "";
   } else {
     const named = /(\d{1,2})\s+([а-яё]+)\s+(\d{4})(.*)$/i.exec(text);
@@ -165,7 +202,8 @@ export function classifyStatus(text: string | undefined): "success" | "in_progre
   if (/отклон|отказ|отмен|ошибк|не выполнен|не исполнен|неуспеш/i.test(text)) return "failed";
   if (/в обработке|обрабатыва|в процессе|исполняется|ожида|принят|в пути|выполняется/i.test(text))
     return "in_progress";
-  if (/успешн|выполнен|исполнен|зачислен|отправлен|проведен|доставлен/i.test(text)) return "success";
+  if (/успешн|выполнен|исполнен|зачислен|отправлен|проведен|доставлен|готово|завершен/i.test(text))
+    return "success";
   return undefined;
 }
 

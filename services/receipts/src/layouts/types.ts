@@ -26,6 +26,8 @@ export interface Extraction {
   statusTexts: string[];
   /** The SBP operation id when shown (unique across banks), else the bank's document number. */
   transactionId?: string | undefined;
+  /** The transfer itself, without identifiers: set by the review once the issuer is known (reuse.ts). */
+  transferKey?: string | undefined;
 }
 
 /** One receipt layout: how to recognise it and where its fields are. */
@@ -54,12 +56,36 @@ export interface LayoutLabels {
   statusLine?: RegExp;
 }
 
-/** Builds a layout module from its recognition rule and labels. */
+/**
+ * The same facts under the labels any Russian bank may print them with: a module reads
+ * its own labels and these, so a bank's wording that its module did not list is still
+ * read by meaning ("Сумма" for "Сумма перевода", "Дата перевода" for "Дата и время
+ * перевода").
+ */
+const SYNONYMS: Omit<LayoutLabels, "sameAmount" | "unlabelledDate" | "statusLine"> = {
+  amount: /Сумма( перевода| операции| платежа| в валюте операции)?/,
+  date: /Дата( и время| \/ время|\/время)?( операции| перевода| платежа)?|Дата и время/,
+  status: /Статус( операции| перевода| платежа)?/,
+  name: /(ФИО |Имя )?[Пп]олучател[ья]( платежа)?|Кому/,
+  card: /(Номер )?[Кк]арт[аы] получателя|Карта зачисления/,
+  phone: /(Номер )?[Тт]елефона? получателя/,
+  bank: /Банк получателя/,
+  sbpId: /Идентификатор (операции )?(в )?СБП|Идентификатор операции|Номер операции (в )?СБП/,
+  documentNumber: /Номер (документа|операции|квитанции)|Квитанция №/,
+};
+
+/** A transaction identifier as characters only: spaces, dashes and case are layout, not identity. */
+export const identifier = (s: string) => s.replace(/[^0-9A-Za-zА-Яа-яЁё]/g, "").toUpperCase();
+
+/** Builds a layout module from its recognition rule and labels (widened by the common synonyms). */
 export function labelledLayout(
   id: string,
   recognise: (t: ReceiptText) => boolean,
-  labels: LayoutLabels,
+  own: LayoutLabels,
 ): Layout {
+  const labels: LayoutLabels = { ...own };
+  for (const key of Object.keys(SYNONYMS) as (keyof typeof SYNONYMS)[])
+    labels[key] = new RegExp(`${own[key].source}|${SYNONYMS[key].source}`);
   return {
     id,
     recognise,
@@ -73,8 +99,8 @@ export function labelledLayout(
           if (labels.statusLine.test(joined)) statusTexts.push(joined);
         }
       const statuses = new Set(statusTexts.map(classifyStatus).filter((s) => s !== undefined));
-      const sbpId = text.value(labels.sbpId)?.replace(/\s/g, "");
-      const documentNumber = text.value(labels.documentNumber)?.replace(/\s/g, "");
+      const sbpId = identifier(text.identifierValue(labels.sbpId) ?? "");
+      const documentNumber = identifier(text.value(labels.documentNumber) ?? "");
       let dateTime = parseDateTime(text.value(labels.date));
       if (!dateTime && labels.unlabelledDate)
         for (const line of text.lines.slice(0, 6)) {

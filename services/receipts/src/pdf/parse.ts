@@ -85,42 +85,72 @@ export class PdfReader {
 
   async read(bytes: Uint8Array): Promise<ParseOutcome> {
     const limits = this.#limits;
-    if (bytes.length > limits.maxBytes)
-      return {
-        kind: "failed",
-        check: "file_too_large",
-        detail: `${bytes.length} bytes, limit ${limits.maxBytes}`,
-      };
-    const structure = scanStructure(bytes);
-    if (!structure.isPdf) return { kind: "failed", check: "not_pdf", detail: "no %PDF- header", structure };
-    if (structure.objects > limits.maxObjects)
-      return {
-        kind: "failed",
-        check: "too_many_objects",
-        detail: `${structure.objects} objects, limit ${limits.maxObjects}`,
-        structure,
-      };
+    const checked = preflight(bytes, limits);
+    if ("kind" in checked) return checked;
     const slot = this.#slots.tryAcquire();
     if (!slot)
-      return { kind: "failed", check: "parse_capacity", detail: "too many files being read", structure };
+      return {
+        kind: "failed",
+        check: "parse_capacity",
+        detail: "too many files being read",
+        structure: checked,
+      };
     try {
       await slot;
       const answer = await runWorker(bytes, limits);
-      if ("check" in answer) return { kind: "failed", ...answer, structure };
-      if (answer.kind === "unreadable")
-        return { kind: "failed", check: "pdf_unreadable", detail: answer.detail, structure };
-      if (answer.kind === "too_many_pages")
-        return {
-          kind: "failed",
-          check: "too_many_pages",
-          detail: `${answer.pages} pages, limit ${limits.maxPages}`,
-          structure,
-        };
-      return { kind: "ok", structure, pageCount: answer.pageCount, info: answer.info, pages: answer.pages };
+      if ("check" in answer) return { kind: "failed", ...answer, structure: checked };
+      return outcomeOf(answer, checked, limits);
     } finally {
       this.#slots.release();
     }
   }
+}
+
+/**
+ * Reads a file in this thread, without the worker's time and memory limits: for the
+ * scoring command over the service's own generated corpus, never for uploaded files.
+ */
+export async function readTrustedPdf(
+  bytes: Uint8Array,
+  limits: ParseLimits = DEFAULT_PARSE_LIMITS,
+): Promise<ParseOutcome> {
+  const checked = preflight(bytes, limits);
+  if ("kind" in checked) return checked;
+  const { readPdfText } = await import("./read-text.ts");
+  return outcomeOf(await readPdfText(bytes, limits.maxPages), checked, limits);
+}
+
+/** The checks before any parser runs: size, header, object count. */
+function preflight(bytes: Uint8Array, limits: ParseLimits): ParseOutcome | PdfStructure {
+  if (bytes.length > limits.maxBytes)
+    return {
+      kind: "failed",
+      check: "file_too_large",
+      detail: `${bytes.length} bytes, limit ${limits.maxBytes}`,
+    };
+  const structure = scanStructure(bytes);
+  if (!structure.isPdf) return { kind: "failed", check: "not_pdf", detail: "no %PDF- header", structure };
+  if (structure.objects > limits.maxObjects)
+    return {
+      kind: "failed",
+      check: "too_many_objects",
+      detail: `${structure.objects} objects, limit ${limits.maxObjects}`,
+      structure,
+    };
+  return structure;
+}
+
+function outcomeOf(answer: WorkerAnswer, structure: PdfStructure, limits: ParseLimits): ParseOutcome {
+  if (answer.kind === "unreadable")
+    return { kind: "failed", check: "pdf_unreadable", detail: answer.detail, structure };
+  if (answer.kind === "too_many_pages")
+    return {
+      kind: "failed",
+      check: "too_many_pages",
+      detail: `${answer.pages} pages, limit ${limits.maxPages}`,
+      structure,
+    };
+  return { kind: "ok", structure, pageCount: answer.pageCount, info: answer.info, pages: answer.pages };
 }
 
 type Failure = { check: "parse_timeout" | "parse_memory" | "pdf_unreadable"; detail: string };

@@ -1,3 +1,5 @@
+import { type Revisions, readRevisions } from "./revisions.ts";
+
 /**
  * What the raw bytes of a PDF say before any parser runs: how many times it was saved
  * (each save appends a `%%EOF`), how many objects it declares, and whether it carries
@@ -14,6 +16,8 @@ export interface PdfStructure {
   /** Names of active-content keys found (/JavaScript, /JS, /Launch, /EmbeddedFile, /RichMedia). */
   activeContent: string[];
   encrypted: boolean;
+  /** Saves, sections and the writer's traits, from the cross-reference structure (revisions.ts). */
+  revisions: Revisions;
 }
 
 const ACTIVE = ["/JavaScript", "/JS", "/Launch", "/EmbeddedFile", "/RichMedia", "/SubmitForm"] as const;
@@ -35,6 +39,7 @@ export function scanStructure(bytes: Uint8Array): PdfStructure {
     objects,
     activeContent,
     encrypted: /\/Encrypt\b/.test(text),
+    revisions: readRevisions(bytes),
   };
 }
 

@@ -20,7 +20,9 @@ export const CHECKS = {
   transfer_failed: "rejected",
   // The receipt may be forged or is suspicious.
   incremental_update: "potential_fake",
-  editor_producer: "potential_fake",
+  foreign_producer: "potential_fake",
+  writer_mismatch: "potential_fake",
+  mixed_banks: "potential_fake",
   dates_apart: "potential_fake",
   active_content: "potential_fake",
   text_inconsistent: "potential_fake",

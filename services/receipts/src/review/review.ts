@@ -2,8 +2,12 @@ import type { Decimal } from "@gw/money";
 import { type Extraction, extract } from "../layouts/index.ts";
 import { ReceiptText } from "../layouts/text.ts";
 import type { ParseOutcome, PdfInfo } from "../pdf/parse.ts";
+import { describeRevisions, savesOf } from "../pdf/revisions.ts";
 import { type Finding, finding } from "./findings.ts";
+import { issuerOf } from "./one-bank.ts";
 import { type ExpectedPayment, recipientMismatch } from "./requisites.ts";
+import { transferKey } from "./reuse.ts";
+import { writerFindings } from "./writer.ts";
 
 /** The payment a receipt is checked against. */
 export interface ReviewInput extends ExpectedPayment {
@@ -22,15 +26,6 @@ export interface ContentReview {
   pageCount?: number | undefined;
 }
 
-/**
- * Producers and creators of editing tools. Banks generate receipts with report engines
- * and PDF libraries; a receipt last written by an editor was opened and saved by a person.
- */
-const EDITORS =
-  /photoshop|illustrator|acrobat(?! distiller)|foxit|pdf-?xchange|ilovepdf|smallpdf|sejda|pdfescape|pdf24|pdffiller|nitro|pdfelement|wondershare|master ?pdf|libreoffice|openoffice|microsoft.{0,10}word|canva|inkscape|gimp|pixelmator|preview|quartz pdfcontext|pdf candy|docfly|sodapdf|abbyy/i;
-
-/** A receipt's creation and modification dates may differ by seconds, not by minutes. */
-const DATES_APART_MS = 5 * 60_000;
 /** Banks print times to the minute and clocks drift: the window is widened by this much on both sides. */
 const WINDOW_SLACK_MS = 10 * 60_000;
 /** Below this many characters of text a PDF is a picture of a receipt: nothing can be read. */
@@ -42,26 +37,35 @@ export function reviewContent(parsed: ParseOutcome, input: ReviewInput): Content
   const findings: Finding[] = [];
   const { structure, info } = parsed;
 
-  const saves = structure.eofMarkers - (structure.linearized ? 1 : 0);
-  if (saves > 1)
-    findings.push(finding("incremental_update", `${saves - 1} incremental update(s) after creation`));
+  // Edits after the fact, from the file's own cross-reference structure.
+  const revisions = structure.revisions;
+  if (savesOf(revisions) > 1) findings.push(finding("incremental_update", describeRevisions(revisions)));
   if (structure.activeContent.length > 0)
     findings.push(finding("active_content", `carries ${structure.activeContent.join(", ")}`));
-  const tool = [info.producer, info.creator].find((v) => v && EDITORS.test(v));
-  if (tool) findings.push(finding("editor_producer", `written by "${tool}"`));
-  const created = parsePdfDate(info.creationDate);
-  const modified = parsePdfDate(info.modDate);
-  if (created && modified && Math.abs(modified.getTime() - created.getTime()) > DATES_APART_MS)
-    findings.push(
-      finding("dates_apart", `created ${created.toISOString()}, modified ${modified.toISOString()}`),
-    );
 
   const text = ReceiptText.fromPages(parsed.pages);
   if (text.size < MIN_TEXT_CHARS) {
-    findings.push(finding("no_text", "no extractable text (an image of a receipt?)"));
-    return { findings, info, pageCount: parsed.pageCount };
+    // A picture of a receipt: nothing on it can be checked, so nothing on it is a fraud signal.
+    return {
+      findings: [
+        ...findings.filter((f) => f.check === "active_content"),
+        finding("no_text", "no extractable text (an image of a receipt?)"),
+      ],
+      info,
+      pageCount: parsed.pageCount,
+    };
   }
   const x = extract(text);
+
+  // One receipt, one bank; and who wrote the file, against what that bank's receipts come from.
+  const { issuer, conflict } = issuerOf(text, x.layout);
+  if (conflict) findings.push(finding("mixed_banks", `parts of several banks' receipts: ${conflict}`));
+  if (issuer && x.transactionId?.startsWith(`${x.layout}:`) && x.layout !== issuer.id)
+    x.transactionId = `${issuer.id}:${x.transactionId.slice(x.layout.length + 1)}`;
+  x.transferKey = transferKey(x, issuer?.id);
+  findings.push(
+    ...writerFindings(info, revisions, issuer, parsePdfDate(info.creationDate), parsePdfDate(info.modDate)),
+  );
 
   const readings = new Set(x.amountReadings);
   if (readings.size > 1)

@@ -12,7 +12,7 @@ const require = createRequire(import.meta.url);
 const FONT = readFileSync(require.resolve("dejavu-fonts-ttf/ttf/DejaVuSans.ttf"));
 const FONT_BOLD = readFileSync(require.resolve("dejavu-fonts-ttf/ttf/DejaVuSans-Bold.ttf"));
 
-export type Bank = "sberbank" | "tbank" | "vtb" | "alfabank" | "ozon";
+export type Bank = "sberbank" | "tbank" | "vtb" | "alfabank" | "ozon" | "raiffeisen" | "gazprombank";
 export type Rail = "card" | "phone";
 
 /** What a receipt says; builders below fill realistic defaults. */
@@ -37,6 +37,15 @@ export interface ReceiptSpec {
   modifiedAt: Date;
   /** Rows left out, by the start of their label ("Телефон", "Дата"). */
   omit: string[];
+  /**
+   * Which of the bank's honest ways of printing the same facts (labels, status words,
+   * amount and date formats): 0 is the usual one; see `sheet`.
+   */
+  wording?: number | undefined;
+  /** Identifiers laid out otherwise than the bank does (spaced, grouped, lower case): the same transfer. */
+  relaid?: boolean | "wrapped" | undefined;
+  /** A forger's assembly: the title, footer or status wording taken from other banks' receipts. */
+  assembly?: { title?: Bank; footer?: Bank; status?: Bank } | undefined;
 }
 
 /** The report engines and libraries the banks' receipts come from (as far as the tests care). */
@@ -46,6 +55,8 @@ const PRODUCERS: Record<Bank, { producer: string; creator: string }> = {
   vtb: { producer: "iText® 7.2.5 ©2000-2023 iText Group NV", creator: "VTB Online" },
   alfabank: { producer: "Apache FOP Version 2.9", creator: "Alfa-Online" },
   ozon: { producer: "OpenPDF 1.3.30", creator: "Ozon Bank" },
+  raiffeisen: { producer: "Qt 4.8.7", creator: "wkhtmltopdf 0.12.6" },
+  gazprombank: { producer: "PDFsharp 1.50.5147 (www.pdfsharp.com)", creator: "GPB Online" },
 };
 
 /** A genuine successful receipt of `bank`, 1 500,00 ₽ to Иван Иванович И.; override anything. */
@@ -145,97 +156,186 @@ const STATUS: Record<Bank, Record<ReceiptSpec["status"], string>> = {
   vtb: { success: "Исполнено", in_progress: "Обрабатывается", failed: "Отказано" },
   alfabank: { success: "Выполнен", in_progress: "В обработке", failed: "Отклонён" },
   ozon: { success: "Перевод выполнен", in_progress: "Перевод в обработке", failed: "Перевод отклонен" },
+  raiffeisen: { success: "Исполнен", in_progress: "В обработке", failed: "Отклонен" },
+  gazprombank: { success: "Успешно", in_progress: "Обрабатывается", failed: "Отказано" },
 };
 
+/** Honest alternatives of each bank's wording, picked by `ReceiptSpec.wording` (1, 2, …). */
+const STATUS_ALT: Partial<Record<Bank, string[]>> = {
+  sberbank: ["Исполнено", "Платёж выполнен"],
+  tbank: ["Выполнен", "Успешно выполнено"],
+  vtb: ["Выполнено", "Успешно"],
+  alfabank: ["Выполнено", "Успешно"],
+};
+
+/** The sheet of `s.bank`, with parts of other banks' sheets when the spec assembles one (a forgery). */
 function sheet(s: ReceiptSpec): Sheet {
-  const status = STATUS[s.bank][s.status];
+  const own = bankSheet(s);
+  const a = s.assembly;
+  if (!a) return own;
+  return {
+    ...own,
+    title: a.title ? bankSheet({ ...s, bank: a.title }).title : own.title,
+    footer: a.footer ? bankSheet({ ...s, bank: a.footer }).footer : own.footer,
+  };
+}
+
+/** One of three honest variants of a value, by the spec's wording. */
+const pick = <T>(s: ReceiptSpec, ...options: [T, T, T]): T => options[(s.wording ?? 0) % 3] as T;
+
+/** How an identifier is laid out: as the bank prints it, or relaid (spaced, grouped, lower case). */
+function laid(s: ReceiptSpec, id: string): string {
+  if (!s.relaid) return id;
+  // Wrapped: the id broken over two lines, as a narrow column prints it.
+  if (s.relaid === "wrapped") return `${id.slice(0, 20)}\n${id.slice(20)}`;
+  return `${id.slice(0, 16)} ${id.slice(16)}`.toLowerCase();
+}
+
+function bankSheet(s: ReceiptSpec): Sheet {
+  const w = s.wording ?? 0;
+  const statusBank = s.assembly?.status ?? s.bank;
+  const status =
+    s.status === "success" && w > 0 && STATUS_ALT[statusBank]
+      ? (STATUS_ALT[statusBank]?.[(w - 1) % 2] ?? STATUS[statusBank].success)
+      : STATUS[statusBank][s.status];
   const tail = s.recipientCard.slice(-4);
+  const sbpId = laid(s, s.sbpId);
+  const doc = s.relaid ? s.documentNumber.replace(/(\d{3})(?=\d)/g, "$1-") : s.documentNumber;
   switch (s.bank) {
-    case "sberbank":
+    case "sberbank": {
+      const amountLabel = pick(s, "Сумма перевода", "Сумма", "Сумма операции");
       return {
-        title: ["СберБанк", "Чек по операции", `${longDate(s.at)} ${hms(s.at)} (МСК)`],
+        title: [
+          "СберБанк",
+          "Чек по операции",
+          pick(
+            s,
+            `${longDate(s.at)} ${hms(s.at)} (МСК)`,
+            `${longDate(s.at)} г. в ${hms(s.at).slice(0, 5)} (МСК)`,
+            `${dmy(s.at)} ${hms(s.at)} МСК`,
+          ),
+        ],
         rows: [
           ["Операция", s.rail === "card" ? "Перевод с карты на карту" : "Перевод по СБП"],
-          ["ФИО получателя", s.recipientName],
+          ["ФИО получателя", pick(s, s.recipientName, s.recipientName.toUpperCase(), s.recipientName)],
           s.rail === "card"
-            ? ["Номер карты получателя", `•••• ${tail}`]
-            : ["Телефон получателя", phone(s.recipientPhone, "paren")],
+            ? [
+                "Номер карты получателя",
+                pick(s, `•••• ${tail}`, `**** ${tail}`, `${s.recipientCard.slice(0, 4)} •••• •••• ${tail}`),
+              ]
+            : [
+                "Телефон получателя",
+                pick(
+                  s,
+                  phone(s.recipientPhone, "paren"),
+                  phone(s.recipientPhone, "spaced"),
+                  phone(s.recipientPhone, "paren").replace(/\) \d{3}/, ") ***"),
+                ),
+              ],
           ...(s.rail === "phone" ? [["Банк получателя", s.recipientBank] as Row] : []),
           ["ФИО отправителя", s.senderName],
           ["Карта отправителя", `•••• ${s.senderCard.slice(-4)}`],
-          ["Сумма перевода", rub(s.amount)],
-          ["Комиссия", "0,00 ₽"],
-          ...(s.rail === "phone" ? [["Идентификатор операции", s.sbpId] as Row] : []),
-          ["Номер документа", s.documentNumber],
+          [amountLabel, pick(s, rub(s.amount), rub(s.amount, "руб."), rubShort(s.amount))],
+          ["Комиссия", pick(s, "0,00 ₽", "0,00 руб.", "0 ₽")],
+          ...(s.rail === "phone" ? [["Идентификатор операции", sbpId] as Row] : []),
+          ["Номер документа", doc],
           ["Код авторизации", s.documentNumber.slice(-6)],
           ["Статус", status],
         ],
         footer: ["ПАО Сбербанк. Генеральная лицензия Банка России № 1481", "По вопросам: 900"],
-        amountLabel: "Сумма перевода",
+        amountLabel,
       };
+    }
     case "tbank":
       return {
-        title: ["Т-Банк", `${dmy(s.at)} ${hms(s.at)}`, ["Итого", rubShort(s.amount)]],
+        title: [
+          pick(s, "Т-Банк", "Тинькофф", "Т\u2011Банк"),
+          `${dmy(s.at)} ${hms(s.at)}`,
+          ["Итого", pick(s, rubShort(s.amount), rub(s.amount), rubShort(s.amount).replace("₽", "руб."))],
+        ],
         rows: [
           ["Перевод", s.rail === "card" ? "По номеру карты" : "По номеру телефона"],
           ["Статус", status],
-          ["Сумма", rubShort(s.amount)],
-          ["Комиссия", "Без комиссии"],
+          ["Сумма", pick(s, rubShort(s.amount), rub(s.amount), rub(s.amount))],
+          ["Комиссия", pick(s, "Без комиссии", "0 ₽", "Без комиссии")],
           ["Отправитель", s.senderName.replace(/ \S+ /, " ")],
           s.rail === "card"
             ? ["Карта получателя", `${s.recipientCard.slice(0, 6)}******${tail}`]
             : ["Телефон получателя", phone(s.recipientPhone, "paren")],
           ["Получатель", s.recipientName.replace(/ \S+ /, " ")],
           ...(s.rail === "phone"
-            ? [["Банк получателя", s.recipientBank] as Row, ["Идентификатор операции в СБП", s.sbpId] as Row]
+            ? [["Банк получателя", s.recipientBank] as Row, ["Идентификатор операции в СБП", sbpId] as Row]
             : []),
           [
             "Квитанция №",
-            `1-${s.documentNumber.slice(0, 2)}-${s.documentNumber.slice(2, 5)}-${s.documentNumber.slice(5, 8)}-${s.documentNumber.slice(8, 11)}`,
+            s.relaid
+              ? `1${s.documentNumber.slice(0, 11)}`
+              : `1-${s.documentNumber.slice(0, 2)}-${s.documentNumber.slice(2, 5)}-${s.documentNumber.slice(5, 8)}-${s.documentNumber.slice(8, 11)}`,
           ],
         ],
         footer: ["АО «ТБанк», лицензия Банка России № 2673", "Служба поддержки fb@tbank.ru"],
         amountLabel: "Сумма",
       };
-    case "vtb":
+    case "vtb": {
+      const amountLabel = pick(s, "Сумма операции", "Сумма перевода", "Сумма");
       return {
-        title: ["ВТБ", "Квитанция об операции"],
+        title: [pick(s, "ВТБ", "Банк ВТБ (ПАО)", "ВТБ"), "Квитанция об операции"],
         rows: [
           ["Операция", s.rail === "card" ? "Перевод на карту другого банка" : "Перевод по номеру телефона"],
-          ["Дата и время", `${dmy(s.at)} ${hms(s.at).slice(0, 5)}`],
+          [
+            "Дата и время",
+            pick(
+              s,
+              `${dmy(s.at)} ${hms(s.at).slice(0, 5)}`,
+              `${dmy(s.at)} в ${hms(s.at).slice(0, 5)}`,
+              `${longDate(s.at)} ${hms(s.at).slice(0, 5)}`,
+            ),
+          ],
           ["Статус", status],
-          ["Сумма операции", rub(s.amount)],
+          [amountLabel, pick(s, rub(s.amount), rub(s.amount, "RUB"), rubShort(s.amount))],
           ["Комиссия", "0,00 ₽"],
           ["Счёт списания", `*${s.senderCard.slice(-4)}`],
           ["Получатель", s.recipientName],
           s.rail === "card"
             ? [
                 "Карта получателя",
-                `${s.recipientCard.slice(0, 4)} ${s.recipientCard.slice(4, 6)}** **** ${tail}`,
+                pick(
+                  s,
+                  `${s.recipientCard.slice(0, 4)} ${s.recipientCard.slice(4, 6)}** **** ${tail}`,
+                  `*${tail}`,
+                  `${s.recipientCard.slice(0, 6)}******${tail}`,
+                ),
               ]
             : ["Телефон получателя", phone(s.recipientPhone, "spaced")],
           ...(s.rail === "phone"
-            ? [["Банк получателя", s.recipientBank] as Row, ["Идентификатор операции СБП", s.sbpId] as Row]
+            ? [["Банк получателя", s.recipientBank] as Row, ["Идентификатор операции СБП", sbpId] as Row]
             : []),
-          ["Номер операции", s.documentNumber],
+          ["Номер операции", doc],
         ],
         footer: ["Банк ВТБ (ПАО). Генеральная лицензия Банка России № 1000"],
-        amountLabel: "Сумма операции",
+        amountLabel,
       };
+    }
     case "alfabank":
       return {
         title: ["Альфа-Банк", "Квитанция о переводе"],
         rows: [
-          ["Сумма перевода", rub(s.amount, "RUR")],
-          ["Комиссия", "0,00 RUR"],
-          ["Дата и время перевода", `${dmy(s.at)} ${hms(s.at)} мск`],
-          ["Номер операции", `C16${s.documentNumber.slice(0, 12)}`],
+          ["Сумма перевода", pick(s, rub(s.amount, "RUR"), rub(s.amount), rub(s.amount, "RUB"))],
+          ["Комиссия", pick(s, "0,00 RUR", "0,00 ₽", "0,00 RUB")],
+          [
+            pick(s, "Дата и время перевода", "Дата перевода", "Дата и время операции"),
+            `${dmy(s.at)} ${hms(s.at)} мск`,
+          ],
+          [
+            "Номер операции",
+            s.relaid ? `c16 ${s.documentNumber.slice(0, 12)}` : `C16${s.documentNumber.slice(0, 12)}`,
+          ],
           ["Получатель", s.recipientName],
           s.rail === "card"
             ? ["Номер карты получателя", `${s.recipientCard.slice(0, 6)}******${tail}`]
             : ["Номер телефона получателя", phone(s.recipientPhone, "compact")],
           ...(s.rail === "phone"
-            ? [["Банк получателя", s.recipientBank] as Row, ["Идентификатор СБП", s.sbpId] as Row]
+            ? [["Банк получателя", s.recipientBank] as Row, ["Идентификатор СБП", sbpId] as Row]
             : []),
           ["Счёт списания", `40817810********${s.senderCard.slice(-4)}`],
           ["Статус", status],
@@ -253,10 +353,51 @@ function sheet(s: ReceiptSpec): Sheet {
           s.rail === "card"
             ? `Карта: ${s.recipientCard.slice(0, 6)}******${tail}`
             : `Телефон: ${phone(s.recipientPhone, "spaced")}`,
-          `Номер операции: ${s.documentNumber}`,
+          ...(s.rail === "phone"
+            ? [`Банк получателя: ${s.recipientBank}`, `Идентификатор операции СБП: ${sbpId}`]
+            : []),
+          `Номер операции: ${doc}`,
         ],
         footer: ["ООО «ОЗОН Банк»"],
         amountLabel: "Сумма:",
+      };
+    case "raiffeisen":
+      return {
+        title: ["Райффайзенбанк", "Платёжный документ"],
+        rows: [
+          ["Дата операции", `${dmy(s.at)} ${hms(s.at)}`],
+          ["Статус", status],
+          ["Сумма", pick(s, rub(s.amount, "RUB"), rub(s.amount), rub(s.amount, "RUB"))],
+          ["Получатель", s.recipientName],
+          s.rail === "card"
+            ? ["Карта получателя", `${s.recipientCard.slice(0, 6)}******${tail}`]
+            : ["Телефон получателя", phone(s.recipientPhone, "spaced")],
+          ...(s.rail === "phone"
+            ? [["Банк получателя", s.recipientBank] as Row, ["Идентификатор операции СБП", sbpId] as Row]
+            : []),
+          ["Номер документа", doc],
+        ],
+        footer: ["АО «Райффайзенбанк», генеральная лицензия Банка России № 3292"],
+        amountLabel: "Сумма",
+      };
+    case "gazprombank":
+      return {
+        title: ["Газпромбанк", "Квитанция"],
+        rows: [
+          ["Дата и время", `${dmy(s.at)} ${hms(s.at)}`],
+          ["Статус операции", status],
+          ["Сумма перевода", rub(s.amount)],
+          ["ФИО получателя", s.recipientName],
+          s.rail === "card"
+            ? ["Номер карты получателя", `${s.recipientCard.slice(0, 4)} **** **** ${tail}`]
+            : ["Номер телефона получателя", phone(s.recipientPhone, "paren")],
+          ...(s.rail === "phone"
+            ? [["Банк получателя", s.recipientBank] as Row, ["Номер операции в СБП", sbpId] as Row]
+            : []),
+          ["Номер операции", doc],
+        ],
+        footer: ["«Газпромбанк» (АО), генеральная лицензия Банка России № 354"],
+        amountLabel: "Сумма перевода",
       };
   }
 }
@@ -274,6 +415,14 @@ export interface DrawnReceipt {
 
 /** Draws the receipt: brand and title, label/value rows, footer; metadata as the bank's engine sets it. */
 export async function drawReceipt(spec: ReceiptSpec): Promise<DrawnReceipt> {
+  const { doc, amountAt } = await buildReceipt(spec);
+  return { bytes: await doc.save({ useObjectStreams: false }), amountAt };
+}
+
+/** The receipt as a pdf-lib document, not yet written (see `testing/writers.ts` for writers). */
+export async function buildReceipt(
+  spec: ReceiptSpec,
+): Promise<{ doc: PDFDocument; amountAt: DrawnReceipt["amountAt"] }> {
   const doc = await PDFDocument.create({ updateMetadata: false });
   doc.registerFontkit(fontkit);
   const font = await doc.embedFont(FONT, { subset: true });
@@ -286,7 +435,7 @@ export async function drawReceipt(spec: ReceiptSpec): Promise<DrawnReceipt> {
     if (typeof row === "string") page.drawText(row, { x: LABEL_X, y, size, font: f });
     else {
       page.drawText(row[0], { x: LABEL_X, y, size, font: f, color: rgb(0.45, 0.45, 0.45) });
-      page.drawText(row[1], { x: VALUE_X, y, size, font: f });
+      page.drawText(row[1], { x: VALUE_X, y, size, font: f, lineHeight: size + 1 });
       if (row[0] === s.amountLabel) amountAt = { x: VALUE_X, y };
     }
   };
@@ -317,7 +466,7 @@ export async function drawReceipt(spec: ReceiptSpec): Promise<DrawnReceipt> {
   doc.setCreator(spec.creator);
   doc.setCreationDate(spec.createdAt);
   doc.setModificationDate(spec.modifiedAt);
-  return { bytes: await doc.save({ useObjectStreams: false }), amountAt };
+  return { doc, amountAt };
 }
 
 /** A genuine receipt's bytes. */

@@ -1,0 +1,2 @@
+ALTER TABLE "receipts"."receipt_reviews" ADD COLUMN "transfer_key" text;--> statement-breakpoint
+CREATE INDEX "receipt_reviews_transfer" ON "receipts"."receipt_reviews" USING btree ("transfer_key") WHERE transfer_key is not null;
