@@ -32,8 +32,11 @@ describe("the provider boundary of a create", () => {
   beforeAll(async () => {
     stack = await startTestStack({
       // The reconciler looks often and asks again soon, so the background resolution of
-      // an unresolved create is seen within the test's patience.
+      // an unresolved create is seen within the test's patience. A small batch keeps the
+      // lease short (one round of the create budget plus a minute): a process killed while
+      // it held the row delays the row by that lease, which the kill below may hit.
       extraEnv: {
+        RECONCILE_BATCH: "8",
         RECONCILE_INTERVAL_MS: "500",
         RECONCILE_BACKOFF_MS: "1000",
         RECONCILE_BACKOFF_MAX_MS: "2000",
@@ -138,7 +141,8 @@ describe("the provider boundary of a create", () => {
       "the background resolution to route the payout",
       () => shop.api.state({ merchant_operation_id: body.merchant_operation_id }),
       (r) => r.status === 200,
-      60_000,
+      // Past the lease of a reconciler killed while it held the row (see the stack's env).
+      120_000,
     );
     expect(state.json.status).toBe("pending");
     const operationId = state.json.operation_id as string;
@@ -148,7 +152,7 @@ describe("the provider boundary of a create", () => {
     expect(joined.status).toBe(200);
     expect(joined.json).toMatchObject({ operation_id: operationId, status: "pending" });
     expect(await rub(shop)).toEqual({ balance: "3980.00", reserved: "1020.00" });
-  }, 120_000);
+  }, 240_000);
 
   it("shows a payout's reserve on the balance read right after the create's 200", async () => {
     const provider = await operator.provider("reserve");
