@@ -1,5 +1,6 @@
 import { Worker } from "node:worker_threads";
 import { type PdfStructure, scanStructure } from "./structure.ts";
+import type { PdfInfo, TextItem, WorkerAnswer } from "./text-types.ts";
 
 /** Bounds on reading one untrusted file. */
 export interface ParseLimits {
@@ -25,25 +26,7 @@ export interface ParseRequest {
   maxPages: number;
 }
 
-/** A text fragment as placed on the page (PDF coordinates, origin bottom-left). */
-export interface TextItem {
-  x: number;
-  y: number;
-  str: string;
-}
-
-export interface PdfInfo {
-  producer?: string | undefined;
-  creator?: string | undefined;
-  creationDate?: string | undefined;
-  modDate?: string | undefined;
-}
-
-/** What the worker answers. */
-export type WorkerAnswer =
-  | { kind: "ok"; pageCount: number; info: PdfInfo; pages: TextItem[][] }
-  | { kind: "unreadable"; detail: string }
-  | { kind: "too_many_pages"; pages: number };
+export type { PdfInfo, TextItem, WorkerAnswer } from "./text-types.ts";
 
 /** The result of reading one file, every failure named. */
 export type ParseOutcome =

@@ -2,7 +2,7 @@
 // inside a limited worker thread (parse-worker.ts); the scoring command runs it in
 // process over its own generated corpus.
 import { getDocumentProxy, getMeta } from "unpdf";
-import type { TextItem, WorkerAnswer } from "./parse.ts";
+import type { TextItem, WorkerAnswer } from "./text-types.ts";
 
 /** pdf.js over `bytes`: metadata and text items, or why the file cannot be read. Never throws. */
 export async function readPdfText(bytes: Uint8Array, maxPages: number): Promise<WorkerAnswer> {
