@@ -166,6 +166,29 @@ describe("provider facts", () => {
     expect(row).toMatchObject({ status: "completed", actual_amount: "600.00" });
   });
 
+  it("records only what a report adds beyond a completion that carried no legs, once per excess", async () => {
+    const shop = await h.shop(["keeps"]);
+    const id = await createPending(shop, "600.00");
+    const leg = (legId: string, amount: string) => ({ id: legId, amount, completedAt: new Date() });
+    const report = (legs: ReturnType<typeof leg>[]) =>
+      h.store.sql.begin((tx) =>
+        applyProviderResult(apply(), tx, "keeps", { operationId: id, status: "completed", legs }, "callback"),
+      );
+    // Completed without legs (as a receipt's review completes one): no leg of the provider's is held.
+    expect(await report([])).toBe("applied");
+    expect(await report([leg("p1", "600.00")])).toBe("already_terminal");
+    expect(await factsOf(id)).toEqual([]);
+    expect(await report([leg("p1", "600.00"), leg("p2", "150.00")])).toBe("already_terminal");
+    expect(await report([leg("p1", "600.00"), leg("p2", "150.00"), leg("p3", "50.00")])).toBe(
+      "already_terminal",
+    );
+    expect(await report([leg("p1", "600.00"), leg("p2", "150.00")])).toBe("already_terminal");
+    const facts = await factsOf(id);
+    expect(facts.map((f) => f.amount).sort()).toEqual(["150.00", "50.00"]);
+    expect(facts.every((f) => f.kind === "amount_mismatch")).toBe(true);
+    expect(await h.store.findAnyById(id)).toMatchObject({ status: "completed", actual_amount: "600.00" });
+  });
+
   it("resolves a fact once: credit with the shop's commission, the same action replays, another is refused", async () => {
     const shop = await h.shop(["keeps"], { percent: "2.5", fixed: "10" });
     const id = await createPending(shop, "200.00");

@@ -84,9 +84,12 @@ export interface FactInput {
   operation: OperationRow | undefined;
   kind: FactKind;
   providerStatus: "completed";
-  /** The legs reported; none means the whole expected amount (`amount` then says how much). */
+  /** The legs reported; they name the fact and, without `amount`, say how much moved. */
   legs: ProviderLeg[];
-  /** The amount when no legs carry it (a completion without decomposition, a receipt). */
+  /**
+   * How much moved when the legs do not say it: a completion without decomposition, a
+   * receipt, or only the part of the legs beyond what an operation already settled.
+   */
   amount?: Decimal;
   /** Names the report when no legs do (a receipt id, a slot confirmation). */
   sourceKey?: string;
@@ -185,7 +188,7 @@ export async function recordProviderFact(
 ): Promise<boolean> {
   const op = input.operation;
   const fromLegs = input.legs.reduce((sum, l) => sum.plus(l.amount), new Decimal(0));
-  const amount = input.legs.length > 0 ? fromLegs : (input.amount ?? new Decimal(op?.expected_amount ?? "0"));
+  const amount = input.amount ?? (input.legs.length > 0 ? fromLegs : new Decimal(op?.expected_amount ?? "0"));
   const factKey =
     input.sourceKey ??
     (input.legs.length > 0
