@@ -1,11 +1,13 @@
 import { randomUUID } from "node:crypto";
 import { createLogger } from "@gw/log";
+import { Decimal } from "@gw/money";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   listProviderFacts,
   openProviderFacts,
   ProviderFactAlreadyResolvedError,
   ProviderFactNotCreditableError,
+  recordProviderFact,
   resolveProviderFact,
 } from "./provider-facts.ts";
 import { applyProviderResult } from "./provider-results.ts";
@@ -216,6 +218,66 @@ describe("provider facts", () => {
     expect((await factEvents()).filter((e) => e === "provider_facts.resolved").length).toBeGreaterThanOrEqual(
       1,
     );
+  });
+
+  it("settles money a provider paid out by charging the shop with a payout's commission or writing it off, once", async () => {
+    const shop = await h.shop(["keeps"], { percent: "2.5", fixed: "10" });
+    const id = await createPending(shop, "250.00");
+    const row = await h.store.findAnyById(id);
+    const paidOut = (sourceKey: string) =>
+      h.store.sql.begin((tx) =>
+        recordProviderFact({ store: h.store, logger }, tx, {
+          provider: "keeps",
+          reference: id,
+          operation: row,
+          kind: "slot_refused",
+          providerStatus: "completed",
+          legs: [],
+          amount: new Decimal("250.00"),
+          sourceKey,
+          direction: "payout",
+        }),
+      );
+    await paidOut("slot:a");
+    await paidOut("slot:b");
+    const [charged, lost] = await factsOf(id);
+    for (const action of ["credit_shop", "return_to_payer"] as const)
+      await expect(
+        resolveProviderFact(deps(), { id: charged!.id, action, reason: "r", operator: "o" }),
+      ).rejects.toBeInstanceOf(ProviderFactNotCreditableError);
+    const input = {
+      id: charged!.id,
+      action: "debit_shop" as const,
+      reason: "its recipient got it",
+      operator: "alice",
+    };
+    const first = await resolveProviderFact(deps(), input);
+    expect(first.fact.resolution).toMatchObject({
+      action: "debit_shop",
+      settlementAmount: "266.250000",
+      commissionAmount: "16.250000",
+      settlementCurrency: "RUB",
+    });
+    expect((await resolveProviderFact(deps(), input)).replayed).toBe(true);
+    await expect(resolveProviderFact(deps(), { ...input, action: "write_off" })).rejects.toBeInstanceOf(
+      ProviderFactAlreadyResolvedError,
+    );
+    const written = await resolveProviderFact(deps(), { ...input, id: lost!.id, action: "write_off" });
+    expect(written.fact).toMatchObject({ status: "resolved", resolution: { action: "write_off" } });
+    expect(written.fact.resolution?.settlementAmount).toBeUndefined();
+  });
+
+  it("refuses to charge a shop or write off money that came in", async () => {
+    const shop = await h.shop(["keeps"]);
+    const id = await createPending(shop, "120.00");
+    await cancel(shop, id);
+    const result = { operationId: id, status: "completed" as const, legs: [] };
+    await h.store.sql.begin((tx) => applyProviderResult(apply(), tx, "keeps", result, "callback"));
+    const [fact] = await factsOf(id);
+    for (const action of ["debit_shop", "write_off"] as const)
+      await expect(
+        resolveProviderFact(deps(), { id: fact!.id, action, reason: "r", operator: "o" }),
+      ).rejects.toBeInstanceOf(ProviderFactNotCreditableError);
   });
 
   it("counts open facts per kind in the operations_provider_facts_open gauge", async () => {

@@ -22,9 +22,19 @@ type Tx = Sql | postgres.TransactionSql;
 export const FACT_KINDS = ["late_completion", "not_routed", "slot_refused", "amount_mismatch"] as const;
 export type FactKind = (typeof FACT_KINDS)[number];
 
-/** How an operator settles a fact: into the shop's balance, or back to whoever paid it. */
-export const RESOLUTIONS = ["credit_shop", "return_to_payer"] as const;
+/**
+ * How an operator settles a fact. Money that came in (payin): into the shop's balance, or
+ * back to whoever paid it. Money that went out (payout): charged to the shop, or written
+ * off as the gateway's loss.
+ */
+export const RESOLUTIONS = ["credit_shop", "return_to_payer", "debit_shop", "write_off"] as const;
 export type Resolution = (typeof RESOLUTIONS)[number];
+
+/** The resolutions that fit each direction of money. */
+const RESOLUTIONS_OF = {
+  payin: ["credit_shop", "return_to_payer"],
+  payout: ["debit_shop", "write_off"],
+} as const satisfies Record<"payin" | "payout", readonly Resolution[]>;
 
 /** The database the gauge below reads at scrape; set by `reportOpenProviderFacts` at start. */
 let metricsSql: Sql | undefined;
@@ -67,8 +77,10 @@ export class ProviderFactAlreadyResolvedError extends Error {
 }
 
 /**
- * The fact cannot be credited to a shop: the gateway knows no operation (hence no shop or
- * pricing) for it, or the money went out (a payout), which no shop balance can take.
+ * The action does not fit the fact: the gateway knows no operation (hence no shop or
+ * pricing) to credit or charge, or the action is for money moving the other way
+ * (`credit_shop`/`return_to_payer` settle money that came in, `debit_shop`/`write_off`
+ * money that went out).
  */
 export class ProviderFactNotCreditableError extends Error {
   readonly code = "provider_fact_not_creditable";
@@ -246,11 +258,13 @@ export async function listProviderFacts(
 
 /**
  * Resolves an open fact once, under its row lock, with its `provider_facts.resolved`
- * event in the same transaction: `credit_shop` moves it from suspense to the shop's
- * balance less the commission the operation's pricing takes from a payment of that amount
- * (at the operation's FX rate; the commission never exceeds the amount), `return_to_payer`
- * from suspense to the liability of returning it. The same action again answers the
- * recorded resolution (`replayed`); another one is refused.
+ * event in the same transaction. Money that came in: `credit_shop` moves it from suspense
+ * to the shop's balance less the commission the operation's pricing takes from a payment
+ * of that amount (at the operation's FX rate; the commission never exceeds the amount),
+ * `return_to_payer` from suspense to the liability of returning it. Money that went out:
+ * `debit_shop` charges the shop's balance with it plus the commission as for a payout of
+ * that amount, `write_off` books it as the gateway's loss. The same action again answers
+ * the recorded resolution (`replayed`); another one is refused.
  *
  * @throws ProviderFactNotFoundError, ProviderFactAlreadyResolvedError, ProviderFactNotCreditableError
  */
@@ -267,33 +281,15 @@ export async function resolveProviderFact(
         throw new ProviderFactAlreadyResolvedError(`already resolved: ${fact.resolution}`);
       return { fact: toFact(fact), replayed: true };
     }
-    if (fact.direction === "payout")
-      throw new ProviderFactNotCreditableError("money paid out by a provider is settled with that provider");
-    let figures: { settlement: string; commission: string; currency: string } | undefined;
-    if (input.action === "credit_shop") {
-      const [op] = fact.operation_id
-        ? await tx<OperationRow[]>`select * from operations.operations where id = ${fact.operation_id}`
-        : [];
-      const settlementCurrency = op?.settlement_currency;
-      if (!op || !settlementCurrency || !isCurrency(settlementCurrency) || op.commission_percent === null)
-        throw new ProviderFactNotCreditableError("no shop pricing is known for this fact: return it instead");
-      const amount = new Decimal(fact.amount);
-      const f = settlementFigures({
-        amount,
-        settlementCurrency,
-        fxRate: op.fx_rate === null ? undefined : new Decimal(op.fx_rate),
-        terms: { percent: op.commission_percent, fixed: op.commission_fixed ?? "0" },
-        direction: "payin",
-      });
-      // A fee above what arrived would credit the shop a negative amount: the commission
-      // takes at most what arrived.
-      const commission = Decimal.min(f.commission, f.converted);
-      figures = {
-        settlement: formatAmount(f.converted.minus(commission), settlementCurrency),
-        commission: formatAmount(commission, settlementCurrency),
-        currency: settlementCurrency,
-      };
-    }
+    const direction = fact.direction === "payout" ? "payout" : "payin";
+    if (!(RESOLUTIONS_OF[direction] as readonly Resolution[]).includes(input.action))
+      throw new ProviderFactNotCreditableError(
+        `a ${direction} fact is settled with ${RESOLUTIONS_OF[direction].join(" or ")}`,
+      );
+    const figures =
+      input.action === "credit_shop" || input.action === "debit_shop"
+        ? await shopFigures(tx, fact, direction)
+        : undefined;
     const [resolved] = await tx<FactRow[]>`
       update operations.provider_facts
       set status = 'resolved', resolution = ${input.action}, resolved_by = ${input.operator},
@@ -310,6 +306,43 @@ export async function resolveProviderFact(
     );
     return { fact: toFact(resolved), replayed: false };
   });
+}
+
+/**
+ * What crediting (payin) or charging (payout) the shop with a fact comes to, in its
+ * settlement currency at the operation's FX rate and with the commission its pricing
+ * takes: a payin's commission never exceeds what arrived; a payout's is added to what
+ * went out, as a payout is charged.
+ *
+ * @throws ProviderFactNotCreditableError when no operation or pricing is known
+ */
+async function shopFigures(
+  tx: Tx,
+  fact: FactRow,
+  direction: "payin" | "payout",
+): Promise<{ settlement: string; commission: string; currency: string }> {
+  const [op] = fact.operation_id
+    ? await tx<OperationRow[]>`select * from operations.operations where id = ${fact.operation_id}`
+    : [];
+  const settlementCurrency = op?.settlement_currency;
+  if (!op || !settlementCurrency || !isCurrency(settlementCurrency) || op.commission_percent === null)
+    throw new ProviderFactNotCreditableError(
+      direction === "payin"
+        ? "no shop pricing is known for this fact: return it instead"
+        : "no shop pricing is known for this fact: write it off instead",
+    );
+  const f = settlementFigures({
+    amount: new Decimal(fact.amount),
+    settlementCurrency,
+    fxRate: op.fx_rate === null ? undefined : new Decimal(op.fx_rate),
+    terms: { percent: op.commission_percent, fixed: op.commission_fixed ?? "0" },
+    direction,
+  });
+  return {
+    settlement: formatAmount(f.settlement, settlementCurrency),
+    commission: formatAmount(f.commission, settlementCurrency),
+    currency: settlementCurrency,
+  };
 }
 
 /** The pool's provider name (pool.ts's `SELF_MATCHING`, not imported: pool.ts imports this module). */
