@@ -181,6 +181,21 @@ describe("provider facts in the ledger", () => {
     expect(await balances("provider:rogue")).toMatchObject({ "suspense:RUB": "1000.00" });
   });
 
+  it("books nothing for a fact whose amount or currency is unknown, nor for its resolution", async () => {
+    for (const over of [{ amount: "" }, { currency: "" }]) {
+      const recorded = factEvent("recorded", over);
+      const fact = recorded.fact!;
+      await apply(recorded);
+      const resolution = create(ProviderFactResolutionSchema, {
+        action: "return_to_payer",
+        reason: "r",
+        operator: "o",
+      });
+      await apply(factEvent("resolved", { ...fact, status: "resolved", resolution }));
+      expect(await balances(fact.shopId!)).toEqual({});
+    }
+  });
+
   it("refuses a fact without a positive amount", async () => {
     await expect(apply(factEvent("recorded", { amount: "-5.00" }))).rejects.toBeInstanceOf(InvalidEventError);
   });

@@ -73,6 +73,9 @@ export async function applyProviderFactEvent(
   tx: postgres.TransactionSql,
   event: ProviderFactEvent,
 ): Promise<void> {
+  // A fact whose amount or currency the provider did not say is on the operator's list in
+  // operations; nothing is known to book, for its recording or its resolution.
+  if (event.fact && (event.fact.amount === "" || event.fact.currency === "")) return;
   const f = figures(event.fact);
   const suspense = account(f.owner, f.currency, "suspense");
   const clearing = account(f.owner, f.currency, "provider_clearing");

@@ -280,6 +280,49 @@ describe("provider facts", () => {
       ).rejects.toBeInstanceOf(ProviderFactNotCreditableError);
   });
 
+  it("records a legless completion of an operation the gateway never had in its provider's currency, its amount unknown", async () => {
+    const reference = randomUUID();
+    const result = { operationId: reference, status: "completed" as const, legs: [] };
+    await h.store.sql.begin((tx) => applyProviderResult(apply(), tx, "keeps", result, "callback"));
+    const [fact] = (await listProviderFacts(h.store.sql, { limit: 500 })).filter(
+      (f) => f.provider === "keeps" && f.operationId === undefined && f.amount === "",
+    );
+    expect(fact).toMatchObject({ kind: "not_routed", currency: "RUB", status: "open", direction: "payin" });
+    // Replayed, it is the same fact.
+    await h.store.sql.begin((tx) => applyProviderResult(apply(), tx, "keeps", result, "callback"));
+    expect(
+      (await listProviderFacts(h.store.sql, { limit: 500 })).filter((f) => f.id === fact!.id),
+    ).toHaveLength(1);
+    await expect(
+      resolveProviderFact(deps(), { id: fact!.id, action: "credit_shop", reason: "r", operator: "o" }),
+    ).rejects.toBeInstanceOf(ProviderFactNotCreditableError);
+    const returned = await resolveProviderFact(deps(), {
+      id: fact!.id,
+      action: "return_to_payer",
+      reason: "asked the provider for the amount and returned it",
+      operator: "o",
+    });
+    expect(returned.fact.status).toBe("resolved");
+  });
+
+  it("records a completion from a provider the gateway has no configuration of without guessing its currency", async () => {
+    const reference = randomUUID();
+    const legs = [{ id: "g1", amount: "70.00", completedAt: new Date() }];
+    await h.store.sql.begin((tx) =>
+      applyProviderResult(
+        apply(),
+        tx,
+        "ghost",
+        { operationId: reference, status: "completed", legs },
+        "callback",
+      ),
+    );
+    const [fact] = (await listProviderFacts(h.store.sql, { limit: 500 })).filter(
+      (f) => f.provider === "ghost",
+    );
+    expect(fact).toMatchObject({ kind: "not_routed", amount: "70.00", currency: "", status: "open" });
+  });
+
   it("counts open facts per kind in the operations_provider_facts_open gauge", async () => {
     const open = await listProviderFacts(h.store.sql, { status: "open", limit: 500 });
     const metric = await openProviderFacts.get();

@@ -3,7 +3,15 @@ import { create, toBinary } from "@bufbuild/protobuf";
 import type { Sql } from "@gw/db";
 import { eventHeaders } from "@gw/events";
 import type { Logger } from "@gw/log";
-import { type Currency, Decimal, formatAmount, isCurrency, settlementFigures } from "@gw/money";
+import {
+  type Currency,
+  Decimal,
+  formatAmount,
+  isCurrency,
+  isMethod,
+  METHODS,
+  settlementFigures,
+} from "@gw/money";
 import {
   type ProviderFact,
   ProviderFactEventSchema,
@@ -123,8 +131,8 @@ interface FactRow {
   kind: string;
   provider_status: string;
   direction: string;
-  amount: string;
-  currency: string;
+  amount: string | null;
+  currency: string | null;
   status: "open" | "resolved";
   resolution: string | null;
   resolved_by: string | null;
@@ -148,8 +156,9 @@ function toFact(row: FactRow): ProviderFact {
     kind: row.kind,
     providerStatus: row.provider_status,
     direction: row.direction,
-    amount: new Decimal(row.amount).toFixed(2),
-    currency: row.currency,
+    // Empty when unknown (see the table's comment).
+    amount: row.amount === null ? "" : new Decimal(row.amount).toFixed(2),
+    currency: row.currency ?? "",
     status: row.status,
     createdAt: iso(row.created_at),
     resolution:
@@ -200,7 +209,8 @@ export async function recordProviderFact(
 ): Promise<boolean> {
   const op = input.operation;
   const fromLegs = input.legs.reduce((sum, l) => sum.plus(l.amount), new Decimal(0));
-  const amount = input.amount ?? (input.legs.length > 0 ? fromLegs : new Decimal(op?.expected_amount ?? "0"));
+  const reported =
+    input.amount ?? (input.legs.length > 0 ? fromLegs : new Decimal(op?.expected_amount ?? "NaN"));
   const factKey =
     input.sourceKey ??
     (input.legs.length > 0
@@ -209,22 +219,23 @@ export async function recordProviderFact(
           .sort()
           .join(",")}`
       : `${input.providerStatus}:no_legs`);
-  const currency = op?.currency ?? "RUB";
-  if (!amount.isFinite() || amount.lte(0) || !isCurrency(currency)) {
-    // Nothing moved that can be booked (a completion of nothing); still worth a look.
+  const currency = op?.currency ?? (await providerCurrency(tx, input.provider));
+  // Nothing is dropped: a fact whose amount or currency is unknown is still recorded and
+  // listed for an operator (who asks the provider); the ledger books only what is known.
+  const amount = reported.isFinite() && reported.gt(0) ? reported : undefined;
+  if (amount === undefined || currency === undefined)
     deps.logger.error(
-      { ...input, operation: op?.id, legs: input.legs.length },
-      "provider fact without an amount",
+      { provider: input.provider, reference: input.reference, kind: input.kind, legs: input.legs.length },
+      "provider fact without a known amount or currency: recorded for an operator, not booked",
     );
-    return false;
-  }
   const [row] = await tx<FactRow[]>`
     insert into operations.provider_facts
       (id, provider, reference, fact_key, operation_id, shop_id, merchant_id, kind, provider_status,
        direction, amount, currency)
     values (${randomUUID()}, ${input.provider}, ${input.reference}, ${factKey}, ${op?.id ?? null},
       ${op?.shop_id ?? null}, ${op?.merchant_id ?? null}, ${input.kind}, ${input.providerStatus},
-      ${input.direction ?? (op?.type === "payout" ? "payout" : "payin")}, ${formatAmount(amount, currency as Currency)}, ${currency})
+      ${input.direction ?? (op?.type === "payout" ? "payout" : "payin")},
+      ${amount === undefined ? null : amount.toFixed(2)}, ${currency ?? null})
     on conflict (provider, reference, fact_key) do nothing
     returning *`;
   if (!row) return false;
@@ -309,6 +320,21 @@ export async function resolveProviderFact(
 }
 
 /**
+ * The currency of a provider's money when no operation says it: the one currency of the
+ * methods the provider is configured for; undefined when it has none, several, or no
+ * configuration at all (never a guessed default).
+ */
+async function providerCurrency(tx: Tx, provider: string): Promise<Currency | undefined> {
+  const [row] = await tx<{ methods: string[] }[]>`
+    select methods from operations.providers where name = ${provider}`;
+  const currencies = new Set(
+    (row?.methods ?? []).map((m) => (isMethod(m) ? METHODS[m].currency : undefined)),
+  );
+  const [only] = currencies;
+  return currencies.size === 1 ? only : undefined;
+}
+
+/**
  * What crediting (payin) or charging (payout) the shop with a fact comes to, in its
  * settlement currency at the operation's FX rate and with the commission its pricing
  * takes: a payin's commission never exceeds what arrived; a payout's is added to what
@@ -321,6 +347,10 @@ async function shopFigures(
   fact: FactRow,
   direction: "payin" | "payout",
 ): Promise<{ settlement: string; commission: string; currency: string }> {
+  if (fact.amount === null || fact.currency === null)
+    throw new ProviderFactNotCreditableError(
+      "the amount or currency of this fact is unknown: ask the provider, then settle it outside the shop's balance",
+    );
   const [op] = fact.operation_id
     ? await tx<OperationRow[]>`select * from operations.operations where id = ${fact.operation_id}`
     : [];

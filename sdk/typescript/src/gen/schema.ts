@@ -3450,10 +3450,16 @@ export interface components {
              * @enum {string}
              */
             direction: "payin" | "payout";
-            /** @example 1000.00 */
-            amount: string;
-            /** @example RUB */
-            currency: string;
+            /**
+             * @description Null when the provider did not say how much: nothing is booked for it.
+             * @example 1000.00
+             */
+            amount: string | null;
+            /**
+             * @description Null when neither the operation nor the provider's configuration says it.
+             * @example RUB
+             */
+            currency: string | null;
             /** @enum {string} */
             status: "open" | "resolved";
             resolution: {

@@ -11,8 +11,8 @@ interface FactItem {
   kind: string;
   provider_status: string;
   direction: "payin" | "payout";
-  amount: string;
-  currency: string;
+  amount: string | null;
+  currency: string | null;
   status: "open" | "resolved";
   resolution: null | { action: string; reason: string; resolved_at: string };
   created_at: string;
@@ -62,7 +62,7 @@ const DONE_TEXT: Record<string, string> = {
 function factCard(f: FactItem, csrf: string): Safe {
   const row = (label: string, value: string | null) =>
     h`<tr><th scope="row">${label}</th><td>${value ?? h`<span class="muted">unknown</span>`}</td></tr>`;
-  return h`<section aria-labelledby="fact-${f.id}"><h2 id="fact-${f.id}">${f.amount} ${f.currency} · ${f.provider}</h2>
+  return h`<section aria-labelledby="fact-${f.id}"><h2 id="fact-${f.id}">${f.amount ?? "Amount unknown"} ${f.currency ?? "(currency unknown)"} · ${f.provider}</h2>
 <p>${KIND_TEXT[f.kind] ?? f.kind}; money that ${f.direction === "payout" ? "went out" : "came in"}. Booked on the suspense account until resolved; the operation keeps its status.</p>
 <table><tbody>
 ${row("Fact", f.id)}${row("Operation", f.operation_id)}${row("Shop", f.shop_id)}

@@ -39,8 +39,14 @@ const ProviderFactJson = z
       description:
         "Which way the money moved: `payin` (came in; `credit_shop` or `return_to_payer`) or `payout` (went out; `debit_shop` or `write_off`).",
     }),
-    amount: z.string().openapi({ example: "1000.00" }),
-    currency: z.string().openapi({ example: "RUB" }),
+    amount: z.string().nullable().openapi({
+      example: "1000.00",
+      description: "Null when the provider did not say how much: nothing is booked for it.",
+    }),
+    currency: z.string().nullable().openapi({
+      example: "RUB",
+      description: "Null when neither the operation nor the provider's configuration says it.",
+    }),
     status: z.enum(["open", "resolved"]),
     resolution: z
       .object({
@@ -65,8 +71,8 @@ export function providerFactJson(f: ProviderFact): ProviderFactJson {
     kind: f.kind as ProviderFactJson["kind"],
     provider_status: f.providerStatus,
     direction: f.direction === "payout" ? "payout" : "payin",
-    amount: f.amount,
-    currency: f.currency,
+    amount: f.amount || null,
+    currency: f.currency || null,
     status: f.status as ProviderFactJson["status"],
     resolution: f.resolution
       ? {
