@@ -64,13 +64,15 @@ export declare type ProviderFact = Message<"gateway.operations.v1.ProviderFact">
   direction: string;
 
   /**
-   * Decimal string in `currency`.
+   * Decimal string in `currency`; empty when the provider did not say how much.
    *
    * @generated from field: string amount = 8;
    */
   amount: string;
 
   /**
+   * Empty when neither the operation nor the provider's configuration says it.
+   *
    * @generated from field: string currency = 9;
    */
   currency: string;
