@@ -114,8 +114,9 @@ export async function applyProviderResult(
 
 /**
  * A completed operation reported completed again with legs: only what the provider's
- * reported total exceeds the operation's actual amount is money beyond what was settled
- * (less what earlier reports already recorded), so that much is a fact. Legs are not
+ * reported total exceeds the part of the operation's actual amount that is its (all but
+ * another provider's legs, such as the pool's) is money beyond what was settled (less
+ * what earlier reports already recorded), so that much is a fact. Legs are not
  * matched by id: a receipt's review completes a payment with a `receipt:` leg, and a
  * completion without legs holds none, yet the provider's own legs carry the same money.
  */
@@ -128,10 +129,16 @@ async function recordExcess(
   source: "callback" | "reconciler",
 ): Promise<void> {
   const reported = legs.reduce((sum, l) => sum.plus(l.amount), new Decimal(0));
+  // A pool payout handed off to this provider also holds the pool's contributions: they
+  // are not this provider's money, so only the rest of the actual amount is its.
+  const [others] = await tx<{ total: string }[]>`
+    select coalesce(sum(amount), 0)::text as total from operations.legs
+    where operation_id = ${row.id} and provider <> ${providerName}`;
   const [recorded] = await tx<{ total: string }[]>`
     select coalesce(sum(amount), 0)::text as total from operations.provider_facts
     where operation_id = ${row.id} and kind = 'amount_mismatch'`;
-  const excess = reported.minus(row.actual_amount).minus(recorded?.total ?? "0");
+  const settled = new Decimal(row.actual_amount).minus(others?.total ?? "0");
+  const excess = reported.minus(settled).minus(recorded?.total ?? "0");
   if (!excess.isFinite() || excess.lte(0)) {
     deps.logger.info({ operationId: row.id, status: row.status, source }, "provider result applied before");
     return;
