@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import { receiptPdf, receiptSpec } from "@gw/receipts/src/testing/receipt-factory.ts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { balanceRow, Operator, paymentBody, send, type TestShop } from "../src/gateway.ts";
 import { pollUntil } from "../src/merchant.ts";
@@ -35,6 +36,8 @@ describe("provider facts and withdrawals", () => {
   let lateProvider: string;
   /** Its provider's requisites expire after a second. */
   let expiring: TestShop;
+  /** Its provider requires a receipt, handing out the requisites the generated receipts show. */
+  let receipted: TestShop;
 
   beforeAll(async () => {
     stack = await startTestStack({
@@ -62,10 +65,19 @@ describe("provider facts and withdrawals", () => {
       routes: { WT_RUB_C2C: via(lateProvider, instant) },
     });
     expiring = await operator.newShop({ name: "expiring", routes: { WT_RUB_C2C: via(expires) } });
+    const receipts = await operator.provider("rcpt", {
+      payin: {
+        mode: "accept",
+        receipt_required: true,
+        expires_in_seconds: 1800,
+        requisites: { card_number: "2202201234567890", holder_name: "Иван Иванович Иванов" },
+      },
+    });
+    receipted = await operator.newShop({ name: "receipted", routes: { WT_RUB_C2C: via(receipts) } });
   });
 
   afterAll(async () => {
-    for (const s of [withdrawing, stubborn, cascade, expiring]) await s?.receiver.stop();
+    for (const s of [withdrawing, stubborn, cascade, expiring, receipted]) await s?.receiver.stop();
     await stack?.stop();
   });
 
@@ -198,6 +210,39 @@ describe("provider facts and withdrawals", () => {
       status: "open",
     });
     expect((await cascade.api.state({ operation_id: operationId })).json.status).toBe("pending");
+  });
+
+  it("books a payment completed by its receipt once when its provider then reports the completion with its own leg", async () => {
+    const created = await receipted.api.payment(paymentBody({ amount: "1500.00" }));
+    expect(created.json.status).toBe("awaiting_confirmation");
+    const operationId = created.json.operation_id as string;
+    const form = new FormData();
+    form.append("operation_id", operationId);
+    form.append("confirmation_type", "receipt");
+    const pdf = await receiptPdf(receiptSpec("sberbank", "card"));
+    form.append("receipt", new Blob([pdf], { type: "application/pdf" }), "receipt.pdf");
+    const confirmed = await fetch(`${stack.urls.edge}/v1/confirm_payment`, {
+      method: "POST",
+      headers: { "x-api-key": receipted.apiKey },
+      body: form,
+      signal: AbortSignal.timeout(60_000),
+    });
+    expect(confirmed.status).toBe(200);
+    expect(await confirmed.json()).toMatchObject({ status: "completed", actual_amount: "1500.00" });
+    await pollUntil(
+      "the shop credited with the payment",
+      async () => balanceRow(await receipted.api.balances(), "RUB").balance,
+      (balance) => balance === "1462.50",
+    );
+
+    // The provider reports the same money under its own leg id: nothing beyond it moved.
+    const settled = await operator.settle(operationId, { legs: ["1500.00"] });
+    expect(settled.delivery.delivered).toBe(true);
+    expect(await factsOf(operationId)).toEqual([]);
+    expect((await receipted.api.state({ operation_id: operationId })).json).toMatchObject({
+      status: "completed",
+      actual_amount: "1500.00",
+    });
   });
 
   it("withdraws an expired payment at its provider before recording it rejected", async () => {

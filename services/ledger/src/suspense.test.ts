@@ -118,10 +118,82 @@ describe("provider facts in the ledger", () => {
     });
   });
 
+  it("charges the shop for money a provider paid out: suspense cleared from available, with the payout commission", async () => {
+    const recorded = factEvent("recorded", { direction: "payout", kind: "slot_refused", amount: "250.00" });
+    await apply(recorded);
+    const fact = recorded.fact!;
+    const resolution = create(ProviderFactResolutionSchema, {
+      action: "debit_shop",
+      reason: "the shop's recipient was paid",
+      operator: "alice",
+      settlementAmount: "266.25",
+      commissionAmount: "16.25",
+      settlementCurrency: "RUB",
+    });
+    const resolved = factEvent("resolved", { ...fact, status: "resolved", resolution });
+    await apply(resolved);
+    await apply(resolved);
+    expect(await balances(fact.shopId!)).toEqual({
+      "provider_clearing:RUB": "250.00",
+      "suspense:RUB": "0.00",
+      "available:RUB": "-266.25",
+      "commission_revenue:RUB": "16.25",
+    });
+  });
+
+  it("writes money a provider paid out off to the gateway's losses", async () => {
+    const recorded = factEvent("recorded", { direction: "payout", kind: "not_routed", amount: "90.00" });
+    const fact = recorded.fact!;
+    const resolution = create(ProviderFactResolutionSchema, {
+      action: "write_off",
+      reason: "provider paid twice",
+      operator: "bob",
+    });
+    await apply(factEvent("resolved", { ...fact, status: "resolved", resolution }));
+    await apply(recorded);
+    expect(await balances(fact.shopId!)).toEqual({
+      "provider_clearing:RUB": "90.00",
+      "suspense:RUB": "0.00",
+      "losses:RUB": "-90.00",
+    });
+  });
+
+  it("refuses to charge a shop or write off money that came in", async () => {
+    const fact = factEvent("recorded").fact!;
+    for (const action of ["debit_shop", "write_off"]) {
+      const resolution = create(ProviderFactResolutionSchema, {
+        action,
+        reason: "r",
+        operator: "o",
+        settlementAmount: "1000.00",
+        commissionAmount: "0.00",
+        settlementCurrency: "RUB",
+      });
+      await expect(
+        apply(factEvent("resolved", { ...fact, status: "resolved", resolution })),
+      ).rejects.toBeInstanceOf(InvalidEventError);
+    }
+  });
+
   it("keeps a fact of an unknown operation under its provider", async () => {
     const event = factEvent("recorded", { shopId: undefined, operationId: undefined, provider: "rogue" });
     await apply(event);
     expect(await balances("provider:rogue")).toMatchObject({ "suspense:RUB": "1000.00" });
+  });
+
+  it("books nothing for a fact whose amount or currency is unknown, nor for its resolution", async () => {
+    for (const over of [{ amount: "" }, { currency: "" }]) {
+      const recorded = factEvent("recorded", over);
+      const fact = recorded.fact!;
+      await apply(recorded);
+      const resolution = create(ProviderFactResolutionSchema, {
+        action: "return_to_payer",
+        reason: "r",
+        operator: "o",
+      });
+      await apply(factEvent("resolved", { ...fact, status: "resolved", resolution }));
+      expect(await balances(fact.shopId!)).toEqual({});
+    }
   });
 
   it("refuses a fact without a positive amount", async () => {

@@ -63,13 +63,19 @@ const account = (owner: string, currency: Currency, kind: AccountKind): AccountR
  *   `commission_revenue`, converted at the figures operations computed (`fx_conversion`
  *   of each currency takes its side, as for a payment);
  * - `resolved` with `return_to_payer`: out of suspense into `payer_returns`, the
- *   liability of sending it back.
+ *   liability of sending it back;
+ * - `resolved` with `debit_shop` (money paid out): the shop's `available` pays suspense
+ *   back plus `commission_revenue`, as a payout costs it;
+ * - `resolved` with `write_off` (money paid out): the gateway bears it, on `losses`.
  * Each booking is one transfer with a key per fact and step, so a redelivery posts nothing.
  */
 export async function applyProviderFactEvent(
   tx: postgres.TransactionSql,
   event: ProviderFactEvent,
 ): Promise<void> {
+  // A fact whose amount or currency the provider did not say is on the operator's list in
+  // operations; nothing is known to book, for its recording or its resolution.
+  if (event.fact && (event.fact.amount === "" || event.fact.currency === "")) return;
   const f = figures(event.fact);
   const suspense = account(f.owner, f.currency, "suspense");
   const clearing = account(f.owner, f.currency, "provider_clearing");
@@ -92,30 +98,21 @@ export async function applyProviderFactEvent(
   // Both moves leave suspense: a recorded event may arrive after its resolution (they are
   // separate messages), so the recording is posted first in this transaction if needed.
   await applyProviderFactEvent(tx, { ...event, type: "recorded" });
+  const inbound = resolution.action === "credit_shop" || resolution.action === "return_to_payer";
+  const outbound = resolution.action === "debit_shop" || resolution.action === "write_off";
+  if (!inbound && !outbound)
+    throw new InvalidEventError(`provider fact ${f.id}: unknown resolution ${resolution.action}`);
+  if (inbound !== (f.direction === "payin"))
+    throw new InvalidEventError(
+      `provider fact ${f.id}: ${resolution.action} does not fit a ${f.direction} fact`,
+    );
   let postings: Posting[];
   if (resolution.action === "return_to_payer") {
     postings = [debit(suspense, f.amount), credit(account(f.owner, f.currency, "payer_returns"), f.amount)];
-  } else if (resolution.action === "credit_shop") {
-    const target = resolution.settlementCurrency ?? "";
-    if (!isCurrency(target)) throw new InvalidEventError(`provider fact ${f.id}: no settlement currency`);
-    const settlement = new Decimal(resolution.settlementAmount ?? "NaN");
-    const commission = new Decimal(resolution.commissionAmount ?? "NaN");
-    if (!settlement.isFinite() || !commission.isFinite())
-      throw new InvalidEventError(`provider fact ${f.id}: credit without figures`);
-    const gross = settlement.plus(commission);
-    postings = [
-      debit(suspense, f.amount),
-      ...(target === f.currency
-        ? []
-        : [
-            credit(account(f.owner, f.currency, "fx_conversion"), f.amount),
-            debit(account(f.owner, target, "fx_conversion"), gross),
-          ]),
-      credit(account(f.owner, target, "available"), settlement),
-      credit(account(f.owner, target, "commission_revenue"), commission),
-    ];
+  } else if (resolution.action === "write_off") {
+    postings = [credit(suspense, f.amount), debit(account(f.owner, f.currency, "losses"), f.amount)];
   } else {
-    throw new InvalidEventError(`provider fact ${f.id}: unknown resolution ${resolution.action}`);
+    postings = shopPostings(f, resolution);
   }
   await postTransfer(tx, {
     key: `fact:${f.id}:resolved`,
@@ -127,7 +124,45 @@ export async function applyProviderFactEvent(
   });
 }
 
-/** Starts the durable consumer that books provider facts. */
+/**
+ * The postings between suspense and the shop, at the figures operations computed:
+ * `credit_shop` moves money that came in to `available` less `commission_revenue`;
+ * `debit_shop` charges `available` for money that went out plus `commission_revenue`, as
+ * a payout is charged. `fx_conversion` of each currency takes its side when the
+ * settlement currency is another.
+ */
+function shopPostings(f: FactFigures, resolution: NonNullable<ProviderFact["resolution"]>): Posting[] {
+  const target = resolution.settlementCurrency ?? "";
+  if (!isCurrency(target)) throw new InvalidEventError(`provider fact ${f.id}: no settlement currency`);
+  const settlement = new Decimal(resolution.settlementAmount ?? "NaN");
+  const commission = new Decimal(resolution.commissionAmount ?? "NaN");
+  if (!settlement.isFinite() || !commission.isFinite())
+    throw new InvalidEventError(`provider fact ${f.id}: ${resolution.action} without figures`);
+  const suspense = account(f.owner, f.currency, "suspense");
+  const fxSource = account(f.owner, f.currency, "fx_conversion");
+  const fxTarget = account(f.owner, target, "fx_conversion");
+  const available = account(f.owner, target, "available");
+  const revenue = account(f.owner, target, "commission_revenue");
+  const sameCurrency = target === f.currency;
+  if (resolution.action === "credit_shop") {
+    const gross = settlement.plus(commission);
+    return [
+      debit(suspense, f.amount),
+      ...(sameCurrency ? [] : [credit(fxSource, f.amount), debit(fxTarget, gross)]),
+      credit(available, settlement),
+      credit(revenue, commission),
+    ];
+  }
+  // A payout's settlement is what it costs the shop: the converted amount plus the commission.
+  const converted = settlement.minus(commission);
+  return [
+    credit(suspense, f.amount),
+    ...(sameCurrency ? [] : [debit(fxSource, f.amount), credit(fxTarget, converted)]),
+    debit(available, settlement),
+    credit(revenue, commission),
+  ];
+}
+
 /** The suspense consumer's decode and handle, shared by the runner and an operator's retry of a dead letter. */
 export const suspenseApplier: EventApplier<ProviderFactEvent> = {
   durable: SUSPENSE_CONSUMER,
@@ -135,6 +170,7 @@ export const suspenseApplier: EventApplier<ProviderFactEvent> = {
   handle: (tx, event) => applyProviderFactEvent(tx, event),
 };
 
+/** Starts the durable consumer that books provider facts. */
 export function startSuspenseConsumer(options: {
   nats: Nats;
   prefix: string;

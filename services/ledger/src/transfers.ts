@@ -11,6 +11,7 @@ export const ACCOUNT_KINDS = [
   "adjustments",
   "suspense",
   "payer_returns",
+  "losses",
 ] as const;
 export type AccountKind = (typeof ACCOUNT_KINDS)[number];
 

@@ -2,10 +2,13 @@ import { randomUUID } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { Code } from "@connectrpc/connect";
+import { createLogger } from "@gw/log";
 import { Decimal } from "@gw/money";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { operationIdFor } from "./create.ts";
 import { SELF_MATCHING } from "./pool.ts";
+import { listProviderFacts } from "./provider-facts.ts";
+import { applyProviderResult } from "./provider-results.ts";
 import { eventually, failureOf, type OperationsHarness, startHarness } from "./test-support.ts";
 
 // The self-matching pool as a route entry, over real matching, ledger, receipts and
@@ -254,7 +257,7 @@ describe("a payout routed to self_matching", () => {
     expect(entered?.payout?.shopId).toBe(payee.shopId);
   }, 60_000);
 
-  it("hands the remainder to the next provider of the payout route when the window ends, and completes with its leg", async () => {
+  it("hands the remainder to the next provider of the payout route when the window ends, completes with its leg, and records only what that provider reports beyond it", async () => {
     const payer = await shop([SELF_MATCHING], [SELF_MATCHING]);
     const payee = await shop([SELF_MATCHING], [SELF_MATCHING, "acme"]);
     const out = (await payout(payee, "1000.00")).operation;
@@ -288,6 +291,26 @@ describe("a payout routed to self_matching", () => {
     expect(done.receipts.map((r) => r.amount).sort()).toEqual(["300.00", "700.00"]);
     const total = done.receipts.reduce((sum, r) => sum.plus(r.amount), new Decimal(0));
     expect(total.toFixed(2)).toBe("1000.00");
+
+    // acme reports its leg and 100.00 more: only the 100.00 is money beyond the payout,
+    // although acme's total (800.00) is below the actual amount the pool's legs fill.
+    const [own] = await h.store.sql<{ provider_leg_id: string }[]>`
+      select provider_leg_id from operations.legs where operation_id = ${id} and provider = 'acme'`;
+    const legs = [
+      { id: own?.provider_leg_id ?? "", amount: "700.00", completedAt: new Date() },
+      { id: "acme-extra", amount: "100.00", completedAt: new Date() },
+    ];
+    await h.store.sql.begin((tx) =>
+      applyProviderResult(
+        { store: h.store, logger: createLogger("pool-test", "silent") },
+        tx,
+        "acme",
+        { operationId: id, status: "completed", legs },
+        "callback",
+      ),
+    );
+    const facts = (await listProviderFacts(h.store.sql, { limit: 500 })).filter((f) => f.operationId === id);
+    expect(facts).toMatchObject([{ kind: "amount_mismatch", amount: "100.00", direction: "payout" }]);
   }, 40_000);
 
   it("shows the handed-off share of a provider that completed without legs as one synthetic contribution, evidence partial", async () => {

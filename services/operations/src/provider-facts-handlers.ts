@@ -53,7 +53,7 @@ export class ProviderFactsHandlers implements ServiceImpl<typeof ProviderFactsSe
       throw failure(
         Code.InvalidArgument,
         "validation_failed",
-        "action must be credit_shop or return_to_payer",
+        `action must be one of ${RESOLUTIONS.join(", ")}`,
         "action",
       );
     for (const field of ["reason", "operator"] as const) {

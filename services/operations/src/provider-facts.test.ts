@@ -1,11 +1,13 @@
 import { randomUUID } from "node:crypto";
 import { createLogger } from "@gw/log";
+import { Decimal } from "@gw/money";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   listProviderFacts,
   openProviderFacts,
   ProviderFactAlreadyResolvedError,
   ProviderFactNotCreditableError,
+  recordProviderFact,
   resolveProviderFact,
 } from "./provider-facts.ts";
 import { applyProviderResult } from "./provider-results.ts";
@@ -166,6 +168,29 @@ describe("provider facts", () => {
     expect(row).toMatchObject({ status: "completed", actual_amount: "600.00" });
   });
 
+  it("records only what a report adds beyond a completion that carried no legs, once per excess", async () => {
+    const shop = await h.shop(["keeps"]);
+    const id = await createPending(shop, "600.00");
+    const leg = (legId: string, amount: string) => ({ id: legId, amount, completedAt: new Date() });
+    const report = (legs: ReturnType<typeof leg>[]) =>
+      h.store.sql.begin((tx) =>
+        applyProviderResult(apply(), tx, "keeps", { operationId: id, status: "completed", legs }, "callback"),
+      );
+    // Completed without legs (as a receipt's review completes one): no leg of the provider's is held.
+    expect(await report([])).toBe("applied");
+    expect(await report([leg("p1", "600.00")])).toBe("already_terminal");
+    expect(await factsOf(id)).toEqual([]);
+    expect(await report([leg("p1", "600.00"), leg("p2", "150.00")])).toBe("already_terminal");
+    expect(await report([leg("p1", "600.00"), leg("p2", "150.00"), leg("p3", "50.00")])).toBe(
+      "already_terminal",
+    );
+    expect(await report([leg("p1", "600.00"), leg("p2", "150.00")])).toBe("already_terminal");
+    const facts = await factsOf(id);
+    expect(facts.map((f) => f.amount).sort()).toEqual(["150.00", "50.00"]);
+    expect(facts.every((f) => f.kind === "amount_mismatch")).toBe(true);
+    expect(await h.store.findAnyById(id)).toMatchObject({ status: "completed", actual_amount: "600.00" });
+  });
+
   it("resolves a fact once: credit with the shop's commission, the same action replays, another is refused", async () => {
     const shop = await h.shop(["keeps"], { percent: "2.5", fixed: "10" });
     const id = await createPending(shop, "200.00");
@@ -193,6 +218,109 @@ describe("provider facts", () => {
     expect((await factEvents()).filter((e) => e === "provider_facts.resolved").length).toBeGreaterThanOrEqual(
       1,
     );
+  });
+
+  it("settles money a provider paid out by charging the shop with a payout's commission or writing it off, once", async () => {
+    const shop = await h.shop(["keeps"], { percent: "2.5", fixed: "10" });
+    const id = await createPending(shop, "250.00");
+    const row = await h.store.findAnyById(id);
+    const paidOut = (sourceKey: string) =>
+      h.store.sql.begin((tx) =>
+        recordProviderFact({ store: h.store, logger }, tx, {
+          provider: "keeps",
+          reference: id,
+          operation: row,
+          kind: "slot_refused",
+          providerStatus: "completed",
+          legs: [],
+          amount: new Decimal("250.00"),
+          sourceKey,
+          direction: "payout",
+        }),
+      );
+    await paidOut("slot:a");
+    await paidOut("slot:b");
+    const [charged, lost] = await factsOf(id);
+    for (const action of ["credit_shop", "return_to_payer"] as const)
+      await expect(
+        resolveProviderFact(deps(), { id: charged!.id, action, reason: "r", operator: "o" }),
+      ).rejects.toBeInstanceOf(ProviderFactNotCreditableError);
+    const input = {
+      id: charged!.id,
+      action: "debit_shop" as const,
+      reason: "its recipient got it",
+      operator: "alice",
+    };
+    const first = await resolveProviderFact(deps(), input);
+    expect(first.fact.resolution).toMatchObject({
+      action: "debit_shop",
+      settlementAmount: "266.250000",
+      commissionAmount: "16.250000",
+      settlementCurrency: "RUB",
+    });
+    expect((await resolveProviderFact(deps(), input)).replayed).toBe(true);
+    await expect(resolveProviderFact(deps(), { ...input, action: "write_off" })).rejects.toBeInstanceOf(
+      ProviderFactAlreadyResolvedError,
+    );
+    const written = await resolveProviderFact(deps(), { ...input, id: lost!.id, action: "write_off" });
+    expect(written.fact).toMatchObject({ status: "resolved", resolution: { action: "write_off" } });
+    expect(written.fact.resolution?.settlementAmount).toBeUndefined();
+  });
+
+  it("refuses to charge a shop or write off money that came in", async () => {
+    const shop = await h.shop(["keeps"]);
+    const id = await createPending(shop, "120.00");
+    await cancel(shop, id);
+    const result = { operationId: id, status: "completed" as const, legs: [] };
+    await h.store.sql.begin((tx) => applyProviderResult(apply(), tx, "keeps", result, "callback"));
+    const [fact] = await factsOf(id);
+    for (const action of ["debit_shop", "write_off"] as const)
+      await expect(
+        resolveProviderFact(deps(), { id: fact!.id, action, reason: "r", operator: "o" }),
+      ).rejects.toBeInstanceOf(ProviderFactNotCreditableError);
+  });
+
+  it("records a legless completion of an operation the gateway never had in its provider's currency, its amount unknown", async () => {
+    const reference = randomUUID();
+    const result = { operationId: reference, status: "completed" as const, legs: [] };
+    await h.store.sql.begin((tx) => applyProviderResult(apply(), tx, "keeps", result, "callback"));
+    const [fact] = (await listProviderFacts(h.store.sql, { limit: 500 })).filter(
+      (f) => f.provider === "keeps" && f.operationId === undefined && f.amount === "",
+    );
+    expect(fact).toMatchObject({ kind: "not_routed", currency: "RUB", status: "open", direction: "payin" });
+    // Replayed, it is the same fact.
+    await h.store.sql.begin((tx) => applyProviderResult(apply(), tx, "keeps", result, "callback"));
+    expect(
+      (await listProviderFacts(h.store.sql, { limit: 500 })).filter((f) => f.id === fact!.id),
+    ).toHaveLength(1);
+    await expect(
+      resolveProviderFact(deps(), { id: fact!.id, action: "credit_shop", reason: "r", operator: "o" }),
+    ).rejects.toBeInstanceOf(ProviderFactNotCreditableError);
+    const returned = await resolveProviderFact(deps(), {
+      id: fact!.id,
+      action: "return_to_payer",
+      reason: "asked the provider for the amount and returned it",
+      operator: "o",
+    });
+    expect(returned.fact.status).toBe("resolved");
+  });
+
+  it("records a completion from a provider the gateway has no configuration of without guessing its currency", async () => {
+    const reference = randomUUID();
+    const legs = [{ id: "g1", amount: "70.00", completedAt: new Date() }];
+    await h.store.sql.begin((tx) =>
+      applyProviderResult(
+        apply(),
+        tx,
+        "ghost",
+        { operationId: reference, status: "completed", legs },
+        "callback",
+      ),
+    );
+    const [fact] = (await listProviderFacts(h.store.sql, { limit: 500 })).filter(
+      (f) => f.provider === "ghost",
+    );
+    expect(fact).toMatchObject({ kind: "not_routed", amount: "70.00", currency: "", status: "open" });
   });
 
   it("counts open facts per kind in the operations_provider_facts_open gauge", async () => {

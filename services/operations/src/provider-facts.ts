@@ -3,7 +3,15 @@ import { create, toBinary } from "@bufbuild/protobuf";
 import type { Sql } from "@gw/db";
 import { eventHeaders } from "@gw/events";
 import type { Logger } from "@gw/log";
-import { type Currency, Decimal, formatAmount, isCurrency, settlementFigures } from "@gw/money";
+import {
+  type Currency,
+  Decimal,
+  formatAmount,
+  isCurrency,
+  isMethod,
+  METHODS,
+  settlementFigures,
+} from "@gw/money";
 import {
   type ProviderFact,
   ProviderFactEventSchema,
@@ -22,9 +30,19 @@ type Tx = Sql | postgres.TransactionSql;
 export const FACT_KINDS = ["late_completion", "not_routed", "slot_refused", "amount_mismatch"] as const;
 export type FactKind = (typeof FACT_KINDS)[number];
 
-/** How an operator settles a fact: into the shop's balance, or back to whoever paid it. */
-export const RESOLUTIONS = ["credit_shop", "return_to_payer"] as const;
+/**
+ * How an operator settles a fact. Money that came in (payin): into the shop's balance, or
+ * back to whoever paid it. Money that went out (payout): charged to the shop, or written
+ * off as the gateway's loss.
+ */
+export const RESOLUTIONS = ["credit_shop", "return_to_payer", "debit_shop", "write_off"] as const;
 export type Resolution = (typeof RESOLUTIONS)[number];
+
+/** The resolutions that fit each direction of money. */
+const RESOLUTIONS_OF = {
+  payin: ["credit_shop", "return_to_payer"],
+  payout: ["debit_shop", "write_off"],
+} as const satisfies Record<"payin" | "payout", readonly Resolution[]>;
 
 /** The database the gauge below reads at scrape; set by `reportOpenProviderFacts` at start. */
 let metricsSql: Sql | undefined;
@@ -67,8 +85,10 @@ export class ProviderFactAlreadyResolvedError extends Error {
 }
 
 /**
- * The fact cannot be credited to a shop: the gateway knows no operation (hence no shop or
- * pricing) for it, or the money went out (a payout), which no shop balance can take.
+ * The action does not fit the fact: the gateway knows no operation (hence no shop or
+ * pricing) to credit or charge, or the action is for money moving the other way
+ * (`credit_shop`/`return_to_payer` settle money that came in, `debit_shop`/`write_off`
+ * money that went out).
  */
 export class ProviderFactNotCreditableError extends Error {
   readonly code = "provider_fact_not_creditable";
@@ -84,9 +104,12 @@ export interface FactInput {
   operation: OperationRow | undefined;
   kind: FactKind;
   providerStatus: "completed";
-  /** The legs reported; none means the whole expected amount (`amount` then says how much). */
+  /** The legs reported; they name the fact and, without `amount`, say how much moved. */
   legs: ProviderLeg[];
-  /** The amount when no legs carry it (a completion without decomposition, a receipt). */
+  /**
+   * How much moved when the legs do not say it: a completion without decomposition, a
+   * receipt, or only the part of the legs beyond what an operation already settled.
+   */
   amount?: Decimal;
   /** Names the report when no legs do (a receipt id, a slot confirmation). */
   sourceKey?: string;
@@ -108,8 +131,8 @@ interface FactRow {
   kind: string;
   provider_status: string;
   direction: string;
-  amount: string;
-  currency: string;
+  amount: string | null;
+  currency: string | null;
   status: "open" | "resolved";
   resolution: string | null;
   resolved_by: string | null;
@@ -133,8 +156,9 @@ function toFact(row: FactRow): ProviderFact {
     kind: row.kind,
     providerStatus: row.provider_status,
     direction: row.direction,
-    amount: new Decimal(row.amount).toFixed(2),
-    currency: row.currency,
+    // Empty when unknown (see the table's comment).
+    amount: row.amount === null ? "" : new Decimal(row.amount).toFixed(2),
+    currency: row.currency ?? "",
     status: row.status,
     createdAt: iso(row.created_at),
     resolution:
@@ -185,7 +209,8 @@ export async function recordProviderFact(
 ): Promise<boolean> {
   const op = input.operation;
   const fromLegs = input.legs.reduce((sum, l) => sum.plus(l.amount), new Decimal(0));
-  const amount = input.legs.length > 0 ? fromLegs : (input.amount ?? new Decimal(op?.expected_amount ?? "0"));
+  const reported =
+    input.amount ?? (input.legs.length > 0 ? fromLegs : new Decimal(op?.expected_amount ?? "NaN"));
   const factKey =
     input.sourceKey ??
     (input.legs.length > 0
@@ -194,22 +219,23 @@ export async function recordProviderFact(
           .sort()
           .join(",")}`
       : `${input.providerStatus}:no_legs`);
-  const currency = op?.currency ?? "RUB";
-  if (!amount.isFinite() || amount.lte(0) || !isCurrency(currency)) {
-    // Nothing moved that can be booked (a completion of nothing); still worth a look.
+  const currency = op?.currency ?? (await providerCurrency(tx, input.provider));
+  // Nothing is dropped: a fact whose amount or currency is unknown is still recorded and
+  // listed for an operator (who asks the provider); the ledger books only what is known.
+  const amount = reported.isFinite() && reported.gt(0) ? reported : undefined;
+  if (amount === undefined || currency === undefined)
     deps.logger.error(
-      { ...input, operation: op?.id, legs: input.legs.length },
-      "provider fact without an amount",
+      { provider: input.provider, reference: input.reference, kind: input.kind, legs: input.legs.length },
+      "provider fact without a known amount or currency: recorded for an operator, not booked",
     );
-    return false;
-  }
   const [row] = await tx<FactRow[]>`
     insert into operations.provider_facts
       (id, provider, reference, fact_key, operation_id, shop_id, merchant_id, kind, provider_status,
        direction, amount, currency)
     values (${randomUUID()}, ${input.provider}, ${input.reference}, ${factKey}, ${op?.id ?? null},
       ${op?.shop_id ?? null}, ${op?.merchant_id ?? null}, ${input.kind}, ${input.providerStatus},
-      ${input.direction ?? (op?.type === "payout" ? "payout" : "payin")}, ${formatAmount(amount, currency as Currency)}, ${currency})
+      ${input.direction ?? (op?.type === "payout" ? "payout" : "payin")},
+      ${amount === undefined ? null : amount.toFixed(2)}, ${currency ?? null})
     on conflict (provider, reference, fact_key) do nothing
     returning *`;
   if (!row) return false;
@@ -243,11 +269,13 @@ export async function listProviderFacts(
 
 /**
  * Resolves an open fact once, under its row lock, with its `provider_facts.resolved`
- * event in the same transaction: `credit_shop` moves it from suspense to the shop's
- * balance less the commission the operation's pricing takes from a payment of that amount
- * (at the operation's FX rate; the commission never exceeds the amount), `return_to_payer`
- * from suspense to the liability of returning it. The same action again answers the
- * recorded resolution (`replayed`); another one is refused.
+ * event in the same transaction. Money that came in: `credit_shop` moves it from suspense
+ * to the shop's balance less the commission the operation's pricing takes from a payment
+ * of that amount (at the operation's FX rate; the commission never exceeds the amount),
+ * `return_to_payer` from suspense to the liability of returning it. Money that went out:
+ * `debit_shop` charges the shop's balance with it plus the commission as for a payout of
+ * that amount, `write_off` books it as the gateway's loss. The same action again answers
+ * the recorded resolution (`replayed`); another one is refused.
  *
  * @throws ProviderFactNotFoundError, ProviderFactAlreadyResolvedError, ProviderFactNotCreditableError
  */
@@ -264,33 +292,15 @@ export async function resolveProviderFact(
         throw new ProviderFactAlreadyResolvedError(`already resolved: ${fact.resolution}`);
       return { fact: toFact(fact), replayed: true };
     }
-    if (fact.direction === "payout")
-      throw new ProviderFactNotCreditableError("money paid out by a provider is settled with that provider");
-    let figures: { settlement: string; commission: string; currency: string } | undefined;
-    if (input.action === "credit_shop") {
-      const [op] = fact.operation_id
-        ? await tx<OperationRow[]>`select * from operations.operations where id = ${fact.operation_id}`
-        : [];
-      const settlementCurrency = op?.settlement_currency;
-      if (!op || !settlementCurrency || !isCurrency(settlementCurrency) || op.commission_percent === null)
-        throw new ProviderFactNotCreditableError("no shop pricing is known for this fact: return it instead");
-      const amount = new Decimal(fact.amount);
-      const f = settlementFigures({
-        amount,
-        settlementCurrency,
-        fxRate: op.fx_rate === null ? undefined : new Decimal(op.fx_rate),
-        terms: { percent: op.commission_percent, fixed: op.commission_fixed ?? "0" },
-        direction: "payin",
-      });
-      // A fee above what arrived would credit the shop a negative amount: the commission
-      // takes at most what arrived.
-      const commission = Decimal.min(f.commission, f.converted);
-      figures = {
-        settlement: formatAmount(f.converted.minus(commission), settlementCurrency),
-        commission: formatAmount(commission, settlementCurrency),
-        currency: settlementCurrency,
-      };
-    }
+    const direction = fact.direction === "payout" ? "payout" : "payin";
+    if (!(RESOLUTIONS_OF[direction] as readonly Resolution[]).includes(input.action))
+      throw new ProviderFactNotCreditableError(
+        `a ${direction} fact is settled with ${RESOLUTIONS_OF[direction].join(" or ")}`,
+      );
+    const figures =
+      input.action === "credit_shop" || input.action === "debit_shop"
+        ? await shopFigures(tx, fact, direction)
+        : undefined;
     const [resolved] = await tx<FactRow[]>`
       update operations.provider_facts
       set status = 'resolved', resolution = ${input.action}, resolved_by = ${input.operator},
@@ -307,6 +317,62 @@ export async function resolveProviderFact(
     );
     return { fact: toFact(resolved), replayed: false };
   });
+}
+
+/**
+ * The currency of a provider's money when no operation says it: the one currency of the
+ * methods the provider is configured for; undefined when it has none, several, or no
+ * configuration at all (never a guessed default).
+ */
+async function providerCurrency(tx: Tx, provider: string): Promise<Currency | undefined> {
+  const [row] = await tx<{ methods: string[] }[]>`
+    select methods from operations.providers where name = ${provider}`;
+  const currencies = new Set(
+    (row?.methods ?? []).map((m) => (isMethod(m) ? METHODS[m].currency : undefined)),
+  );
+  const [only] = currencies;
+  return currencies.size === 1 ? only : undefined;
+}
+
+/**
+ * What crediting (payin) or charging (payout) the shop with a fact comes to, in its
+ * settlement currency at the operation's FX rate and with the commission its pricing
+ * takes: a payin's commission never exceeds what arrived; a payout's is added to what
+ * went out, as a payout is charged.
+ *
+ * @throws ProviderFactNotCreditableError when no operation or pricing is known
+ */
+async function shopFigures(
+  tx: Tx,
+  fact: FactRow,
+  direction: "payin" | "payout",
+): Promise<{ settlement: string; commission: string; currency: string }> {
+  if (fact.amount === null || fact.currency === null)
+    throw new ProviderFactNotCreditableError(
+      "the amount or currency of this fact is unknown: ask the provider, then settle it outside the shop's balance",
+    );
+  const [op] = fact.operation_id
+    ? await tx<OperationRow[]>`select * from operations.operations where id = ${fact.operation_id}`
+    : [];
+  const settlementCurrency = op?.settlement_currency;
+  if (!op || !settlementCurrency || !isCurrency(settlementCurrency) || op.commission_percent === null)
+    throw new ProviderFactNotCreditableError(
+      direction === "payin"
+        ? "no shop pricing is known for this fact: return it instead"
+        : "no shop pricing is known for this fact: write it off instead",
+    );
+  const f = settlementFigures({
+    amount: new Decimal(fact.amount),
+    settlementCurrency,
+    fxRate: op.fx_rate === null ? undefined : new Decimal(op.fx_rate),
+    terms: { percent: op.commission_percent, fixed: op.commission_fixed ?? "0" },
+    direction,
+  });
+  return {
+    settlement: formatAmount(f.settlement, settlementCurrency),
+    commission: formatAmount(f.commission, settlementCurrency),
+    currency: settlementCurrency,
+  };
 }
 
 /** The pool's provider name (pool.ts's `SELF_MATCHING`, not imported: pool.ts imports this module). */

@@ -3,8 +3,8 @@ import type { Logger } from "@gw/log";
 import { Decimal } from "@gw/money";
 import { Code, failure } from "@gw/rpc";
 import type postgres from "postgres";
-import type { ProviderResult } from "./connectors/connector.ts";
-import { isTerminal } from "./model.ts";
+import type { ProviderLeg, ProviderResult } from "./connectors/connector.ts";
+import { isTerminal, type OperationRow } from "./model.ts";
 import { recordProviderFact } from "./provider-facts.ts";
 import { receiptsOf } from "./receipts-of.ts";
 import type { OperationStore } from "./store.ts";
@@ -63,26 +63,7 @@ export async function applyProviderResult(
         legs: result.legs,
       });
     } else if (row.status === "completed" && result.status === "completed" && result.legs.length > 0) {
-      // The same completion again, or one with legs the completed operation does not
-      // hold: money beyond what was settled, which does not fit the operation.
-      const known = await tx<{ provider_leg_id: string }[]>`
-        select provider_leg_id from operations.legs where operation_id = ${row.id}`;
-      const held = new Set(known.map((l) => l.provider_leg_id));
-      const extra = result.legs.filter((l) => !held.has(l.id));
-      if (extra.length > 0)
-        await recordProviderFact(deps, tx, {
-          provider: providerName,
-          reference: row.id,
-          operation: row,
-          kind: "amount_mismatch",
-          providerStatus: "completed",
-          legs: extra,
-        });
-      else
-        deps.logger.info(
-          { operationId: row.id, status: row.status, source },
-          "provider result applied before",
-        );
+      await recordExcess(deps, tx, providerName, row, result.legs, source);
     } else if (row.status === result.status) {
       deps.logger.info({ operationId: row.id, status: row.status, source }, "provider result applied before");
     } else {
@@ -129,4 +110,46 @@ export async function applyProviderResult(
   );
   if (!next) throw failure(Code.Aborted, "dependency_unavailable", "operation changed concurrently; retry");
   return "applied";
+}
+
+/**
+ * A completed operation reported completed again with legs: only what the provider's
+ * reported total exceeds the part of the operation's actual amount that is its (all but
+ * another provider's legs, such as the pool's) is money beyond what was settled (less
+ * what earlier reports already recorded), so that much is a fact. Legs are not
+ * matched by id: a receipt's review completes a payment with a `receipt:` leg, and a
+ * completion without legs holds none, yet the provider's own legs carry the same money.
+ */
+async function recordExcess(
+  deps: { store: OperationStore; logger: Logger },
+  tx: postgres.TransactionSql,
+  providerName: string,
+  row: OperationRow,
+  legs: ProviderLeg[],
+  source: "callback" | "reconciler",
+): Promise<void> {
+  const reported = legs.reduce((sum, l) => sum.plus(l.amount), new Decimal(0));
+  // A pool payout handed off to this provider also holds the pool's contributions: they
+  // are not this provider's money, so only the rest of the actual amount is its.
+  const [others] = await tx<{ total: string }[]>`
+    select coalesce(sum(amount), 0)::text as total from operations.legs
+    where operation_id = ${row.id} and provider <> ${providerName}`;
+  const [recorded] = await tx<{ total: string }[]>`
+    select coalesce(sum(amount), 0)::text as total from operations.provider_facts
+    where operation_id = ${row.id} and kind = 'amount_mismatch'`;
+  const settled = new Decimal(row.actual_amount).minus(others?.total ?? "0");
+  const excess = reported.minus(settled).minus(recorded?.total ?? "0");
+  if (!excess.isFinite() || excess.lte(0)) {
+    deps.logger.info({ operationId: row.id, status: row.status, source }, "provider result applied before");
+    return;
+  }
+  await recordProviderFact(deps, tx, {
+    provider: providerName,
+    reference: row.id,
+    operation: row,
+    kind: "amount_mismatch",
+    providerStatus: "completed",
+    legs,
+    amount: excess,
+  });
 }

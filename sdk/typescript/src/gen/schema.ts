@@ -1608,8 +1608,8 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Credit the shop with a provider fact, or return it to the payer
-         * @description Booked once, out of the suspense account: `credit_shop` credits the shop's balance less the commission its pricing takes from a payment of that amount; `return_to_payer` moves it to the liability of returning it. The operation's status does not change. The same action again answers the recorded resolution (`replayed: true`); another one is `412 provider_fact_already_resolved`; `credit_shop` without a known shop or pricing, or any resolution of a payout's fact, is `412 provider_fact_not_creditable`.
+         * Settle a provider fact: credit or charge the shop, return it to the payer, or write it off
+         * @description Booked once, out of the suspense account. Money that came in (`direction: payin`): `credit_shop` credits the shop's balance less the commission its pricing takes from a payment of that amount; `return_to_payer` moves it to the liability of returning it. Money that went out (`direction: payout`): `debit_shop` charges the shop's balance with it plus the commission as for a payout of that amount; `write_off` books it as the gateway's loss. The operation's status does not change. The same action again answers the recorded resolution (`replayed: true`); another one is `412 provider_fact_already_resolved`; an action for the other direction, or `credit_shop`/`debit_shop` without a known shop or pricing, is `412 provider_fact_not_creditable`.
          */
         post: {
             parameters: {
@@ -3445,15 +3445,26 @@ export interface components {
             kind: "late_completion" | "not_routed" | "slot_refused" | "amount_mismatch";
             /** @example completed */
             provider_status: string;
-            /** @example 1000.00 */
-            amount: string;
-            /** @example RUB */
-            currency: string;
+            /**
+             * @description Which way the money moved: `payin` (came in; `credit_shop` or `return_to_payer`) or `payout` (went out; `debit_shop` or `write_off`).
+             * @enum {string}
+             */
+            direction: "payin" | "payout";
+            /**
+             * @description Null when the provider did not say how much: nothing is booked for it.
+             * @example 1000.00
+             */
+            amount: string | null;
+            /**
+             * @description Null when neither the operation nor the provider's configuration says it.
+             * @example RUB
+             */
+            currency: string | null;
             /** @enum {string} */
             status: "open" | "resolved";
             resolution: {
                 /** @enum {string} */
-                action: "credit_shop" | "return_to_payer";
+                action: "credit_shop" | "return_to_payer" | "debit_shop" | "write_off";
                 reason: string;
                 resolved_at: string;
             } | null;
@@ -3461,7 +3472,7 @@ export interface components {
         };
         ProviderFactResolution: {
             /** @enum {string} */
-            action: "credit_shop" | "return_to_payer";
+            action: "credit_shop" | "return_to_payer" | "debit_shop" | "write_off";
             /** @description Why: kept in the audit record. */
             reason: string;
             /** @description Who decided: kept in the audit record. */

@@ -10,8 +10,9 @@ interface FactItem {
   provider: string;
   kind: string;
   provider_status: string;
-  amount: string;
-  currency: string;
+  direction: "payin" | "payout";
+  amount: string | null;
+  currency: string | null;
   status: "open" | "resolved";
   resolution: null | { action: string; reason: string; resolved_at: string };
   created_at: string;
@@ -50,11 +51,19 @@ const KIND_TEXT: Record<string, string> = {
   amount_mismatch: "an amount that does not fit the operation",
 };
 
+/** The notice after each resolution. */
+const DONE_TEXT: Record<string, string> = {
+  credit_shop: "Credited to the shop.",
+  return_to_payer: "Returned to the payer.",
+  debit_shop: "Charged to the shop.",
+  write_off: "Written off as the gateway's loss.",
+};
+
 function factCard(f: FactItem, csrf: string): Safe {
   const row = (label: string, value: string | null) =>
     h`<tr><th scope="row">${label}</th><td>${value ?? h`<span class="muted">unknown</span>`}</td></tr>`;
-  return h`<section aria-labelledby="fact-${f.id}"><h2 id="fact-${f.id}">${f.amount} ${f.currency} · ${f.provider}</h2>
-<p>${KIND_TEXT[f.kind] ?? f.kind}. Booked on the suspense account until resolved; the operation keeps its status.</p>
+  return h`<section aria-labelledby="fact-${f.id}"><h2 id="fact-${f.id}">${f.amount ?? "Amount unknown"} ${f.currency ?? "(currency unknown)"} · ${f.provider}</h2>
+<p>${KIND_TEXT[f.kind] ?? f.kind}; money that ${f.direction === "payout" ? "went out" : "came in"}. Booked on the suspense account until resolved; the operation keeps its status.</p>
 <table><tbody>
 ${row("Fact", f.id)}${row("Operation", f.operation_id)}${row("Shop", f.shop_id)}
 ${row("Provider reported", f.provider_status)}${row("Recorded", f.created_at)}
@@ -66,8 +75,13 @@ ${
         `/backoffice/provider-facts/${f.id}`,
         csrf,
         h`<fieldset><legend>Resolution</legend>
-<label class="inline"><input type="radio" name="action" value="credit_shop" checked> Credit the shop (less commission)</label>
-<label class="inline"><input type="radio" name="action" value="return_to_payer"> Return to the payer</label></fieldset>
+${
+  f.direction === "payout"
+    ? h`<label class="inline"><input type="radio" name="action" value="debit_shop" checked> Charge the shop (plus payout commission)</label>
+<label class="inline"><input type="radio" name="action" value="write_off"> Write off as the gateway's loss</label>`
+    : h`<label class="inline"><input type="radio" name="action" value="credit_shop" checked> Credit the shop (less commission)</label>
+<label class="inline"><input type="radio" name="action" value="return_to_payer"> Return to the payer</label>`
+}</fieldset>
 <label for="reason-${f.id}">Reason</label><textarea id="reason-${f.id}" name="reason" required></textarea>
 ${field(`operator-${f.id}`, "Operator", { name: "operator", required: true })}
 <button type="submit">Resolve</button>`,
@@ -111,7 +125,7 @@ export function providerFactPages(app: Hono<{ Variables: BackofficeVariables }>,
         reason: form.reason,
         operator: form.operator,
       }),
-      form.action === "credit_shop" ? "Credited to the shop." : "Returned to the payer.",
+      DONE_TEXT[form.action ?? ""] ?? "Resolved.",
     );
   });
 }

@@ -81,6 +81,7 @@ describe("provider facts over the admin API", () => {
           provider: "acme",
           kind: "late_completion",
           provider_status: "completed",
+          direction: "payin",
           amount: "1000.00",
           currency: "RUB",
           status: "open",
@@ -119,6 +120,18 @@ describe("provider facts over the admin API", () => {
       replayed: false,
     });
     expect(resolved).toMatchObject([{ id: FACT_ID, action: "credit_shop", operator: "alice" }]);
+  });
+
+  it("passes a charge of the shop and a write-off for money that went out", async () => {
+    const resolved: ResolveProviderFactRequest[] = [];
+    const app = appWith(resolved);
+    const path = `/admin/v1/provider-facts/${FACT_ID}/resolve`;
+    for (const action of ["debit_shop", "write_off"]) {
+      const res = await admin(app, "POST", path, { action, reason: "paid out twice", operator: "bob" });
+      expect(res.status).toBe(200);
+      expect(res.body).toMatchObject({ provider_fact: { resolution: { action } } });
+    }
+    expect(resolved.map((r) => r.action)).toEqual(["debit_shop", "write_off"]);
   });
 
   it("answers 412 for a fact resolved otherwise before, and 400 for an unknown action or a missing operator", async () => {

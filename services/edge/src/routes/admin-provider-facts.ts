@@ -4,6 +4,9 @@ import { CALL_TIMEOUT_MS, type EdgeClients } from "../deps.ts";
 import { ApiError } from "../errors.ts";
 import { errorResponses, jsonRequest, jsonResponse, openApiApp } from "../schemas.ts";
 
+/** The operator's resolutions (operations' `RESOLUTIONS`): two for money in, two for money out. */
+const RESOLUTIONS = ["credit_shop", "return_to_payer", "debit_shop", "write_off"] as const;
+
 /**
  * Admin: provider facts, the money providers moved that the gateway did not expect (a
  * completion after a cancel, a rejection or an expiry; a result from a provider that does
@@ -32,12 +35,22 @@ const ProviderFactJson = z
     provider: z.string(),
     kind: z.enum(["late_completion", "not_routed", "slot_refused", "amount_mismatch"]),
     provider_status: z.string().openapi({ example: "completed" }),
-    amount: z.string().openapi({ example: "1000.00" }),
-    currency: z.string().openapi({ example: "RUB" }),
+    direction: z.enum(["payin", "payout"]).openapi({
+      description:
+        "Which way the money moved: `payin` (came in; `credit_shop` or `return_to_payer`) or `payout` (went out; `debit_shop` or `write_off`).",
+    }),
+    amount: z.string().nullable().openapi({
+      example: "1000.00",
+      description: "Null when the provider did not say how much: nothing is booked for it.",
+    }),
+    currency: z.string().nullable().openapi({
+      example: "RUB",
+      description: "Null when neither the operation nor the provider's configuration says it.",
+    }),
     status: z.enum(["open", "resolved"]),
     resolution: z
       .object({
-        action: z.enum(["credit_shop", "return_to_payer"]),
+        action: z.enum(RESOLUTIONS),
         reason: z.string(),
         resolved_at: z.string(),
       })
@@ -57,12 +70,13 @@ export function providerFactJson(f: ProviderFact): ProviderFactJson {
     provider: f.provider,
     kind: f.kind as ProviderFactJson["kind"],
     provider_status: f.providerStatus,
-    amount: f.amount,
-    currency: f.currency,
+    direction: f.direction === "payout" ? "payout" : "payin",
+    amount: f.amount || null,
+    currency: f.currency || null,
     status: f.status as ProviderFactJson["status"],
     resolution: f.resolution
       ? {
-          action: f.resolution.action as "credit_shop" | "return_to_payer",
+          action: f.resolution.action as (typeof RESOLUTIONS)[number],
           reason: f.resolution.reason,
           resolved_at: f.resolution.resolvedAt,
         }
@@ -99,14 +113,17 @@ const routes = {
     path: "/provider-facts/{id}/resolve",
     tags,
     security,
-    summary: "Credit the shop with a provider fact, or return it to the payer",
+    summary: "Settle a provider fact: credit or charge the shop, return it to the payer, or write it off",
     description:
-      "Booked once, out of the suspense account: `credit_shop` credits the shop's balance less the " +
-      "commission its pricing takes from a payment of that amount; `return_to_payer` moves it to the " +
-      "liability of returning it. The operation's status does not change. The same action again " +
-      "answers the recorded resolution (`replayed: true`); another one is `412 " +
-      "provider_fact_already_resolved`; `credit_shop` without a known shop or pricing, or any " +
-      "resolution of a payout's fact, is `412 provider_fact_not_creditable`.",
+      "Booked once, out of the suspense account. Money that came in (`direction: payin`): " +
+      "`credit_shop` credits the shop's balance less the commission its pricing takes from a payment " +
+      "of that amount; `return_to_payer` moves it to the liability of returning it. Money that went " +
+      "out (`direction: payout`): `debit_shop` charges the shop's balance with it plus the commission " +
+      "as for a payout of that amount; `write_off` books it as the gateway's loss. The operation's " +
+      "status does not change. The same action again answers the recorded resolution " +
+      "(`replayed: true`); another one is `412 provider_fact_already_resolved`; an action for the " +
+      "other direction, or `credit_shop`/`debit_shop` without a known shop or pricing, is `412 " +
+      "provider_fact_not_creditable`.",
     request: {
       params: z.object({
         id: z.uuid({ error: "id must be a UUID" }).openapi({ param: { name: "id", in: "path" } }),
@@ -114,9 +131,7 @@ const routes = {
       body: jsonRequest(
         z
           .object({
-            action: z.enum(["credit_shop", "return_to_payer"], {
-              error: "action must be credit_shop or return_to_payer",
-            }),
+            action: z.enum(RESOLUTIONS, { error: `action must be one of ${RESOLUTIONS.join(", ")}` }),
             reason: text("reason", 2048).openapi({ description: "Why: kept in the audit record." }),
             operator: text("operator", 256).openapi({
               description: "Who decided: kept in the audit record.",

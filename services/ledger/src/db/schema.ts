@@ -41,7 +41,7 @@ export const accounts = ledger.table(
     unique("accounts_id_currency").on(t.id, t.currency),
     check(
       "accounts_kind",
-      sql`${t.kind} in ('available', 'reserved', 'commission_revenue', 'provider_clearing', 'fx_conversion', 'adjustments', 'suspense', 'payer_returns')`,
+      sql`${t.kind} in ('available', 'reserved', 'commission_revenue', 'provider_clearing', 'fx_conversion', 'adjustments', 'suspense', 'payer_returns', 'losses')`,
     ),
   ],
 );

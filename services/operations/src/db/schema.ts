@@ -234,11 +234,16 @@ export const providerFacts = operations.table(
     providerStatus: text("provider_status").notNull(),
     /** payin | payout: which way the money moved at the provider. */
     direction: text("direction").notNull(),
-    amount: numeric("amount", { precision: 20, scale: 2 }).notNull(),
-    currency: text("currency").notNull(),
+    /**
+     * Null when the provider did not say how much (a completion without legs of an
+     * operation we do not hold) or which currency (a provider we hold no configuration
+     * of): the fact is still listed for an operator, and only what is known is booked.
+     */
+    amount: numeric("amount", { precision: 20, scale: 2 }),
+    currency: text("currency"),
     /** open | resolved */
     status: text("status").notNull().default("open"),
-    /** credit_shop | return_to_payer, with the operator and the reason: the audit record. */
+    /** credit_shop | return_to_payer | debit_shop | write_off, with the operator and the reason: the audit record. */
     resolution: text("resolution"),
     resolvedBy: text("resolved_by"),
     resolutionReason: text("resolution_reason"),
@@ -251,7 +256,7 @@ export const providerFacts = operations.table(
   (t) => [
     unique("provider_facts_source").on(t.provider, t.reference, t.factKey),
     index("provider_facts_open").on(t.status, t.createdAt),
-    check("provider_facts_amount", sql`amount > 0`),
+    check("provider_facts_amount", sql`amount is null or amount > 0`),
   ],
 );
 

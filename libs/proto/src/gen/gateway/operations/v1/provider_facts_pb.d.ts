@@ -64,13 +64,15 @@ export declare type ProviderFact = Message<"gateway.operations.v1.ProviderFact">
   direction: string;
 
   /**
-   * Decimal string in `currency`.
+   * Decimal string in `currency`; empty when the provider did not say how much.
    *
    * @generated from field: string amount = 8;
    */
   amount: string;
 
   /**
+   * Empty when neither the operation nor the provider's configuration says it.
+   *
    * @generated from field: string currency = 9;
    */
   currency: string;
@@ -104,7 +106,7 @@ export declare const ProviderFactSchema: GenMessage<ProviderFact>;
  */
 export declare type ProviderFactResolution = Message<"gateway.operations.v1.ProviderFactResolution"> & {
   /**
-   * credit_shop | return_to_payer
+   * credit_shop | return_to_payer (payin facts) | debit_shop | write_off (payout facts)
    *
    * @generated from field: string action = 1;
    */
@@ -126,7 +128,8 @@ export declare type ProviderFactResolution = Message<"gateway.operations.v1.Prov
   resolvedAt: string;
 
   /**
-   * credit_shop: what the shop got and the commission, in the settlement currency.
+   * credit_shop: what the shop got and the commission; debit_shop: what the shop was
+   * charged (the amount plus the commission) and the commission; in the settlement currency.
    *
    * @generated from field: optional string settlement_amount = 5;
    */
@@ -237,7 +240,7 @@ export declare type ResolveProviderFactRequest = Message<"gateway.operations.v1.
   id: string;
 
   /**
-   * credit_shop | return_to_payer
+   * credit_shop | return_to_payer (payin facts) | debit_shop | write_off (payout facts)
    *
    * @generated from field: string action = 2;
    */

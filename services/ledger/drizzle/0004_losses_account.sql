@@ -1,0 +1,2 @@
+ALTER TABLE "ledger"."accounts" DROP CONSTRAINT "accounts_kind";--> statement-breakpoint
+ALTER TABLE "ledger"."accounts" ADD CONSTRAINT "accounts_kind" CHECK ("ledger"."accounts"."kind" in ('available', 'reserved', 'commission_revenue', 'provider_clearing', 'fx_conversion', 'adjustments', 'suspense', 'payer_returns', 'losses'));
