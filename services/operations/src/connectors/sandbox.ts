@@ -182,6 +182,11 @@ export class SandboxConnector implements Connector {
     if (json.decision !== "accepted" || typeof json.receipt_required !== "boolean") {
       throw new ProviderRequestError("answer without a decision", status);
     }
+    // A repeated create answers the operation as the provider holds it now: one it has
+    // withdrawn or rejected since takes no money, whatever its first decision was.
+    if (json.status === "withdrawn" || json.status === "rejected") {
+      return { outcome: "declined", reason: json.status };
+    }
     const answer: Extract<ProviderAnswer, { outcome: "accepted" }> = {
       outcome: "accepted",
       receiptRequired: json.receipt_required,
