@@ -54,6 +54,7 @@ export function startOperations(config: OperationsConfig) {
         callbackBaseUrl,
         budgetMs: config.CREATE_BUDGET_MS,
         attemptTimeoutMs: config.PROVIDER_ATTEMPT_TIMEOUT_MS,
+        notFoundQuietMs: config.PROVIDER_NOT_FOUND_QUIET_MS,
         logger,
         pool,
       };
