@@ -126,7 +126,8 @@ function readView(operationId: string, json: Json): ProviderStatus | undefined {
 export class SandboxConnector implements Connector {
   /**
    * A 4xx refusal of the request (other than 408) is a decline: the provider has not taken
-   * it. Everything else that is not a decision is `unknown`, never a decline: the signal
+   * it; so is an "accepted" repeat whose operation the provider has since withdrawn or
+   * rejected. Everything else that is not a decision is `unknown`, never a decline: the signal
    * aborted first, the transport failed (the request may have arrived), a 408 or 5xx, or an
    * answer that cannot be read.
    */
