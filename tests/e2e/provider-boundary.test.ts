@@ -1,7 +1,15 @@
 import { randomBytes } from "node:crypto";
 import { Decimal } from "@gw/money";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { balanceRow, newMop, Operator, paymentBody, send, type TestShop } from "../src/gateway.ts";
+import {
+  balanceRow,
+  newMop,
+  Operator,
+  paymentBody,
+  type SandboxBehaviour,
+  send,
+  type TestShop,
+} from "../src/gateway.ts";
 import { pollUntil } from "../src/merchant.ts";
 import { startTestStack, type TestStack } from "../src/stack.ts";
 
@@ -100,6 +108,27 @@ describe("the provider boundary of a create", () => {
     );
     expect(settled).toEqual({ balance: "8980.00", reserved: "0.00" });
     expect(await received(operationId)).toEqual([late]);
+  }, 60_000);
+
+  it("gives a payout to the first provider when it records the create only after the attempt timeout: its early not_found passes nobody over", async () => {
+    // The sandbox's `record_after_delay` fault: the create is recorded 7 s after it
+    // arrived (beyond the 5 s attempt timeout, within the 10 s quiet period); until then
+    // its status reads not_found.
+    const queued = await operator.provider("queued", {
+      payout: {
+        mode: "accept",
+        faults: { seed: "boundary", slow_ms: 7_000, create: { record_after_delay: 1 } },
+      } as SandboxBehaviour,
+    });
+    const next = await operator.provider("next-q");
+    const shop = await shopOf("queued", { payin: [next], payout: [queued, next] }, "10000.00");
+
+    const res = await shop.api.payout(cardPayout());
+    expect(res.status).toBe(200);
+    expect(res.json.status).toBe("pending");
+    const operationId = res.json.operation_id as string;
+    expect(await received(operationId)).toEqual([queued]);
+    expect(await rub(shop)).toEqual({ balance: "8980.00", reserved: "1020.00" });
   }, 60_000);
 
   it("answers 503 while the first provider's answer is unknown, keeps resolving it in the background across a process death, and a retry joins that resolution instead of restarting the cascade", async () => {

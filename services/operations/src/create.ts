@@ -13,7 +13,7 @@ import { type OperationRow, TERMINAL, toOperation } from "./model.ts";
 import { afterRecord, POOL_PROVIDER, type PoolDeps, poolAnswer, SELF_MATCHING } from "./pool.ts";
 import { applyProviderResult } from "./provider-results.ts";
 import type { OperationPatch, OperationStore } from "./store.ts";
-import { resolveUnknown, withdrawPassedOver } from "./unknown-outcome.ts";
+import { quietPeriodMs, resolveUnknown, withdrawPassedOver } from "./unknown-outcome.ts";
 
 /** Namespace of operation ids derived from (shop, merchant_operation_id). */
 const OPERATION_NAMESPACE = "6f1c2a7e-3b5d-4c1a-9e8f-0a1b2c3d4e5f";
@@ -109,6 +109,8 @@ export interface CreateDeps {
   callbackBaseUrl: string;
   budgetMs: number;
   attemptTimeoutMs: number;
+  /** How long after a create was sent a provider's `not_found` is believed (`quietPeriodMs`). */
+  notFoundQuietMs?: number | undefined;
   logger: Logger;
   /** The self-matching pool, for routes that name `self_matching` (absent: that entry is skipped). */
   pool?: PoolDeps;
@@ -373,7 +375,9 @@ type Accepted = {
  * A provider's `unknown` answer (timeout, reset, 5xx, unreadable) is never taken for a
  * decline. For a payout the provider is asked its status, with backoff, until it answers
  * definitely: pending or a completion makes the payout that provider's; never received,
- * rejected or withdrawn lets the cascade go on. Still unknown at the end of the budget,
+ * rejected or withdrawn lets the cascade go on. "Never received" (`not_found`) is believed
+ * only once the quiet period since the create was sent has passed (`quietPeriodMs`): a
+ * slow provider may still record it. Still unknown at the end of the budget,
  * the row stays `routing` with the provider in `routing_unresolved`, and the create
  * answers 503 (`unresolved`): a retry or the reconciler resolves it later, never asking
  * the next provider first. A payin may go on after its provider's share of the budget:
@@ -394,7 +398,11 @@ async function route(
     const provider = providers[names.indexOf(name)] ?? (await deps.store.provider(name));
     const connector = provider && deps.connectorFor(provider.kind);
     if (!provider || !connector) throw unresolved();
-    const resolution = await resolveUnknown(deps, connector, provider, row.id, deadline, signal);
+    // Taken over (see `drive`): the last create was sent before the previous driver's
+    // deadline, and the database's clock is past that deadline plus the grace, so that
+    // much of the quiet period has passed already.
+    const quietUntil = Date.now() + Math.max(0, quietPeriodMs(deps) - ROUTING_GRACE_MS);
+    const resolution = await resolveUnknown(deps, connector, provider, row.id, deadline, quietUntil, signal);
     if (resolution.outcome === "unresolved") throw unresolved();
     if (resolution.outcome === "taken") accepted = takenBy(provider, resolution.result);
     else row = await passOver(deps, row, name, resolution.reason);
@@ -435,6 +443,7 @@ async function route(
     if (row.routing_passed.includes(provider.name)) continue;
     const connector = deps.connectorFor(provider.kind);
     if (!connector || !provider.methods.includes(row.method ?? "")) continue;
+    const sentAt = Date.now();
     const answer = await connector.create(
       provider,
       {
@@ -475,7 +484,8 @@ async function route(
       "provider did not answer a payout; asking its status before anyone else",
     );
     row = await persist(deps, row, { routing_unresolved: provider.name });
-    const resolution = await resolveUnknown(deps, connector, provider, row.id, deadline, signal);
+    const quietUntil = sentAt + quietPeriodMs(deps);
+    const resolution = await resolveUnknown(deps, connector, provider, row.id, deadline, quietUntil, signal);
     if (resolution.outcome === "unresolved") throw unresolved();
     if (resolution.outcome === "taken") accepted = takenBy(provider, resolution.result);
     else row = await passOver(deps, row, provider.name, resolution.reason);
@@ -551,14 +561,21 @@ async function persist(
     const next = await deps.store.transition(current, patch, { emit: false });
     if (next) return next;
     const now = await deps.store.findAnyById(row.id);
-    if (now?.status !== "routing" || now.routing_deadline?.getTime() !== row.routing_deadline?.getTime())
-      throw unresolved();
+    if (now?.status !== "routing" || !sameDeadline(now, row)) throw unresolved();
     current = now;
   }
   throw unresolved();
 }
 
-/** Writes the routing outcome, honouring a cancel that arrived meanwhile. */
+/** Whether `a` is still under the routing of the driver that holds `b` (a take-over moves the deadline). */
+const sameDeadline = (a: OperationRow, b: OperationRow) =>
+  a.routing_deadline?.getTime() === b.routing_deadline?.getTime();
+
+/**
+ * Writes the routing outcome, honouring a cancel that arrived meanwhile. Like `persist`,
+ * it stops with a 503 (`unresolved`) once another driver has taken the row over (another
+ * `routing_deadline`): the outcome is that driver's to record.
+ */
 async function record(
   deps: CreateDeps,
   claimed: OperationRow,
@@ -605,6 +622,7 @@ async function record(
     }
     if (next) return next;
     current = (await deps.store.findAnyById(claimed.id)) ?? current;
+    if (current.status === "routing" && !sameDeadline(current, claimed)) throw unresolved();
   }
   throw failure(Code.Unavailable, "dependency_unavailable", "operation kept changing; retry");
 }

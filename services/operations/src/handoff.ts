@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from "node:timers/promises";
 import type { Sql } from "@gw/db";
 import type { Logger } from "@gw/log";
 import type postgres from "postgres";
@@ -17,7 +18,9 @@ import type { OperationStore } from "./store.ts";
  * driver that crashed, or lost its lease, never applies an answer twice:
  * - accepted: the payout moves to that provider (`pending` under it, as before);
  * - declined (or not configured any more): the next candidate is asked;
- * - no answer (unknown): the provider is asked its status. Never received, rejected or
+ * - no answer (unknown): the provider is asked its status, once the quiet period since
+ *   the create was sent has passed (`notFoundQuietMs`: before, a slow provider may still
+ *   record it and answer "never received" meanwhile). Never received, rejected or
  *   withdrawn passes it over like a decline; pending (or completed) there means it took
  *   the remainder. Still no definite answer: asked again after a backoff (`backoffMs`,
  *   doubling, at most `backoffMaxMs`), for as long as it takes (from `attempts` unanswered
@@ -38,6 +41,8 @@ export interface HandOffOptions {
   intervalMs: number;
   /** Hand-offs leased by one pass at most. */
   batchSize: number;
+  /** How long after a create was sent a provider's `not_found` is believed (`quietPeriodMs`). */
+  notFoundQuietMs: number;
 }
 
 export const HANDOFF_CHANNEL = "operations_pool_handoffs";
@@ -119,8 +124,9 @@ export class HandOffDriver {
   /** One pass: leases the due hand-offs and asks each its provider once. Returns how many. */
   async runOnce(): Promise<number> {
     const sql = this.#sql;
-    // Held long enough for one ask and its recording; a crash delays the row by this much.
-    const leaseMs = this.#pool.attemptTimeoutMs + 30_000;
+    // Held long enough for one ask (the create, the quiet period, the status question)
+    // and its recording; a crash delays the row by this much.
+    const leaseMs = 2 * this.#pool.attemptTimeoutMs + this.#o.notFoundQuietMs + 30_000;
     const due = await sql<HandOffRow[]>`
       update operations.pool_handoffs h
       set next_attempt_at = now() + make_interval(secs => ${leaseMs}::double precision / 1000)
@@ -191,6 +197,7 @@ export class HandOffDriver {
     }
     let accepted: boolean;
     try {
+      const sentAt = Date.now();
       const answer = await connector.create(
         provider,
         {
@@ -207,7 +214,10 @@ export class HandOffDriver {
         AbortSignal.any([this.#stop.signal, AbortSignal.timeout(this.#pool.attemptTimeoutMs)]),
       );
       if (answer.outcome === "unknown") {
-        // The provider may have taken the remainder: only its status decides.
+        // The provider may have taken the remainder: only its status decides, asked once
+        // the create can no longer be on its way (no row lock is held meanwhile).
+        const quiet = sentAt + this.#o.notFoundQuietMs - Date.now();
+        if (quiet > 0) await sleep(quiet, undefined, { signal: this.#stop.signal });
         const status = await connector.status(
           provider,
           row.id,

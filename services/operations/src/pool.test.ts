@@ -31,10 +31,18 @@ beforeAll(async () => {
       POOL_HANDOFF_ATTEMPTS: "3",
       POOL_HANDOFF_BACKOFF_MS: "300",
       POOL_HANDOFF_BACKOFF_MAX_MS: "1000",
+      // A provider's not_found counts as "never received" 2.5 s after the create was sent.
+      PROVIDER_NOT_FOUND_QUIET_MS: "2500",
     },
     matchingConfig: { POOL_SWEEP_INTERVAL_MS: "200" },
   });
   await h.provider("acme", { mode: "accept", expires_in_seconds: 900 }, { mode: "accept" });
+  // Records a payout's create only 1 s after it arrives (past the 1 s attempt timeout).
+  await h.provider(
+    "queued",
+    { mode: "accept" },
+    { mode: "accept", faults: { seed: "pool", slow_ms: 1_000, create: { record_after_delay: 1 } } },
+  );
 });
 afterAll(() => h?.stop());
 
@@ -433,6 +441,26 @@ describe("a payout routed to self_matching", () => {
   }, 40_000);
 });
 
+describe("a hand-off to a provider that records its create late", () => {
+  it("gives the remainder to that provider: its not_found before the quiet period is no decline, and the next provider never receives it", async () => {
+    const payee = await shop([SELF_MATCHING], [SELF_MATCHING, "queued", "acme"]);
+    const id = (await payout(payee, "1210.00")).operation?.operationId ?? "";
+    await eventually(
+      () => poolPayout(id),
+      (p) => expect(p?.status).toBe("open"),
+    );
+    await eventually(
+      () => h.store.findAnyById(id),
+      (row) => expect(row?.provider).not.toBe(SELF_MATCHING),
+      WINDOW_MS + 20_000,
+    );
+    expect(await h.store.findAnyById(id)).toMatchObject({ status: "pending", provider: "queued" });
+    const res = await fetch(`${h.sandboxUrl}/control/operations/${id}`);
+    const held = (await res.json()) as { received: { provider: string }[] };
+    expect(held.received.map((r) => r.provider)).toEqual(["queued"]);
+  }, 45_000);
+});
+
 describe("a hand-off to a provider that does not answer", () => {
   // A provider that accepts connections and never answers a create: every ask runs into
   // the attempt timeout (1 s here). `asked` holds the bodies of the creates it received.
@@ -506,7 +534,8 @@ describe("a hand-off to a provider that does not answer", () => {
     await eventually(
       () => handOffRow(stuckId),
       (rows) => expect(rows[0]?.attempts).toBeGreaterThanOrEqual(4),
-      20_000,
+      // Each ask is the create's timeout, the quiet period and the status question's timeout.
+      30_000,
     );
     expect(await h.store.findAnyById(stuckId)).toMatchObject({ status: "pending", provider: SELF_MATCHING });
     expect(await handOffRow(stuckId)).toEqual([expect.objectContaining({ status: "asking", position: 0 })]);
@@ -522,7 +551,7 @@ describe("a hand-off to a provider that does not answer", () => {
       expect.objectContaining({ status: "accepted", position: 1, provider: "acme" }),
     ]);
     expect((await state(payee, stuckId)).operation?.status).toBe("pending");
-  }, 45_000);
+  }, 70_000);
 
   it("ends a payout nobody paid into as rejected, with its event, once its only provider says it never received it", async () => {
     statusAnswer = "not_found";

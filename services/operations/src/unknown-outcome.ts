@@ -14,6 +14,18 @@ export type Resolution =
   | { outcome: "passed"; reason: string }
   | { outcome: "unresolved"; reason: string };
 
+/** What a provider's longest request is taken to exceed by, when no quiet period is configured. */
+export const QUIET_MARGIN_MS = 5_000;
+
+/**
+ * How long after a create request was sent a provider's `not_found` means "never
+ * received": longer than the provider's longest request, since a slow provider may still
+ * record a create it received before our attempt timed out. `PROVIDER_NOT_FOUND_QUIET_MS`,
+ * or the attempt timeout plus `QUIET_MARGIN_MS`.
+ */
+export const quietPeriodMs = (deps: { attemptTimeoutMs: number; notFoundQuietMs?: number | undefined }) =>
+  deps.notFoundQuietMs ?? deps.attemptTimeoutMs + QUIET_MARGIN_MS;
+
 /** First wait between two status questions; doubles up to `MAX_BACKOFF_MS`. */
 const FIRST_BACKOFF_MS = 200;
 const MAX_BACKOFF_MS = 2_000;
@@ -22,7 +34,9 @@ const MAX_BACKOFF_MS = 2_000;
  * Asks `provider` for the status of `operationId` until it gives a definite answer or
  * `deadline` (this process's clock: it bounds only this caller's wait) passes, with a
  * doubling backoff between questions. Each question is bounded by `attemptTimeoutMs` and
- * by what is left of the deadline. Never rejects.
+ * by what is left of the deadline. `not_found` is definite only from `quietUntil` on (the
+ * create request's sending plus `quietPeriodMs`): before, the create may still be on its
+ * way, so it is asked again like an unknown answer. Never rejects.
  */
 export async function resolveUnknown(
   deps: { logger: Logger; attemptTimeoutMs: number },
@@ -30,6 +44,7 @@ export async function resolveUnknown(
   provider: ProviderConfig,
   operationId: string,
   deadline: number,
+  quietUntil: number,
   signal: AbortSignal,
 ): Promise<Resolution> {
   let backoffMs = FIRST_BACKOFF_MS;
@@ -37,6 +52,7 @@ export async function resolveUnknown(
   for (;;) {
     const remaining = deadline - Date.now();
     if (remaining <= 0 || signal.aborted) return { outcome: "unresolved", reason };
+    const asked = Date.now();
     const answer = await connector.status(
       provider,
       operationId,
@@ -50,7 +66,10 @@ export async function resolveUnknown(
       case "rejected":
         return { outcome: "passed", reason: "rejected" };
       case "not_found":
-        return { outcome: "passed", reason: "never received" };
+        // Asked before the quiet period ended, `not_found` may be a create still queued.
+        if (asked >= quietUntil) return { outcome: "passed", reason: "never received" };
+        reason = "not received yet: the create may still be on its way";
+        break;
       case "withdrawn":
         return { outcome: "passed", reason: "withdrawn" };
       case "unknown":

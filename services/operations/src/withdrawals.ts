@@ -26,8 +26,10 @@ import type { OperationStore } from "./store.ts";
  * - `final`: the provider completed (or rejected) first; the result is applied like its
  *   callback, which records a completion as a provider fact (the payment stays cancelled);
  * - `not_supported`: done; a later completion arrives as a callback and follows the same rule;
- * - `unknown`: asked again with backoff, at most `attempts` times, then given up (logged;
- *   the operation stays cancelled and a later completion is again a provider fact).
+ * - `unknown`, or a final result that could not be recorded (its transaction failed):
+ *   asked again with backoff, at most `attempts` times, then given up (logged as an error,
+ *   `gave_up` with the last error; the operation stays cancelled and a later completion
+ *   is again a provider fact).
  */
 
 export interface WithdrawalOptions {
@@ -215,35 +217,49 @@ export class WithdrawalDriver {
         );
         return this.#record(w, answer.outcome, null);
       case "final":
-        await store.sql.begin(async (tx) => {
-          await applyProviderResult(
-            this.#d,
-            tx,
-            provider.name,
-            { ...answer.result, operationId: w.operation_id },
-            "reconciler",
-          );
-          await this.#record(w, "final", null, tx);
-        });
-        return;
-      case "unknown": {
-        const attempts = w.attempts + 1;
-        if (attempts >= this.#o.attempts) {
-          logger.error(
-            { operationId: w.operation_id, provider: w.provider, attempts },
-            "withdrawal given up: the provider never answered; a later completion is recorded as a provider fact",
-          );
-          return this.#record(w, "gave_up", answer.reason);
+        try {
+          await store.sql.begin(async (tx) => {
+            await applyProviderResult(
+              this.#d,
+              tx,
+              provider.name,
+              { ...answer.result, operationId: w.operation_id },
+              "reconciler",
+            );
+            await this.#record(w, "final", null, tx);
+          });
+        } catch (err) {
+          // Rolled back, attempt count included: counted here, so a result that can never
+          // be recorded is given up after `attempts` tries instead of asked for ever.
+          return this.#failed(w, `final result not recorded: ${String(err)}`, answer.result.status);
         }
-        const delayMs = Math.min(this.#o.backoffMaxMs, this.#o.backoffMs * 2 ** Math.min(w.attempts, 30));
-        await this.#sql`
-          update operations.withdrawals
-          set attempts = ${attempts}, last_error = ${answer.reason}, updated_at = now(),
-            next_attempt_at = now() + make_interval(secs => ${delayMs}::double precision / 1000)
-          where operation_id = ${w.operation_id} and status = 'asking'`;
         return;
-      }
+      case "unknown":
+        return this.#failed(w, answer.reason);
     }
+  }
+
+  /**
+   * Counts an ask that ended without a recorded answer: asked again after a backoff, or
+   * given up (logged as an error, `gave_up` with the reason) once `attempts` are spent.
+   */
+  async #failed(w: WithdrawalRow, reason: string, result?: string): Promise<void> {
+    const attempts = w.attempts + 1;
+    const context = { operationId: w.operation_id, provider: w.provider, attempts, reason, result };
+    if (attempts >= this.#o.attempts) {
+      this.#d.logger.error(
+        context,
+        "withdrawal given up: no answer could be recorded; a later completion is recorded as a provider fact",
+      );
+      return this.#record(w, "gave_up", reason);
+    }
+    this.#d.logger.warn(context, "withdrawal not answered; asking again later");
+    const delayMs = Math.min(this.#o.backoffMaxMs, this.#o.backoffMs * 2 ** Math.min(w.attempts, 30));
+    await this.#sql`
+      update operations.withdrawals
+      set attempts = ${attempts}, last_error = ${reason}, updated_at = now(),
+        next_attempt_at = now() + make_interval(secs => ${delayMs}::double precision / 1000)
+      where operation_id = ${w.operation_id} and status = 'asking'`;
   }
 
   async #record(

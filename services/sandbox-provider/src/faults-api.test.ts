@@ -116,6 +116,21 @@ describe("sandbox provider faults", () => {
     expect(await decisionOf("ref-reset")).toBe("accepted");
   });
 
+  it("records an operation only after its delay, though the caller gave up: its status reads not_found until then", async () => {
+    await faulty("queued", { create: { record_after_delay: 1 }, slow_ms: 1_000 });
+    await expect(payin("queued", "ref-queued", AbortSignal.timeout(100))).rejects.toThrow();
+    expect((await call("GET", "/providers/queued/v1/operations/ref-queued")).status).toBe(404);
+    for (;;) {
+      const read = await call("GET", "/providers/queued/v1/operations/ref-queued");
+      if (read.status === 200) {
+        expect(read.json).toMatchObject({ decision: "accepted", status: "pending" });
+        break;
+      }
+      expect(read.json.error.code).toBe("not_found");
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  });
+
   it("takes an operation and answers only after a caller that gave up has left", async () => {
     await faulty("late", { create: { answer_after_timeout: 1 }, slow_ms: 60_000 });
     await expect(payin("late", "ref-late", AbortSignal.timeout(200))).rejects.toThrow();

@@ -36,6 +36,11 @@ export const CREATE_FAULTS = [
   "never_answer",
   /** Accepts and completes at once (for the full amount): the callback goes before the answer. */
   "completion_before_answer",
+  /**
+   * Records the request only after `slow_ms`, whether or not the caller is still there,
+   * then accepts: until then its status reads `not_found` (a slow provider's queue).
+   */
+  "record_after_delay",
 ] as const;
 /** Faults of a result callback, rolled when an operation is settled. */
 export const CALLBACK_FAULTS = [

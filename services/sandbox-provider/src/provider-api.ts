@@ -195,6 +195,11 @@ export function providerApi(deps: ProviderApiDeps) {
               ? "declined"
               : "no_answer";
     const accepted = decision === "accepted";
+    if (fault === "record_after_delay") {
+      // Worked on after the caller may have left: nothing is recorded before the delay.
+      const waited = await deps.held.wait(behaviour.faults?.slow_ms ?? 0, new AbortController().signal);
+      if (waited === "aborted") throw new ApiError(503, "no_answer", "the provider is stopping");
+    }
     const now = Date.now();
     const id = randomUUID();
     const [row] = await db
@@ -291,6 +296,9 @@ export function providerApi(deps: ProviderApiDeps) {
         incoming?.socket?.destroy();
         throw new ApiError(503, "reset", "the connection was reset");
       }
+      case "record_after_delay":
+        // Recorded only now: the answer goes out at once (to a caller that may be gone).
+        return c.json(providerView(row, first ? [] : await legsOf(row.id)));
       case "answer_after_timeout":
       case "decline_after_delay":
         if ((await deps.held.wait(slowMs, signal)) === "aborted")

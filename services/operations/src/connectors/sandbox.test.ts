@@ -192,6 +192,23 @@ describe("SandboxConnector.create", () => {
     expect(seen.json.received[0].requests).toBe(2);
   });
 
+  it("reads a repeated create of an operation the provider has withdrawn as a decline, not an acceptance", async () => {
+    const p = await provider("withdrawn-repeat");
+    const req = createRequest();
+    expect(await connector.create(p, req, timeout())).toMatchObject({ outcome: "accepted" });
+    expect(await connector.cancel(p, req.operationId, timeout())).toEqual({ outcome: "withdrawn" });
+    expect(await connector.create(p, req, timeout())).toEqual({ outcome: "declined", reason: "withdrawn" });
+  });
+
+  it("reads a repeated create of an operation the provider has since rejected as a decline", async () => {
+    const p = await provider("rejected-repeat");
+    const req = createRequest({ direction: "payout", number: "2200000000000004" });
+    expect(await connector.create(p, req, timeout())).toMatchObject({ outcome: "accepted" });
+    const settle = await control("POST", `/operations/${req.operationId}/settle`, { status: "rejected" });
+    expect(settle.status).toBe(200);
+    expect(await connector.create(p, req, timeout())).toEqual({ outcome: "declined", reason: "rejected" });
+  });
+
   it("reads a refusal of its credentials as a decline: the provider took nothing", async () => {
     const p = await provider("guarded");
     const wrong = { ...p, credentials: "someone-elses-credentials-000" };

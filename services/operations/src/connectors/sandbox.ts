@@ -126,7 +126,8 @@ function readView(operationId: string, json: Json): ProviderStatus | undefined {
 export class SandboxConnector implements Connector {
   /**
    * A 4xx refusal of the request (other than 408) is a decline: the provider has not taken
-   * it. Everything else that is not a decision is `unknown`, never a decline: the signal
+   * it; so is an "accepted" repeat whose operation the provider has since withdrawn or
+   * rejected. Everything else that is not a decision is `unknown`, never a decline: the signal
    * aborted first, the transport failed (the request may have arrived), a 408 or 5xx, or an
    * answer that cannot be read.
    */
@@ -181,6 +182,11 @@ export class SandboxConnector implements Connector {
     }
     if (json.decision !== "accepted" || typeof json.receipt_required !== "boolean") {
       throw new ProviderRequestError("answer without a decision", status);
+    }
+    // A repeated create answers the operation as the provider holds it now: one it has
+    // withdrawn or rejected since takes no money, whatever its first decision was.
+    if (json.status === "withdrawn" || json.status === "rejected") {
+      return { outcome: "declined", reason: json.status };
     }
     const answer: Extract<ProviderAnswer, { outcome: "accepted" }> = {
       outcome: "accepted",
