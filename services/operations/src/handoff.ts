@@ -4,6 +4,7 @@ import type { Logger } from "@gw/log";
 import type postgres from "postgres";
 import type { Connector } from "./connectors/connector.ts";
 import { isTerminal, type OperationRow } from "./model.ts";
+import { NotifiedLoop } from "./notified-loop.ts";
 import type { OperationStore } from "./store.ts";
 
 /**
@@ -88,37 +89,33 @@ export class HandOffDriver {
   readonly #o: HandOffOptions;
   readonly #selfMatching: string;
   readonly #nobodyTookIt: NobodyTookIt;
-  readonly #stop = new AbortController();
-  #loop: Promise<void> | undefined;
-  #wake: (() => void) | undefined;
-  #notified = false;
-  #unlisten: (() => Promise<void>) | undefined;
+  readonly #loop: NotifiedLoop;
 
   constructor(pool: HandOffDeps, options: HandOffOptions, selfMatching: string, nobodyTookIt: NobodyTookIt) {
     this.#pool = pool;
     this.#o = options;
     this.#selfMatching = selfMatching;
     this.#nobodyTookIt = nobodyTookIt;
+    this.#loop = new NotifiedLoop({
+      sql: pool.store.sql,
+      channel: HANDOFF_CHANNEL,
+      intervalMs: options.intervalMs,
+      batchSize: options.batchSize,
+      pass: () => this.runOnce(),
+      onError: (err) => pool.logger.error({ err: String(err) }, "pool: hand-off pass failed"),
+    });
   }
 
   get #sql(): Sql {
     return this.#pool.store.sql;
   }
 
-  async start(): Promise<void> {
-    const listener = await this.#sql.listen(HANDOFF_CHANNEL, () => {
-      this.#notified = true;
-      this.#wake?.();
-    });
-    this.#unlisten = () => listener.unlisten();
-    this.#loop ??= this.#run();
+  start(): Promise<void> {
+    return this.#loop.start();
   }
 
-  async stop(): Promise<void> {
-    this.#stop.abort();
-    this.#wake?.();
-    await this.#loop;
-    await this.#unlisten?.().catch(() => {});
+  stop(): Promise<void> {
+    return this.#loop.stop();
   }
 
   /** One pass: leases the due hand-offs and asks each its provider once. Returns how many. */
@@ -149,29 +146,6 @@ export class HandOffDriver {
       ),
     );
     return due.length;
-  }
-
-  async #run(): Promise<void> {
-    const signal = this.#stop.signal;
-    while (!signal.aborted) {
-      this.#notified = false;
-      let handled = 0;
-      try {
-        handled = await this.runOnce();
-      } catch (err) {
-        this.#pool.logger.error({ err: String(err) }, "pool: hand-off pass failed");
-      }
-      if (signal.aborted) break;
-      if (handled >= this.#o.batchSize || this.#notified) continue;
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, this.#o.intervalMs);
-        this.#wake = () => {
-          clearTimeout(timer);
-          resolve();
-        };
-      });
-      this.#wake = undefined;
-    }
   }
 
   /** Asks the candidate at the hand-off's position, outside any transaction, and records the answer. */
@@ -211,17 +185,17 @@ export class HandOffDriver {
           bankname: row.bankname ?? undefined,
           callbackUrl: `${this.#pool.callbackBaseUrl}/callbacks/providers/${encodeURIComponent(provider.name)}`,
         },
-        AbortSignal.any([this.#stop.signal, AbortSignal.timeout(this.#pool.attemptTimeoutMs)]),
+        AbortSignal.any([this.#loop.signal, AbortSignal.timeout(this.#pool.attemptTimeoutMs)]),
       );
       if (answer.outcome === "unknown") {
         // The provider may have taken the remainder: only its status decides, asked once
         // the create can no longer be on its way (no row lock is held meanwhile).
         const quiet = sentAt + this.#o.notFoundQuietMs - Date.now();
-        if (quiet > 0) await sleep(quiet, undefined, { signal: this.#stop.signal });
+        if (quiet > 0) await sleep(quiet, undefined, { signal: this.#loop.signal });
         const status = await connector.status(
           provider,
           row.id,
-          AbortSignal.any([this.#stop.signal, AbortSignal.timeout(this.#pool.attemptTimeoutMs)]),
+          AbortSignal.any([this.#loop.signal, AbortSignal.timeout(this.#pool.attemptTimeoutMs)]),
         );
         if (status.status === "not_found" || status.status === "rejected" || status.status === "withdrawn") {
           logger.info(
@@ -237,7 +211,7 @@ export class HandOffDriver {
       accepted = answer.outcome !== "declined";
     } catch (err) {
       // Stopping: not an answer, and not counted; the lease runs out and the ask is repeated.
-      if (this.#stop.signal.aborted) return;
+      if (this.#loop.signal.aborted) return;
       // No definite answer: asked again after a backoff, for as long as it takes. Passing
       // it over could hand the remainder to a second provider while the first pays it.
       const attempts = h.attempts + 1;
@@ -287,7 +261,7 @@ export class HandOffDriver {
         update operations.pool_handoffs
         set position = ${h.position + 1}, attempts = 0, next_attempt_at = now(), updated_at = now()
         where operation_id = ${h.operation_id} and status = 'asking' and position = ${h.position}`;
-      this.#notified = true;
+      this.#loop.wake();
       return;
     }
     await this.#sql.begin(async (tx) => {

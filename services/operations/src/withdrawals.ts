@@ -11,6 +11,7 @@ import type { Logger } from "@gw/log";
 import { type OperationEvent, OperationEventSchema } from "@gw/proto/gateway/operations/v1/operations_pb";
 import type postgres from "postgres";
 import type { Connector } from "./connectors/connector.ts";
+import { NotifiedLoop } from "./notified-loop.ts";
 import { applyProviderResult } from "./provider-results.ts";
 import type { OperationStore } from "./store.ts";
 
@@ -107,35 +108,31 @@ export function startWithdrawalConsumer(options: {
 export class WithdrawalDriver {
   readonly #d: WithdrawalDeps;
   readonly #o: WithdrawalOptions;
-  readonly #stop = new AbortController();
-  #loop: Promise<void> | undefined;
-  #wake: (() => void) | undefined;
-  #notified = false;
-  #unlisten: (() => Promise<void>) | undefined;
+  readonly #loop: NotifiedLoop;
 
   constructor(deps: WithdrawalDeps, options: WithdrawalOptions) {
     this.#d = deps;
     this.#o = options;
+    this.#loop = new NotifiedLoop({
+      sql: deps.store.sql,
+      channel: CHANNEL,
+      intervalMs: options.intervalMs,
+      batchSize: options.batchSize,
+      pass: () => this.runOnce(),
+      onError: (err) => deps.logger.error({ err: String(err) }, "withdrawal pass failed"),
+    });
   }
 
   get #sql(): Sql {
     return this.#d.store.sql;
   }
 
-  async start(): Promise<void> {
-    const listener = await this.#sql.listen(CHANNEL, () => {
-      this.#notified = true;
-      this.#wake?.();
-    });
-    this.#unlisten = () => listener.unlisten();
-    this.#loop ??= this.#run();
+  start(): Promise<void> {
+    return this.#loop.start();
   }
 
-  async stop(): Promise<void> {
-    this.#stop.abort();
-    this.#wake?.();
-    await this.#loop;
-    await this.#unlisten?.().catch(() => {});
+  stop(): Promise<void> {
+    return this.#loop.stop();
   }
 
   /** One pass: leases due withdrawals (pushing them past one ask) and asks each once. */
@@ -168,29 +165,6 @@ export class WithdrawalDriver {
     return due.length;
   }
 
-  async #run(): Promise<void> {
-    const signal = this.#stop.signal;
-    while (!signal.aborted) {
-      this.#notified = false;
-      let handled = 0;
-      try {
-        handled = await this.runOnce();
-      } catch (err) {
-        this.#d.logger.error({ err: String(err) }, "withdrawal pass failed");
-      }
-      if (signal.aborted) break;
-      if (handled >= this.#o.batchSize || this.#notified) continue;
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, this.#o.intervalMs);
-        this.#wake = () => {
-          clearTimeout(timer);
-          resolve();
-        };
-      });
-      this.#wake = undefined;
-    }
-  }
-
   async #withdraw(w: WithdrawalRow): Promise<void> {
     const { store, logger } = this.#d;
     const provider = await store.provider(w.provider);
@@ -205,7 +179,7 @@ export class WithdrawalDriver {
     const answer = await connector.cancel(
       provider,
       w.operation_id,
-      AbortSignal.any([this.#stop.signal, AbortSignal.timeout(this.#o.attemptTimeoutMs)]),
+      AbortSignal.any([this.#loop.signal, AbortSignal.timeout(this.#o.attemptTimeoutMs)]),
     );
     switch (answer.outcome) {
       case "withdrawn":
