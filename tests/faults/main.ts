@@ -613,7 +613,11 @@ try {
         ...(await sql`select 'transfers do not match the status' as why, op.id, op.type, op.status, x.kinds, r.state
                       from operations.operations op
                       cross join lateral (select coalesce(string_agg(t.kind, ',' order by t.kind), '') as kinds
-                                          from ledger.transfers t where t.operation_id = op.id) x
+                                          -- Provider facts (suspense and their resolutions) are money the
+                                          -- provider moved beside the operation's own lifecycle; the
+                                          -- conservation checker accounts for them.
+                                          from ledger.transfers t where t.operation_id = op.id
+                                            and t.kind not like 'provider_fact_%') x
                       left join ledger.payout_reserves r on r.operation_id = op.id
                       where op.status <> 'routing' and not (
                         case

@@ -193,8 +193,9 @@ export async function quiesce(sql: postgres.Sql, timeoutMs: number): Promise<Rec
       select (select count(*) from operations.outbox where published_at is null)::int as operations_unpublished,
              (select count(*) from ledger.outbox where published_at is null)::int as ledger_unpublished,
              (select count(*) from operations.outbox e where not exists
-                (select 1 from ledger.inbox i where i.consumer = 'ledger' and i.event_id = e.id))::int as ledger_unapplied,
-             (select count(*) from operations.outbox e where not exists
+                (select 1 from ledger.inbox i where i.consumer in ('ledger', 'ledger-provider-facts')
+                  and i.event_id = e.id))::int as ledger_unapplied,
+             (select count(*) from operations.outbox e where e.subject like '%.operations.%' and not exists
                 (select 1 from webhooks.inbox i where i.consumer = 'webhooks' and i.event_id = e.id))::int as webhooks_unapplied,
              (select count(*) from webhooks.deliveries where status = 'pending')::int as deliveries_pending,
              (select count(*) from operations.operations where status = 'routing')::int as routing,
