@@ -3,8 +3,8 @@ import { createLogger } from "@gw/log";
 import { errorInfo } from "@gw/rpc";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connectorFor } from "./connectors/index.ts";
-import { type CreateDeps, drive, operationIdFor, parseCreate, requestHash } from "./create.ts";
-import { type OperationsHarness, startHarness } from "./test-support.ts";
+import { type CreateDeps, drive, operationIdFor } from "./create.ts";
+import { insertAbandonedRouting, type OperationsHarness, startHarness } from "./test-support.ts";
 
 // The create cascade at the provider boundary: when a provider's "never received" is
 // believed, and who may record a routing outcome.
@@ -81,25 +81,7 @@ describe("a routing row taken over by another driver", () => {
   it("is not recorded by the driver that lost it: that one answers 503 and the row stays with the new driver", async () => {
     const shop = await h.shop(["backup"]);
     const req = request(shop);
-    const input = parseCreate(req as Parameters<typeof parseCreate>[0]);
-    const id = operationIdFor(shop.shopId, req.merchantOperationId);
-    await h.store.insert({
-      id,
-      shop_id: shop.shopId,
-      merchant_id: shop.merchantId,
-      merchant_operation_id: req.merchantOperationId,
-      request_hash: requestHash(input),
-      type: "payment",
-      status: "routing",
-      method: input.method,
-      currency: input.currency,
-      expected_amount: input.amount,
-      client_id: input.clientId,
-      settlement_currency: "RUB",
-      commission_percent: "0",
-      commission_fixed: "0",
-      routing_deadline: new Date(Date.now() - 60_000),
-    });
+    const id = await insertAbandonedRouting(h.store, shop, req);
     const abandoned = await h.store.findAnyById(id);
     if (!abandoned) throw new Error("row vanished");
     // Driver A takes the row over, then stalls past its own deadline and grace ...

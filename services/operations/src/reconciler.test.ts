@@ -4,10 +4,10 @@ import { createLogger, type Logger } from "@gw/log";
 import { type OperationEvent, OperationEventSchema } from "@gw/proto/gateway/operations/v1/operations_pb";
 import { errorInfo } from "@gw/rpc";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { operationIdFor, parseCreate, requestHash } from "./create.ts";
+import { operationIdFor } from "./create.ts";
 import { stuckOperations } from "./reconciler.ts";
 import type { ReconcileRow } from "./store.ts";
-import { eventually, type OperationsHarness, startHarness } from "./test-support.ts";
+import { eventually, insertAbandonedRouting, type OperationsHarness, startHarness } from "./test-support.ts";
 
 let h: OperationsHarness;
 
@@ -275,25 +275,7 @@ describe("reconciler", () => {
   describe("a routing row left by a create whose process died", () => {
     async function abandonedRouting(shop: Shop, deadline = new Date(Date.now() - 60_000)) {
       const req = paymentRequest(shop);
-      const input = parseCreate(req as Parameters<typeof parseCreate>[0]);
-      const id = operationIdFor(shop.shopId, req.merchantOperationId);
-      await h.store.insert({
-        id,
-        shop_id: shop.shopId,
-        merchant_id: shop.merchantId,
-        merchant_operation_id: req.merchantOperationId,
-        request_hash: requestHash(input),
-        type: "payment",
-        status: "routing",
-        method: input.method,
-        currency: input.currency,
-        expected_amount: input.amount,
-        client_id: input.clientId,
-        settlement_currency: "RUB",
-        commission_percent: "0",
-        commission_fixed: "0",
-        routing_deadline: deadline,
-      });
+      const id = await insertAbandonedRouting(h.store, shop, req, deadline);
       return { req, id };
     }
 
@@ -333,28 +315,7 @@ describe("reconciler", () => {
       position: { routing_passed: string[]; routing_unresolved: string | null },
     ) {
       const req = paymentRequest(shop, { type: "payout", number: "4111111111111111" });
-      const input = parseCreate(req as Parameters<typeof parseCreate>[0]);
-      const id = operationIdFor(shop.shopId, req.merchantOperationId);
-      await h.store.insert({
-        id,
-        shop_id: shop.shopId,
-        merchant_id: shop.merchantId,
-        merchant_operation_id: req.merchantOperationId,
-        request_hash: requestHash(input),
-        type: "payout",
-        status: "routing",
-        method: input.method,
-        currency: input.currency,
-        expected_amount: input.amount,
-        client_id: input.clientId,
-        number: input.number ?? null,
-        name: input.name ?? null,
-        settlement_currency: "RUB",
-        commission_percent: "0",
-        commission_fixed: "0",
-        routing_deadline: new Date(Date.now() - 60_000),
-        ...position,
-      });
+      const id = await insertAbandonedRouting(h.store, shop, req, undefined, position);
       return { req, id };
     }
 

@@ -21,6 +21,7 @@ import { expect } from "vitest";
 import { startOperations } from "./app.ts";
 import { configSchema, type OperationsConfig } from "./config.ts";
 import { connectorFor } from "./connectors/index.ts";
+import { operationIdFor, parseCreate, requestHash } from "./create.ts";
 import { Reconciler, type ReconcilerOptions, reconcilerOptions } from "./reconciler.ts";
 import { OperationStore } from "./store.ts";
 
@@ -280,4 +281,40 @@ export async function eventually<T>(
       await new Promise((r) => setTimeout(r, 50));
     }
   }
+}
+
+/**
+ * Inserts the `routing` row a create leaves when its process dies mid-routing (no
+ * provider recorded), with `routingDeadline` as that create set it and any further
+ * `columns` (a cascade position, say); returns its id.
+ */
+export async function insertAbandonedRouting(
+  store: OperationStore,
+  shop: { shopId: string; merchantId: string },
+  req: { merchantOperationId: string } & Record<string, unknown>,
+  routingDeadline = new Date(Date.now() - 60_000),
+  columns: Partial<Parameters<OperationStore["insert"]>[0]> = {},
+): Promise<string> {
+  const input = parseCreate(req as unknown as Parameters<typeof parseCreate>[0]);
+  const id = operationIdFor(shop.shopId, req.merchantOperationId);
+  await store.insert({
+    id,
+    shop_id: shop.shopId,
+    merchant_id: shop.merchantId,
+    merchant_operation_id: req.merchantOperationId,
+    request_hash: requestHash(input),
+    type: input.type,
+    status: "routing",
+    method: input.method,
+    currency: input.currency,
+    expected_amount: input.amount,
+    client_id: input.clientId,
+    ...(input.type === "payout" ? { number: input.number ?? null, name: input.name ?? null } : {}),
+    settlement_currency: "RUB",
+    commission_percent: "0",
+    commission_fixed: "0",
+    routing_deadline: routingDeadline,
+    ...columns,
+  });
+  return id;
 }
