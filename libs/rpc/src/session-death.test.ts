@@ -185,6 +185,18 @@ describe("sessions churned under load", () => {
       }
     });
     await Promise.all(workers);
+    // Sixteen calls in one burst can all land on sessions that are destroyed before any
+    // answers (it happened once on a quiet machine), so progress is also shown one call
+    // at a time, on sessions that end under it: bounded, and every failure is counted.
+    for (let i = 0; i < 20 && served === 0; i++) {
+      try {
+        await client.check({ service: "fine" });
+        served++;
+      } catch (err) {
+        const code = Code[ConnectError.from(err).code];
+        codes.set(code, (codes.get(code) ?? 0) + 1);
+      }
+    }
     expect([...codes.keys()].filter((c) => c !== "Unavailable")).toEqual([]);
     expect(served).toBeGreaterThan(0);
     expect(server.sessions).toBeGreaterThan(50);
