@@ -200,6 +200,7 @@ export async function quiesce(sql: postgres.Sql, timeoutMs: number): Promise<Rec
              (select count(*) from webhooks.deliveries where status = 'pending')::int as deliveries_pending,
              (select count(*) from operations.operations where status = 'routing')::int as routing,
              (select count(*) from sandbox.callbacks where delivered_at is null and abandoned_at is null)::int as callbacks_due,
+             (select count(*) from operations.withdrawals where status = 'asking')::int as withdrawals_asking,
              (select count(*) from operations.operations op join sandbox.operations s
                 on s.reference = op.id::text and s.provider = op.provider
               where op.status in ('pending', 'awaiting_confirmation')
