@@ -5,7 +5,7 @@ import type { ProvisionedShop } from "@gw/stack/provision";
 import { SandboxClient } from "@gw/stack/sandbox-client";
 import { startWebhookReceiver, type WebhookReceiver } from "@gw/stack/webhook-receiver";
 import { Webhook } from "standardwebhooks";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { MerchantClient, pollUntil } from "../src/merchant.ts";
 import { startTestStack, type TestStack } from "../src/stack.ts";
 
@@ -122,10 +122,20 @@ describe("the first payment through the whole stack", () => {
       headers: { authorization: `Bearer ${stack.adminToken}x`, "content-type": "application/json" },
       body: "{}",
     });
-    const logs = readFileSync(stack.logFile, "utf8");
     // The logs are not empty: requests were logged, so the absence below means something.
+    // Services write their logs asynchronously; under load the lines of the requests above
+    // reach the file a moment later, so the read waits for them (the refused admin call is
+    // the last one sent).
+    const logs = await vi.waitFor(
+      () => {
+        const text = readFileSync(stack.logFile, "utf8");
+        expect(text).toContain(operationId);
+        expect(text).toContain('"path":"/admin/v1/merchants","status":401');
+        return text;
+      },
+      { timeout: 30_000, interval: 200 },
+    );
     expect(logs).toContain('"request_id"');
-    expect(logs).toContain(operationId);
     const secret = shop.webhookSecret.replace(/^whsec_/, "");
     for (const [what, value] of [
       ["api key", shop.apiKey],
