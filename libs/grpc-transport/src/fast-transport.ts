@@ -28,9 +28,10 @@ import {
   type UnaryRequest,
   type UnaryResponse,
 } from "@connectrpc/connect";
-import { codeFromHttpStatus, findTrailerError } from "@connectrpc/connect/protocol-grpc";
+import { findTrailerError } from "@connectrpc/connect/protocol-grpc";
 import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
 import { MAX_MESSAGE_BYTES, toHeaders } from "./fast-server.ts";
+import { codeFromHttpStatus } from "./grpc-wire.ts";
 import { LeanHeaders } from "./lean-headers.ts";
 
 type HeadersInit = ConstructorParameters<typeof Headers>[0];
