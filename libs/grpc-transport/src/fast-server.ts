@@ -29,7 +29,7 @@ import {
   type UnaryResponse,
 } from "@connectrpc/connect";
 import { setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
-import { parseGrpcTimeout } from "./grpc-wire.ts";
+import { encodeGrpcMessage, MAX_TIMER_MS, parseGrpcTimeout } from "./grpc-wire.ts";
 import { LeanHeaders } from "./lean-headers.ts";
 
 type UnaryImpl = (req: unknown, ctx: HandlerContext) => unknown;
@@ -186,6 +186,7 @@ class UnaryCall implements HandlerContext {
       return;
     }
     this.#deadline = Date.now() + timeoutMs;
+    if (timeoutMs > MAX_TIMER_MS) return;
     this.#timer = setTimeout(
       () => this.#end(new ConnectError("the operation timed out", Code.DeadlineExceeded)),
       timeoutMs,
@@ -310,6 +311,7 @@ class UnaryCall implements HandlerContext {
     const status = new Headers();
     if (this.#responseTrailer !== undefined) for (const [k, v] of this.#responseTrailer) status.set(k, v);
     setTrailerStatus(status, error);
+    status.set("grpc-message", encodeGrpcMessage(error.rawMessage));
     const headers = this.#responseHeaders();
     copyInto(headers, status);
     try {

@@ -31,7 +31,7 @@ import {
 import { findTrailerError } from "@connectrpc/connect/protocol-grpc";
 import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
 import { MAX_MESSAGE_BYTES, toHeaders } from "./fast-server.ts";
-import { codeFromHttpStatus } from "./grpc-wire.ts";
+import { codeFromHttpStatus, MAX_TIMER_MS } from "./grpc-wire.ts";
 import { LeanHeaders } from "./lean-headers.ts";
 
 type HeadersInit = ConstructorParameters<typeof Headers>[0];
@@ -504,7 +504,7 @@ class UnaryExchange<I extends DescMessage, O extends DescMessage> {
       return;
     }
     this.#stream = stream;
-    if (deadline !== undefined) {
+    if (deadline !== undefined && deadline - Date.now() <= MAX_TIMER_MS) {
       this.#timer = setTimeout(
         () => this.#fail(new ConnectError("the operation timed out", Code.DeadlineExceeded)),
         Math.max(0, deadline - Date.now()),
@@ -586,6 +586,10 @@ class UnaryExchange<I extends DescMessage, O extends DescMessage> {
       // to the streams of a session it destroys: the call may or may not have run.
       if (rst === NGHTTP2_CANCEL)
         throw new ConnectError("the server ended the stream before answering", Code.Unavailable);
+      // A peer that resets streams with ENHANCE_YOUR_CALM before answering has given up
+      // on this session (a grpc-js server whose session memory filled up with an
+      // oversized request refuses every later stream so): later calls go to a new one.
+      if (rst === NGHTTP2_ENHANCE_YOUR_CALM) this.#conn.close();
       const reset = rstError(rst);
       if (reset !== undefined) throw reset;
       if (this.#error !== undefined) throw nodeError(this.#error);

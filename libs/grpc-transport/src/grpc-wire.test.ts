@@ -1,6 +1,6 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { describe, expect, it } from "vitest";
-import { codeFromHttpStatus, parseGrpcTimeout } from "./grpc-wire.ts";
+import { codeFromHttpStatus, encodeGrpcMessage, parseGrpcTimeout } from "./grpc-wire.ts";
 
 describe("parseGrpcTimeout", () => {
   it("reads every unit of the gRPC spec", () => {
@@ -39,5 +39,21 @@ describe("codeFromHttpStatus", () => {
       [418, Code.Unknown],
     ];
     for (const [status, code] of table) expect(codeFromHttpStatus(status), String(status)).toBe(code);
+  });
+});
+
+describe("encodeGrpcMessage", () => {
+  it("percent-encodes only bytes outside printable ASCII, and the percent sign", () => {
+    expect(encodeGrpcMessage("not found: a/b?c, d=e")).toBe("not found: a/b?c, d=e");
+    expect(encodeGrpcMessage("100% ok")).toBe("100%25 ok");
+    expect(encodeGrpcMessage("Größe\tü")).toBe("Gr%C3%B6%C3%9Fe%09%C3%BC");
+    expect(encodeGrpcMessage("")).toBe("");
+  });
+
+  it("is undone by decodeURIComponent (connect) and decodeURI (grpc-js)", () => {
+    for (const m of ["ключ: 100% / ✓ 🚀", "a,b:c;d@e&f=g+h$i#j", "\u0001\n"]) {
+      expect(decodeURIComponent(encodeGrpcMessage(m))).toBe(m);
+      expect(decodeURI(encodeGrpcMessage(m))).toBe(m);
+    }
   });
 });

@@ -46,3 +46,36 @@ export function codeFromHttpStatus(status: number): Code {
       return Code.Unknown;
   }
 }
+
+/**
+ * The longest delay a Node timer takes (about 24.8 days): a longer one fires after 1 ms
+ * instead. A deadline further away than this gets no timer; it is as good as none.
+ */
+export const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/**
+ * A status message as `grpc-message` carries it (gRPC over HTTP/2, "Status-Message"):
+ * UTF-8, with every byte outside printable ASCII (0x20 to 0x7E) and "%" percent-encoded,
+ * nothing else. connect's `setTrailerStatus` uses encodeURIComponent, which also
+ * encodes ":", ",", "/" and the like; grpc-js decodes with decodeURI, which leaves
+ * those escaped, so its callers saw "not found%3A x" for "not found: x".
+ */
+export function encodeGrpcMessage(message: string): string {
+  let plain = true;
+  for (let i = 0; i < message.length; i++) {
+    const c = message.charCodeAt(i);
+    if (c < 0x20 || c > 0x7e || c === 0x25) {
+      plain = false;
+      break;
+    }
+  }
+  if (plain) return message;
+  let out = "";
+  for (const byte of Buffer.from(message, "utf8")) {
+    out +=
+      byte < 0x20 || byte > 0x7e || byte === 0x25
+        ? `%${byte.toString(16).toUpperCase().padStart(2, "0")}`
+        : String.fromCharCode(byte);
+  }
+  return out;
+}
