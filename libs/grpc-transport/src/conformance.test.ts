@@ -1,4 +1,6 @@
 import { type ChildProcess, fork } from "node:child_process";
+import * as http2 from "node:http2";
+import type { AddressInfo } from "node:net";
 import { fromBinary } from "@bufbuild/protobuf";
 import { BytesValueSchema } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
@@ -526,6 +528,42 @@ describe("a server killed mid-call", () => {
       expect((await result).err?.code).toBe(grpc.status.UNAVAILABLE);
     } finally {
       client.close();
+    }
+  });
+});
+
+describe("a server whose grpc-message is not valid percent-encoding", () => {
+  it("reaches our client as grpc-js reads it: the code, and the message as sent", async () => {
+    // Not grpc-js (it encodes properly) but a server that sends a bare "%", which the
+    // gRPC spec tells clients to pass on undecoded rather than fail on.
+    const server = http2.createServer();
+    server.on("stream", (stream) => {
+      stream.on("data", () => {});
+      stream.on("end", () =>
+        stream.respond(
+          {
+            ":status": 200,
+            "content-type": "application/grpc",
+            "grpc-status": "13",
+            "grpc-message": "100% broken",
+          },
+          { endStream: true },
+        ),
+      );
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const port = (server.address() as AddressInfo).port;
+    const transport = createFastGrpcTransport({ baseUrl: `http://127.0.0.1:${port}` });
+    const js = grpcJsClient(port);
+    try {
+      const ours = await failureOf(createClient(Echo, transport).echo({ value: new Uint8Array() }));
+      const theirs = (await jsCall(js, new Uint8Array()).result).err;
+      expect([theirs?.code, theirs?.details]).toEqual([grpc.status.INTERNAL, "100% broken"]);
+      expect([ours.code, ours.rawMessage]).toEqual([Code.Internal, "100% broken"]);
+    } finally {
+      js.close();
+      transport.close();
+      await new Promise((resolve) => server.close(resolve));
     }
   });
 });

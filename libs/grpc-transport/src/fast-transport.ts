@@ -625,7 +625,7 @@ class UnaryExchange<I extends DescMessage, O extends DescMessage> {
     const grpcStatus = statusFields["grpc-status"];
     if (grpcStatus !== "0") {
       const err =
-        findTrailerError(toHeaders(statusFields)) ??
+        trailerError(toHeaders(statusFields)) ??
         new ConnectError("protocol error: missing status", Code.Internal, toHeaders(statusFields));
       if (statusFields !== headers) for (const [k, v] of toHeaders(headers)) err.metadata.append(k, v);
       throw err;
@@ -676,6 +676,26 @@ class UnaryExchange<I extends DescMessage, O extends DescMessage> {
         Code.Internal,
       );
     }
+  }
+}
+
+/**
+ * The error of a status other than OK (connect's findTrailerError). Its
+ * decodeURIComponent throws on a `grpc-message` that is not valid percent-encoding (a
+ * bare "%"); the gRPC spec says to pass such a message on as it came, as grpc-js does.
+ */
+function trailerError(fields: Headers): ConnectError | undefined {
+  try {
+    return findTrailerError(fields);
+  } catch (err) {
+    if (!(err instanceof URIError)) throw err;
+    const status = Number(fields.get("grpc-status"));
+    const known = Number.isInteger(status) && status > 0 && status <= Code.Unauthenticated;
+    const error = known
+      ? new ConnectError(fields.get("grpc-message") ?? "", status as Code, fields)
+      : new ConnectError(`invalid grpc-status: ${fields.get("grpc-status")}`, Code.Internal, fields);
+    error.isWireError = true;
+    return error;
   }
 }
 
