@@ -3,7 +3,9 @@
  * `ours` as argv[2]. Sends `{ t: "ready", port }` and then every ServerEvent to the
  * parent over IPC.
  */
-import { startGrpcJsServer, startOurServer } from "./conformance.fixture.ts";
+import { forwardEvents, startGrpcJsServer, startOurServer } from "./conformance.fixture.ts";
+
+forwardEvents((e) => process.send?.(e));
 
 const server = process.argv[2] === "ours" ? await startOurServer() : await startGrpcJsServer();
 process.send?.({ t: "ready", port: server.port });

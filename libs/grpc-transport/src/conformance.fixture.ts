@@ -124,6 +124,13 @@ export const grpcJsEchoDefinition: grpc.ServiceDefinition = {
   },
 };
 
+let forward: ((e: ServerEvent) => void) | undefined;
+
+/** Also hands every event to `fn` (conformance.child.ts: to its parent over IPC). */
+export function forwardEvents(fn: (e: ServerEvent) => void): void {
+  forward = fn;
+}
+
 function reporter() {
   const events: ServerEvent[] = [];
   const waiters: { match: (e: ServerEvent) => boolean; resolve: (e: ServerEvent) => void }[] = [];
@@ -133,7 +140,7 @@ function reporter() {
     peers: new Set<string>(),
     report(e: ServerEvent) {
       events.push(e);
-      process.send?.(e);
+      forward?.(e);
       for (const w of waiters.splice(0)) {
         if (w.match(e)) w.resolve(e);
         else waiters.push(w);
