@@ -445,6 +445,17 @@ describe("@grpc/grpc-js client -> our server", () => {
     expect((await jsCall(client, Buffer.from("after")).result).value?.toString()).toBe("after");
   });
 
+  it("serves a gzip-compressing grpc-js client (the lean path leaves it to connect-node)", async () => {
+    const gzipping = grpcJsClient(server.port, { "grpc.default_compression_algorithm": 2 });
+    try {
+      const { err, value } = await jsCall(gzipping, Buffer.alloc(4096, 9)).result;
+      expect(err).toBeNull();
+      expect(value).toEqual(Buffer.alloc(4096, 9));
+    } finally {
+      gzipping.close();
+    }
+  });
+
   it("sends GOAWAY gracefully: a call in flight finishes, and the next call reconnects", async () => {
     await jsCall(client, Buffer.from("warm")).result;
     const before = server.connections();
