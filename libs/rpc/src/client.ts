@@ -1,6 +1,6 @@
 import type { DescService } from "@bufbuild/protobuf";
 import { type Client, createClient, type Interceptor } from "@connectrpc/connect";
-import { createFastGrpcTransport } from "./fast-transport.ts";
+import { createFastGrpcTransport } from "@gw/grpc-transport";
 import { resolveIdentity, type ServiceIdentity, serviceTokenInterceptor } from "./internal-auth.ts";
 import { rpcClientMetricsInterceptor } from "./metrics.ts";
 import { tracingClientInterceptor } from "./tracing.ts";
@@ -24,7 +24,7 @@ export interface ServiceClientOptions {
  * which pings a session whose calls hear nothing, and checks one that sat idle before
  * reusing it, so a dead peer is noticed before the next call.
  *
- * Unary calls take the lean path of fast-transport.ts (plain gRPC straight on
+ * Unary calls take the lean path of @gw/grpc-transport (plain gRPC straight on
  * `node:http2`); streaming calls go through connect-node's gRPC transport. One session
  * is deliberate: the hop benchmark (`pnpm bench grpc-hop`) measures the cost per call
  * in CPU, not in connections. See docs/architecture.md, "The internal gRPC hop".

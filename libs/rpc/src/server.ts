@@ -2,8 +2,8 @@ import * as http2 from "node:http2";
 import type { AddressInfo, Socket } from "node:net";
 import type { ConnectRouter, Interceptor } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
+import { createFastUnaryHandler, recordUnaryRoutes, type UnaryRoute } from "@gw/grpc-transport";
 import { Health } from "@gw/proto/grpc/health/v1/health_pb";
-import { createFastUnaryHandler, recordUnaryRoutes, type UnaryRoute } from "./fast-server.ts";
 import { type HealthChecker, healthService } from "./health.ts";
 import { type InternalAuthOptions, internalAuthInterceptor } from "./internal-auth.ts";
 import { rpcMetricsInterceptor, sessionsAged } from "./metrics.ts";
@@ -77,7 +77,7 @@ export function tuneServerSession(session: http2.ServerHttp2Session): void {
  * Starts a gRPC server (gRPC protocol only, HTTP/2 without TLS) that serves the given
  * routes plus the standard health service, with metrics on every call.
  *
- * Unary methods are answered by the lean path of fast-server.ts straight from the
+ * Unary methods are answered by the lean path of @gw/grpc-transport straight from the
  * HTTP/2 stream; everything else (streaming methods such as Health/Watch, JSON,
  * compressed requests, unknown paths) goes to connect-node's adapter, handed the same
  * stream through Node's own compat request and response objects. Both run the same

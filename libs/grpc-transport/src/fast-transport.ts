@@ -28,9 +28,10 @@ import {
   type UnaryRequest,
   type UnaryResponse,
 } from "@connectrpc/connect";
-import { codeFromHttpStatus, findTrailerError } from "@connectrpc/connect/protocol-grpc";
+import { findTrailerError } from "@connectrpc/connect/protocol-grpc";
 import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
 import { MAX_MESSAGE_BYTES, toHeaders } from "./fast-server.ts";
+import { codeFromHttpStatus, MAX_TIMER_MS } from "./grpc-wire.ts";
 import { LeanHeaders } from "./lean-headers.ts";
 
 type HeadersInit = ConstructorParameters<typeof Headers>[0];
@@ -503,7 +504,7 @@ class UnaryExchange<I extends DescMessage, O extends DescMessage> {
       return;
     }
     this.#stream = stream;
-    if (deadline !== undefined) {
+    if (deadline !== undefined && deadline - Date.now() <= MAX_TIMER_MS) {
       this.#timer = setTimeout(
         () => this.#fail(new ConnectError("the operation timed out", Code.DeadlineExceeded)),
         Math.max(0, deadline - Date.now()),
@@ -585,6 +586,10 @@ class UnaryExchange<I extends DescMessage, O extends DescMessage> {
       // to the streams of a session it destroys: the call may or may not have run.
       if (rst === NGHTTP2_CANCEL)
         throw new ConnectError("the server ended the stream before answering", Code.Unavailable);
+      // A peer that resets streams with ENHANCE_YOUR_CALM before answering has given up
+      // on this session (a grpc-js server whose session memory filled up with an
+      // oversized request refuses every later stream so): later calls go to a new one.
+      if (rst === NGHTTP2_ENHANCE_YOUR_CALM) this.#conn.close();
       const reset = rstError(rst);
       if (reset !== undefined) throw reset;
       if (this.#error !== undefined) throw nodeError(this.#error);
@@ -620,7 +625,7 @@ class UnaryExchange<I extends DescMessage, O extends DescMessage> {
     const grpcStatus = statusFields["grpc-status"];
     if (grpcStatus !== "0") {
       const err =
-        findTrailerError(toHeaders(statusFields)) ??
+        trailerError(toHeaders(statusFields)) ??
         new ConnectError("protocol error: missing status", Code.Internal, toHeaders(statusFields));
       if (statusFields !== headers) for (const [k, v] of toHeaders(headers)) err.metadata.append(k, v);
       throw err;
@@ -671,6 +676,26 @@ class UnaryExchange<I extends DescMessage, O extends DescMessage> {
         Code.Internal,
       );
     }
+  }
+}
+
+/**
+ * The error of a status other than OK (connect's findTrailerError). Its
+ * decodeURIComponent throws on a `grpc-message` that is not valid percent-encoding (a
+ * bare "%"); the gRPC spec says to pass such a message on as it came, as grpc-js does.
+ */
+function trailerError(fields: Headers): ConnectError | undefined {
+  try {
+    return findTrailerError(fields);
+  } catch (err) {
+    if (!(err instanceof URIError)) throw err;
+    const status = Number(fields.get("grpc-status"));
+    const known = Number.isInteger(status) && status > 0 && status <= Code.Unauthenticated;
+    const error = known
+      ? new ConnectError(fields.get("grpc-message") ?? "", status as Code, fields)
+      : new ConnectError(`invalid grpc-status: ${fields.get("grpc-status")}`, Code.Internal, fields);
+    error.isWireError = true;
+    return error;
   }
 }
 

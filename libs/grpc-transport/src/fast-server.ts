@@ -28,7 +28,8 @@ import {
   type UnaryRequest,
   type UnaryResponse,
 } from "@connectrpc/connect";
-import { parseTimeout, setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
+import { setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
+import { encodeGrpcMessage, MAX_TIMER_MS, parseGrpcTimeout } from "./grpc-wire.ts";
 import { LeanHeaders } from "./lean-headers.ts";
 
 type UnaryImpl = (req: unknown, ctx: HandlerContext) => unknown;
@@ -44,8 +45,6 @@ export interface UnaryRoute {
 export const MAX_MESSAGE_BYTES = 64 * 1024 * 1024;
 
 const GRPC_TYPES = new Set(["application/grpc", "application/grpc+proto"]);
-/** connect-node's default: any deadline a client asks for. */
-const MAX_TIMEOUT_MS = Number.MAX_SAFE_INTEGER;
 
 /**
  * Wraps a ConnectRouter so that every unary method registered on it is also recorded
@@ -180,18 +179,18 @@ class UnaryCall implements HandlerContext {
   start(): void {
     const raw = this.#headers["grpc-timeout"];
     if (raw === undefined) return;
-    const timeout = parseTimeout(Array.isArray(raw) ? (raw[0] ?? "") : raw, MAX_TIMEOUT_MS);
-    if (timeout.error) {
-      this.fail(timeout.error);
+    // Any deadline a client asks for, as connect-node by default.
+    const timeoutMs = parseGrpcTimeout(Array.isArray(raw) ? (raw[0] ?? "") : raw);
+    if (timeoutMs instanceof ConnectError) {
+      this.fail(timeoutMs);
       return;
     }
-    if (timeout.timeoutMs !== undefined) {
-      this.#deadline = Date.now() + timeout.timeoutMs;
-      this.#timer = setTimeout(
-        () => this.#end(new ConnectError("the operation timed out", Code.DeadlineExceeded)),
-        timeout.timeoutMs,
-      );
-    }
+    this.#deadline = Date.now() + timeoutMs;
+    if (timeoutMs > MAX_TIMER_MS) return;
+    this.#timer = setTimeout(
+      () => this.#end(new ConnectError("the operation timed out", Code.DeadlineExceeded)),
+      timeoutMs,
+    );
   }
 
   /** The peer reset the stream or the session went away before the answer. */
@@ -312,6 +311,7 @@ class UnaryCall implements HandlerContext {
     const status = new Headers();
     if (this.#responseTrailer !== undefined) for (const [k, v] of this.#responseTrailer) status.set(k, v);
     setTrailerStatus(status, error);
+    status.set("grpc-message", encodeGrpcMessage(error.rawMessage));
     const headers = this.#responseHeaders();
     copyInto(headers, status);
     try {
