@@ -114,7 +114,11 @@ export function startOperations(config: OperationsConfig) {
           router.service(DeadLetterService, deadLetters);
           router.service(
             ProviderFactsService,
-            new ProviderFactsHandlers({ sql, prefix: config.EVENTS_PREFIX, logger }),
+            withErrorCatalogue(
+              ProviderFactsService,
+              new ProviderFactsHandlers({ sql, prefix: config.EVENTS_PREFIX, logger }),
+              logger,
+            ),
           );
         },
         start: async () => {

@@ -4,11 +4,18 @@ import type { Logger } from "@gw/log";
 import { isMethod, METHODS, parseRequestAmount } from "@gw/money";
 import type { LedgerService } from "@gw/proto/gateway/ledger/v1/ledger_pb";
 import type { CreateOperationRequest } from "@gw/proto/gateway/operations/v1/operations_pb";
-import { Code, ConnectError, errorInfo, failure } from "@gw/rpc";
 import { stringify } from "safe-stable-stringify";
 import { v5 as uuidv5 } from "uuid";
 import { BANKS_BY_CURRENCY } from "./banks.ts";
 import type { Connector, ProviderAnswer, ProviderConfig, ProviderResult } from "./connectors/connector.ts";
+import { ledgerRefusal } from "./dependency-errors.ts";
+import {
+  DependencyUnavailableError,
+  IdempotencyConflictError,
+  NoProviderAcceptedError,
+  RouteNotConfiguredError,
+  ValidationError,
+} from "./lifecycle/errors.ts";
 import { type OperationRow, TERMINAL, toOperation } from "./model.ts";
 import { afterRecord, POOL_PROVIDER, type PoolDeps, poolAnswer, SELF_MATCHING } from "./pool.ts";
 import { applyProviderResult } from "./provider-results.ts";
@@ -41,8 +48,7 @@ export interface CreateInput {
   bankname: string | undefined;
 }
 
-const invalid = (field: string, message: string) =>
-  failure(Code.InvalidArgument, "validation_failed", message, field);
+const invalid = (field: string, message: string) => new ValidationError(message, field);
 
 /** Validates a create request; the edge checks the same, this keeps the service safe on its own. */
 export function parseCreate(req: CreateOperationRequest): CreateInput {
@@ -174,7 +180,7 @@ export async function createOperation(
   if (!claimed) {
     // A concurrent request (or a cancel) claimed the key between our read and insert.
     const winner = await deps.store.findByMop(input.shopId, input.mop);
-    if (!winner) throw failure(Code.Unavailable, "dependency_unavailable", "create raced; retry");
+    if (!winner) throw new DependencyUnavailableError("create raced; retry");
     return resume(deps, input, hash, winner, deadline, signal);
   }
   return {
@@ -355,7 +361,7 @@ export async function reroute(deps: CreateDeps, row: OperationRow, deadline: num
   const taken = await deps.store.takeOverRouting(row, deps.budgetMs, ROUTING_GRACE_MS);
   if (!taken) {
     const now = await deps.store.findAnyById(row.id);
-    if (!now) throw failure(Code.Unavailable, "dependency_unavailable", "retry");
+    if (!now) throw new DependencyUnavailableError("retry");
     return now;
   }
   return drive(deps, taken, deadline, signal);
@@ -624,40 +630,36 @@ async function record(
     current = (await deps.store.findAnyById(claimed.id)) ?? current;
     if (current.status === "routing" && !sameDeadline(current, claimed)) throw unresolved();
   }
-  throw failure(Code.Unavailable, "dependency_unavailable", "operation kept changing; retry");
+  throw new DependencyUnavailableError("operation kept changing; retry");
 }
 
-const conflict = () =>
-  failure(
-    Code.FailedPrecondition,
-    "idempotency_conflict",
+export const conflict = () =>
+  new IdempotencyConflictError(
     "merchant_operation_id was already used with a different request",
     "merchant_operation_id",
   );
 
 const routeNotConfigured = (direction: string, method: string) =>
-  failure(Code.FailedPrecondition, "route_not_configured", `no ${direction} route for method ${method}`);
+  new RouteNotConfiguredError(direction, method);
 
 /**
  * No decision yet: a provider's answer is still unknown (or another driver took the
  * routing over). The spec's 503, "retry or read": the operation goes on being resolved.
  */
 const unresolved = () =>
-  failure(
-    Code.Unavailable,
-    "dependency_unavailable",
+  new DependencyUnavailableError(
     "the provider's answer is not known yet; retry the same request or read the state later",
   );
 
-const notAccepted = () =>
-  failure(Code.Unavailable, "no_provider_accepted", "no provider accepted the operation");
+const notAccepted = () => new NoProviderAcceptedError();
 
-/** Keeps a dependency's public error (pricing missing, for example); anything else is 503. */
-function passThrough(err: unknown): ConnectError {
-  const info = errorInfo(err);
-  const e = ConnectError.from(err);
-  if (info && (e.code === Code.FailedPrecondition || e.code === Code.InvalidArgument)) return e;
-  return failure(Code.Unavailable, "dependency_unavailable", "ledger unavailable");
+/**
+ * The ledger's answer to a quote, translated at this port: its refusal with a public code
+ * (pricing missing, for example) is the merchant's answer and passes through as the
+ * ledger gave it; anything else means "retry later".
+ */
+function passThrough(err: unknown): Error {
+  return ledgerRefusal(err) ?? new DependencyUnavailableError("ledger unavailable");
 }
 
 export { TERMINAL };
