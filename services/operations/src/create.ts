@@ -20,7 +20,8 @@ import { type OperationRow, TERMINAL, toOperation } from "./model.ts";
 import { afterRecord, POOL_PROVIDER, type PoolDeps, poolAnswer, SELF_MATCHING } from "./pool.ts";
 import { applyProviderResult } from "./provider-results.ts";
 import type { OperationPatch, OperationStore } from "./store.ts";
-import { quietPeriodMs, resolveUnknown, withdrawPassedOver } from "./unknown-outcome.ts";
+import { quietPeriodMs, resolveUnknown } from "./unknown-outcome.ts";
+import { recordPassedOver, type WithdrawalDriver, withdrawalLeaseMs } from "./withdrawals.ts";
 
 /** Namespace of operation ids derived from (shop, merchant_operation_id). */
 const OPERATION_NAMESPACE = "6f1c2a7e-3b5d-4c1a-9e8f-0a1b2c3d4e5f";
@@ -120,6 +121,11 @@ export interface CreateDeps {
   logger: Logger;
   /** The self-matching pool, for routes that name `self_matching` (absent: that entry is skipped). */
   pool?: PoolDeps;
+  /**
+   * Asks a passed-over payin's withdrawal at once (absent: the withdrawal driver of any
+   * process asks it once its lease has run out).
+   */
+  withdrawals?: Pick<WithdrawalDriver, "askNow">;
 }
 
 export type CreateResult = { row: OperationRow; replayed: boolean };
@@ -387,7 +393,9 @@ type Accepted = {
  * the row stays `routing` with the provider in `routing_unresolved`, and the create
  * answers 503 (`unresolved`): a retry or the reconciler resolves it later, never asking
  * the next provider first. A payin may go on after its provider's share of the budget:
- * that provider is asked to withdraw it (`withdrawPassedOver`).
+ * its withdrawal at that provider is recorded with the pass-over, in one transaction, and
+ * asked at once (`recordPassedOver`, `WithdrawalDriver.askNow`), so a process that dies
+ * in between still withdraws it.
  */
 async function route(
   deps: CreateDeps,
@@ -480,8 +488,8 @@ async function route(
         { operationId: row.id, provider: provider.name, reason: answer.reason },
         "provider did not answer a payin; withdrawing it there and moving on",
       );
-      await withdrawPassedOver(deps, connector, provider, row.id);
-      row = await passOver(deps, row, provider.name, `unknown, withdrawn: ${answer.reason}`);
+      row = await passOver(deps, row, provider.name, `unknown, withdrawing: ${answer.reason}`, true);
+      await deps.withdrawals?.askNow(row.id, provider.name);
       continue;
     }
     // A payout is never offered to the next provider while this one may have taken it.
@@ -542,29 +550,45 @@ const takenBy = (provider: ProviderConfig, result: ProviderResult | undefined): 
   result,
 });
 
-/** Records that `name` gave a definite "no", so no later driver asks it again. */
-function passOver(deps: CreateDeps, row: OperationRow, name: string, reason: string) {
+/**
+ * Records that `name` gave a definite "no", so no later driver asks it again; with
+ * `withdraw` (a payin whose answer there was unknown), its withdrawal there too.
+ */
+function passOver(deps: CreateDeps, row: OperationRow, name: string, reason: string, withdraw = false) {
   deps.logger.info({ operationId: row.id, provider: name, reason }, "provider passed over");
-  return persist(deps, row, {
-    routing_passed: [...new Set([...row.routing_passed, name])],
-    routing_unresolved: row.routing_unresolved === name ? null : row.routing_unresolved,
-  });
+  return persist(
+    deps,
+    row,
+    {
+      routing_passed: [...new Set([...row.routing_passed, name])],
+      routing_unresolved: row.routing_unresolved === name ? null : row.routing_unresolved,
+    },
+    withdraw ? name : undefined,
+  );
 }
 
 /**
  * Writes the cascade position (no event: it is no state of the operation) with the
- * version check. A concurrent change of the row (a cancel request) is re-read and the
- * position written again; a row another driver took over (another deadline) or that is
- * no longer routing ends this driver's work with a 503 (`unresolved`).
+ * version check, and with it, in one transaction, the withdrawal at `withdrawAt`. A
+ * concurrent change of the row (a cancel request) is re-read and the position written
+ * again; a row another driver took over (another deadline) or that is no longer routing
+ * ends this driver's work with a 503 (`unresolved`).
  */
 async function persist(
   deps: CreateDeps,
   row: OperationRow,
   patch: Pick<OperationPatch, "routing_passed" | "routing_unresolved">,
+  withdrawAt?: string,
 ): Promise<OperationRow> {
   let current = row;
   for (let attempt = 0; attempt < 10; attempt++) {
-    const next = await deps.store.transition(current, patch, { emit: false });
+    const next = withdrawAt
+      ? await deps.store.sql.begin(async (tx) => {
+          const moved = await deps.store.transition(current, patch, { emit: false, tx });
+          if (moved) await recordPassedOver(tx, row.id, withdrawAt, withdrawalLeaseMs(deps.attemptTimeoutMs));
+          return moved;
+        })
+      : await deps.store.transition(current, patch, { emit: false });
     if (next) return next;
     const now = await deps.store.findAnyById(row.id);
     if (now?.status !== "routing" || !sameDeadline(now, row)) throw unresolved();
