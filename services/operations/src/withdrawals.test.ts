@@ -147,4 +147,70 @@ describe("a payin passed over as unknown", () => {
       ["withdraws", "pending"],
     ]);
   }, 40_000);
+
+  it("has its provider's completion placed only once the create recorded its outcome: while routing, it is asked again", async () => {
+    const shop = await h.shop(["withdraws"]);
+    const { operation } = await h.operations.createOperation(payment(shop));
+    const id = operation?.operationId ?? "";
+    // The payer paid at `withdraws`; its callback is refused, so only the withdrawal's
+    // `final` answer brings the completion in.
+    h.callbacks("refuse");
+    expect((await h.settle(id, { legs: ["1000.00"] })).status).toBe(200);
+    // As if the create had passed `withdraws` over and were still routing the payin.
+    await h.store.sql`
+      update operations.operations
+      set status = 'routing', provider = null, routing_deadline = now() + interval '1 hour'
+      where id = ${id}`;
+    await h.store.sql`
+      insert into operations.withdrawals (operation_id, provider, passed_over)
+      values (${id}, 'withdraws', true)`;
+    const [asked] = await eventually(
+      () => withdrawalsOf(id),
+      (rows) => expect(rows[0]?.attempts).toBeGreaterThan(0),
+    );
+    expect(asked).toMatchObject({ status: "asking" });
+    expect(asked?.last_error).toContain("still being routed");
+    // Held back while the routing ends with another provider.
+    await h.store.sql`
+      update operations.withdrawals set next_attempt_at = now() + interval '1 hour' where operation_id = ${id}`;
+    await h.store.sql`
+      update operations.operations
+      set status = 'pending', provider = 'elsewhere', routing_deadline = null where id = ${id}`;
+    await h.store.sql`update operations.withdrawals set next_attempt_at = now() where operation_id = ${id}`;
+    await eventually(
+      () => withdrawalsOf(id),
+      (rows) => expect(rows[0]?.status).toBe("final"),
+    );
+    const facts = await h.store.sql<{ kind: string }[]>`
+      select kind from operations.provider_facts where operation_id = ${id}`;
+    expect(facts.map((f) => f.kind)).toEqual(["not_routed"]);
+    h.callbacks("forward");
+  }, 30_000);
+
+  it("is left at its provider when that provider holds the operation by then, and withdrawn there once it is cancelled", async () => {
+    const shop = await h.shop(["withdraws"]);
+    const { operation } = await h.operations.createOperation(payment(shop));
+    const id = operation?.operationId ?? "";
+    // As if `withdraws` had been passed over, then accepted the retried create.
+    await h.store.sql`
+      insert into operations.withdrawals (operation_id, provider, passed_over)
+      values (${id}, 'withdraws', true)`;
+    await h.store.sql`select pg_notify('operations_withdrawals', '')`;
+    await eventually(
+      () => withdrawalsOf(id),
+      (rows) => expect(rows[0]?.status).toBe("held"),
+    );
+    expect(await atProviders(id)).toEqual([["withdraws", "pending"]]);
+    const cancelled = await h.operations.cancelOperation({
+      scope: shop,
+      id: { case: "operationId", value: id },
+      reason: "",
+    });
+    expect(cancelled.outcome).toBe("cancelled");
+    await eventually(
+      () => withdrawalsOf(id),
+      (rows) => expect(rows).toMatchObject([{ provider: "withdraws", status: "withdrawn" }]),
+    );
+    expect(await atProviders(id)).toEqual([["withdraws", "withdrawn"]]);
+  }, 30_000);
 });
