@@ -48,6 +48,17 @@ export function startOperations(config: OperationsConfig) {
         windowMs: config.POOL_WINDOW_MS,
         logger: logger.child({ component: "pool" }),
       };
+      const withdrawals = new WithdrawalDriver(
+        { store, connectorFor, logger: logger.child({ component: "withdrawals" }) },
+        {
+          attempts: config.WITHDRAW_ATTEMPTS,
+          backoffMs: config.WITHDRAW_BACKOFF_MS,
+          backoffMaxMs: config.RECONCILE_BACKOFF_MAX_MS,
+          intervalMs: config.WITHDRAW_INTERVAL_MS,
+          batchSize: 32,
+          attemptTimeoutMs: config.PROVIDER_ATTEMPT_TIMEOUT_MS,
+        },
+      );
       const deps = {
         store,
         ledger,
@@ -58,6 +69,7 @@ export function startOperations(config: OperationsConfig) {
         notFoundQuietMs: config.PROVIDER_NOT_FOUND_QUIET_MS,
         logger,
         pool,
+        withdrawals,
       };
       const handOffs = new HandOffDriver(
         pool,
@@ -71,17 +83,6 @@ export function startOperations(config: OperationsConfig) {
         },
         SELF_MATCHING,
         (tx, row) => nobodyTookIt(pool, tx, row),
-      );
-      const withdrawals = new WithdrawalDriver(
-        { store, connectorFor, logger: logger.child({ component: "withdrawals" }) },
-        {
-          attempts: config.WITHDRAW_ATTEMPTS,
-          backoffMs: config.WITHDRAW_BACKOFF_MS,
-          backoffMaxMs: config.RECONCILE_BACKOFF_MAX_MS,
-          intervalMs: config.WITHDRAW_INTERVAL_MS,
-          batchSize: 32,
-          attemptTimeoutMs: config.PROVIDER_ATTEMPT_TIMEOUT_MS,
-        },
       );
       let consumers: RunningConsumer[] = [];
       const receipts = createServiceClient(ReceiptsService, config.RECEIPTS_URL);
@@ -114,7 +115,11 @@ export function startOperations(config: OperationsConfig) {
           router.service(DeadLetterService, deadLetters);
           router.service(
             ProviderFactsService,
-            new ProviderFactsHandlers({ sql, prefix: config.EVENTS_PREFIX, logger }),
+            withErrorCatalogue(
+              ProviderFactsService,
+              new ProviderFactsHandlers({ sql, prefix: config.EVENTS_PREFIX, logger }),
+              logger,
+            ),
           );
         },
         start: async () => {

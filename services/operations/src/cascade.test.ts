@@ -1,9 +1,9 @@
 import { randomUUID } from "node:crypto";
 import { createLogger } from "@gw/log";
-import { errorInfo } from "@gw/rpc";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connectorFor } from "./connectors/index.ts";
 import { type CreateDeps, drive, operationIdFor } from "./create.ts";
+import { DependencyUnavailableError } from "./lifecycle/errors.ts";
 import { insertAbandonedRouting, type OperationsHarness, startHarness } from "./test-support.ts";
 
 // The create cascade at the provider boundary: when a provider's "never received" is
@@ -107,7 +107,7 @@ describe("a routing row taken over by another driver", () => {
     const lost = await drive(deps, a, Date.now() + 8_000, AbortSignal.timeout(8_000)).catch(
       (e: unknown) => e,
     );
-    expect(errorInfo(lost)?.code).toBe("dependency_unavailable");
+    expect(lost).toBeInstanceOf(DependencyUnavailableError);
     const row = await h.store.findAnyById(id);
     expect(row).toMatchObject({ status: "routing", provider: null });
     expect(row?.routing_deadline?.getTime()).toBe(b.routing_deadline?.getTime());

@@ -9,6 +9,7 @@ import type {
 } from "@gw/proto/gateway/operations/v1/operations_pb";
 import type { ReceiptsService, Review } from "@gw/proto/gateway/receipts/v1/receipts_pb";
 import { bankDetails } from "./banks.ts";
+import { receiptsRefusal } from "./dependency-errors.ts";
 import type { Fact } from "./lifecycle/apply.ts";
 import {
   ConcurrentChangeError,
@@ -51,11 +52,8 @@ const invalid = (field: string, message: string) => new ValidationError(message,
 
 /** Errors of the receipts service a caller can act on pass through; the rest mean "retry later". */
 function fromReceipts(err: unknown, logger: Logger, what: string): Error {
-  if (
-    err instanceof ConnectError &&
-    (err.code === Code.InvalidArgument || err.code === Code.FailedPrecondition || err.code === Code.NotFound)
-  )
-    return err;
+  const refusal = receiptsRefusal(err);
+  if (refusal) return refusal.err;
   logger.warn({ err, what }, "receipts service unavailable");
   return new DependencyUnavailableError("receipt review is unavailable, retry later");
 }
@@ -192,7 +190,7 @@ export async function resolveReview(d: ReceiptDeps, req: ResolveReviewRequest) {
     replayed = res.replayed;
   } catch (err) {
     // No review of this operation: it was not put in manual_check by a receipt.
-    if (err instanceof ConnectError && err.code === Code.NotFound)
+    if (receiptsRefusal(err)?.noReview)
       throw new NotInManualCheckError("the payment has no receipt to review");
     throw fromReceipts(err, d.logger, "resolve");
   }

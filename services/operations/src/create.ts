@@ -4,16 +4,24 @@ import type { Logger } from "@gw/log";
 import { isMethod, METHODS, parseRequestAmount } from "@gw/money";
 import type { LedgerService } from "@gw/proto/gateway/ledger/v1/ledger_pb";
 import type { CreateOperationRequest } from "@gw/proto/gateway/operations/v1/operations_pb";
-import { Code, ConnectError, errorInfo, failure } from "@gw/rpc";
 import { stringify } from "safe-stable-stringify";
 import { v5 as uuidv5 } from "uuid";
 import { BANKS_BY_CURRENCY } from "./banks.ts";
 import type { Connector, ProviderAnswer, ProviderConfig, ProviderResult } from "./connectors/connector.ts";
+import { ledgerRefusal } from "./dependency-errors.ts";
+import {
+  DependencyUnavailableError,
+  IdempotencyConflictError,
+  NoProviderAcceptedError,
+  RouteNotConfiguredError,
+  ValidationError,
+} from "./lifecycle/errors.ts";
 import { type OperationRow, TERMINAL, toOperation } from "./model.ts";
 import { afterRecord, POOL_PROVIDER, type PoolDeps, poolAnswer, SELF_MATCHING } from "./pool.ts";
 import { applyProviderResult } from "./provider-results.ts";
 import type { OperationPatch, OperationStore } from "./store.ts";
-import { quietPeriodMs, resolveUnknown, withdrawPassedOver } from "./unknown-outcome.ts";
+import { quietPeriodMs, resolveUnknown } from "./unknown-outcome.ts";
+import { recordPassedOver, type WithdrawalDriver, withdrawalLeaseMs } from "./withdrawals.ts";
 
 /** Namespace of operation ids derived from (shop, merchant_operation_id). */
 const OPERATION_NAMESPACE = "6f1c2a7e-3b5d-4c1a-9e8f-0a1b2c3d4e5f";
@@ -41,8 +49,7 @@ export interface CreateInput {
   bankname: string | undefined;
 }
 
-const invalid = (field: string, message: string) =>
-  failure(Code.InvalidArgument, "validation_failed", message, field);
+const invalid = (field: string, message: string) => new ValidationError(message, field);
 
 /** Validates a create request; the edge checks the same, this keeps the service safe on its own. */
 export function parseCreate(req: CreateOperationRequest): CreateInput {
@@ -114,6 +121,11 @@ export interface CreateDeps {
   logger: Logger;
   /** The self-matching pool, for routes that name `self_matching` (absent: that entry is skipped). */
   pool?: PoolDeps;
+  /**
+   * Asks a passed-over payin's withdrawal at once (absent: the withdrawal driver of any
+   * process asks it once its lease has run out).
+   */
+  withdrawals?: Pick<WithdrawalDriver, "askNow">;
 }
 
 export type CreateResult = { row: OperationRow; replayed: boolean };
@@ -174,7 +186,7 @@ export async function createOperation(
   if (!claimed) {
     // A concurrent request (or a cancel) claimed the key between our read and insert.
     const winner = await deps.store.findByMop(input.shopId, input.mop);
-    if (!winner) throw failure(Code.Unavailable, "dependency_unavailable", "create raced; retry");
+    if (!winner) throw new DependencyUnavailableError("create raced; retry");
     return resume(deps, input, hash, winner, deadline, signal);
   }
   return {
@@ -355,7 +367,7 @@ export async function reroute(deps: CreateDeps, row: OperationRow, deadline: num
   const taken = await deps.store.takeOverRouting(row, deps.budgetMs, ROUTING_GRACE_MS);
   if (!taken) {
     const now = await deps.store.findAnyById(row.id);
-    if (!now) throw failure(Code.Unavailable, "dependency_unavailable", "retry");
+    if (!now) throw new DependencyUnavailableError("retry");
     return now;
   }
   return drive(deps, taken, deadline, signal);
@@ -381,7 +393,9 @@ type Accepted = {
  * the row stays `routing` with the provider in `routing_unresolved`, and the create
  * answers 503 (`unresolved`): a retry or the reconciler resolves it later, never asking
  * the next provider first. A payin may go on after its provider's share of the budget:
- * that provider is asked to withdraw it (`withdrawPassedOver`).
+ * its withdrawal at that provider is recorded with the pass-over, in one transaction, and
+ * asked at once (`recordPassedOver`, `WithdrawalDriver.askNow`), so a process that dies
+ * in between still withdraws it.
  */
 async function route(
   deps: CreateDeps,
@@ -474,8 +488,8 @@ async function route(
         { operationId: row.id, provider: provider.name, reason: answer.reason },
         "provider did not answer a payin; withdrawing it there and moving on",
       );
-      await withdrawPassedOver(deps, connector, provider, row.id);
-      row = await passOver(deps, row, provider.name, `unknown, withdrawn: ${answer.reason}`);
+      row = await passOver(deps, row, provider.name, `unknown, withdrawing: ${answer.reason}`, true);
+      await deps.withdrawals?.askNow(row.id, provider.name);
       continue;
     }
     // A payout is never offered to the next provider while this one may have taken it.
@@ -536,29 +550,45 @@ const takenBy = (provider: ProviderConfig, result: ProviderResult | undefined): 
   result,
 });
 
-/** Records that `name` gave a definite "no", so no later driver asks it again. */
-function passOver(deps: CreateDeps, row: OperationRow, name: string, reason: string) {
+/**
+ * Records that `name` gave a definite "no", so no later driver asks it again; with
+ * `withdraw` (a payin whose answer there was unknown), its withdrawal there too.
+ */
+function passOver(deps: CreateDeps, row: OperationRow, name: string, reason: string, withdraw = false) {
   deps.logger.info({ operationId: row.id, provider: name, reason }, "provider passed over");
-  return persist(deps, row, {
-    routing_passed: [...new Set([...row.routing_passed, name])],
-    routing_unresolved: row.routing_unresolved === name ? null : row.routing_unresolved,
-  });
+  return persist(
+    deps,
+    row,
+    {
+      routing_passed: [...new Set([...row.routing_passed, name])],
+      routing_unresolved: row.routing_unresolved === name ? null : row.routing_unresolved,
+    },
+    withdraw ? name : undefined,
+  );
 }
 
 /**
  * Writes the cascade position (no event: it is no state of the operation) with the
- * version check. A concurrent change of the row (a cancel request) is re-read and the
- * position written again; a row another driver took over (another deadline) or that is
- * no longer routing ends this driver's work with a 503 (`unresolved`).
+ * version check, and with it, in one transaction, the withdrawal at `withdrawAt`. A
+ * concurrent change of the row (a cancel request) is re-read and the position written
+ * again; a row another driver took over (another deadline) or that is no longer routing
+ * ends this driver's work with a 503 (`unresolved`).
  */
 async function persist(
   deps: CreateDeps,
   row: OperationRow,
   patch: Pick<OperationPatch, "routing_passed" | "routing_unresolved">,
+  withdrawAt?: string,
 ): Promise<OperationRow> {
   let current = row;
   for (let attempt = 0; attempt < 10; attempt++) {
-    const next = await deps.store.transition(current, patch, { emit: false });
+    const next = withdrawAt
+      ? await deps.store.sql.begin(async (tx) => {
+          const moved = await deps.store.transition(current, patch, { emit: false, tx });
+          if (moved) await recordPassedOver(tx, row.id, withdrawAt, withdrawalLeaseMs(deps.attemptTimeoutMs));
+          return moved;
+        })
+      : await deps.store.transition(current, patch, { emit: false });
     if (next) return next;
     const now = await deps.store.findAnyById(row.id);
     if (now?.status !== "routing" || !sameDeadline(now, row)) throw unresolved();
@@ -624,40 +654,36 @@ async function record(
     current = (await deps.store.findAnyById(claimed.id)) ?? current;
     if (current.status === "routing" && !sameDeadline(current, claimed)) throw unresolved();
   }
-  throw failure(Code.Unavailable, "dependency_unavailable", "operation kept changing; retry");
+  throw new DependencyUnavailableError("operation kept changing; retry");
 }
 
-const conflict = () =>
-  failure(
-    Code.FailedPrecondition,
-    "idempotency_conflict",
+export const conflict = () =>
+  new IdempotencyConflictError(
     "merchant_operation_id was already used with a different request",
     "merchant_operation_id",
   );
 
 const routeNotConfigured = (direction: string, method: string) =>
-  failure(Code.FailedPrecondition, "route_not_configured", `no ${direction} route for method ${method}`);
+  new RouteNotConfiguredError(direction, method);
 
 /**
  * No decision yet: a provider's answer is still unknown (or another driver took the
  * routing over). The spec's 503, "retry or read": the operation goes on being resolved.
  */
 const unresolved = () =>
-  failure(
-    Code.Unavailable,
-    "dependency_unavailable",
+  new DependencyUnavailableError(
     "the provider's answer is not known yet; retry the same request or read the state later",
   );
 
-const notAccepted = () =>
-  failure(Code.Unavailable, "no_provider_accepted", "no provider accepted the operation");
+const notAccepted = () => new NoProviderAcceptedError();
 
-/** Keeps a dependency's public error (pricing missing, for example); anything else is 503. */
-function passThrough(err: unknown): ConnectError {
-  const info = errorInfo(err);
-  const e = ConnectError.from(err);
-  if (info && (e.code === Code.FailedPrecondition || e.code === Code.InvalidArgument)) return e;
-  return failure(Code.Unavailable, "dependency_unavailable", "ledger unavailable");
+/**
+ * The ledger's answer to a quote, translated at this port: its refusal with a public code
+ * (pricing missing, for example) is the merchant's answer and passes through as the
+ * ledger gave it; anything else means "retry later".
+ */
+function passThrough(err: unknown): Error {
+  return ledgerRefusal(err) ?? new DependencyUnavailableError("ledger unavailable");
 }
 
 export { TERMINAL };

@@ -10,10 +10,18 @@ import type {
   GetFlexibleLinkRequest,
   GetPoolCoverageRequest,
 } from "@gw/proto/gateway/operations/v1/operations_pb";
-import { Code, errorInfo, failure } from "@gw/rpc";
 import type postgres from "postgres";
 import { stringify } from "safe-stable-stringify";
-import { type CreateDeps, type CreateInput, createOperation, operationIdFor } from "./create.ts";
+import { type CreateDeps, type CreateInput, conflict, createOperation, operationIdFor } from "./create.ts";
+import { matchingRefusal } from "./dependency-errors.ts";
+import {
+  DependencyUnavailableError,
+  FlexibleLinkNotFoundError,
+  FlexibleRouteNotPoolError,
+  NoProviderAcceptedError,
+  RouteNotConfiguredError,
+  ValidationError,
+} from "./lifecycle/errors.ts";
 import { type OperationRow, toOperation } from "./model.ts";
 import { SELF_MATCHING } from "./pool.ts";
 
@@ -63,8 +71,7 @@ const LOWEST = "0.01";
 const HIGHEST = "9999999999999999.99";
 const READ_TIMEOUT_MS = 2_500;
 
-const invalid = (field: string, message: string) =>
-  failure(Code.InvalidArgument, "validation_failed", message, field);
+const invalid = (field: string, message: string) => new ValidationError(message, field);
 
 /** A new random HMAC key, for a process started without FLEXIBLE_LINK_SECRET. */
 export const ephemeralLinkSecret = () => randomBytes(32);
@@ -110,8 +117,7 @@ export async function getPoolCoverage(d: CreateDeps, req: GetPoolCoverageRequest
   const hi = amountOf(req.maxAmount, "max_amount");
   if (lo.gt(hi)) throw invalid("min_amount", "min_amount must not exceed max_amount");
   const routing = await d.store.routeWithProviders(shopId, req.method, "payin");
-  if (!routing || routing.names.length === 0)
-    throw failure(Code.FailedPrecondition, "route_not_configured", `no payin route for method ${req.method}`);
+  if (!routing || routing.names.length === 0) throw new RouteNotConfiguredError("payin", req.method);
   await Promise.all(
     [lo, hi].map((amount) =>
       d.ledger.quote(
@@ -259,7 +265,7 @@ async function admit(
     );
     return slot?.status === "reserved" ? slot.amount : undefined;
   } catch (err) {
-    if (errorInfo(err)?.code === "amount_unavailable") return undefined;
+    if (matchingRefusal(err) === "amount_unavailable") return undefined;
     throw err;
   }
 }
@@ -299,18 +305,8 @@ export async function createFlexibleLink(
 ) {
   const input = parseFlexible(req);
   const routing = await d.store.routeWithProviders(input.shopId, input.method, "payin");
-  if (!routing || routing.names.length === 0)
-    throw failure(
-      Code.FailedPrecondition,
-      "route_not_configured",
-      `no payin route for method ${input.method}`,
-    );
-  if (coverageOf(routing.names) !== "full")
-    throw failure(
-      Code.FailedPrecondition,
-      "flexible_route_not_pool",
-      "the shop's payin route for this method is not entirely the self-matching pool",
-    );
+  if (!routing || routing.names.length === 0) throw new RouteNotConfiguredError("payin", input.method);
+  if (coverageOf(routing.names) !== "full") throw new FlexibleRouteNotPoolError();
   if (!req.optIn) {
     // Rule 4: no picker, an ordinary payment for the recommended amount.
     const { row, replayed } = await createOperation(d, createInput(input, input.recommended), signal, {
@@ -336,13 +332,6 @@ export async function createFlexibleLink(
     .update(stringify({ flexible: true, ...body }) ?? "")
     .digest("hex");
   const k = linkCredential(d.linkSecret, id);
-  const conflict = () =>
-    failure(
-      Code.FailedPrecondition,
-      "idempotency_conflict",
-      "merchant_operation_id was already used with a different request",
-      "merchant_operation_id",
-    );
   const replay = async (row: LinkRow) => {
     if (row.request_hash !== hash) throw conflict();
     return answerOf(d, row, k, true);
@@ -375,7 +364,7 @@ export async function createFlexibleLink(
     const [locked] = await tx<LinkRow[]>`
       select * from operations.flexible_links where operation_id = ${id} for update`;
     const row = hydrate(locked);
-    if (!row) throw failure(Code.Unavailable, "dependency_unavailable", "create raced; retry");
+    if (!row) throw new DependencyUnavailableError("create raced; retry");
     if (row.request_hash !== hash) throw conflict();
     if (row.status !== "deciding") return undefined;
     const decide = async (status: LinkRow["status"]) => {
@@ -407,7 +396,7 @@ export async function createFlexibleLink(
   });
   if (decided) return decided;
   const raced = await findLink(d, id);
-  if (!raced) throw failure(Code.Unavailable, "dependency_unavailable", "create raced; retry");
+  if (!raced) throw new DependencyUnavailableError("create raced; retry");
   return replay(raced);
 }
 
@@ -441,8 +430,7 @@ async function authorised(d: FlexibleDeps, operationId: string, k: string): Prom
   const row = /^[0-9a-f-]{36}$/i.test(operationId) ? await findLink(d, operationId.toLowerCase()) : undefined;
   // Compare even without a row, so timing does not tell known ids apart.
   const ok = credentialMatches(k, row?.k_hash ?? "00".repeat(32));
-  if (!row || !ok || !k || row.status === "deciding")
-    throw failure(Code.NotFound, "flexible_link_not_found", "link not found");
+  if (!row || !ok || !k || row.status === "deciding") throw new FlexibleLinkNotFoundError();
   return row;
 }
 
@@ -472,7 +460,7 @@ export async function confirmFlexibleAmount(
     const [locked] = await tx<LinkRow[]>`
       select * from operations.flexible_links where operation_id = ${found.operation_id} for update`;
     const row = hydrate(locked);
-    if (!row) throw failure(Code.NotFound, "flexible_link_not_found", "link not found");
+    if (!row) throw new FlexibleLinkNotFoundError();
     if (row.status !== "amount_selection")
       return { ...(await answerOf(d, row, undefined, true)), outcome: row.status };
     if (row.expires_at.getTime() <= Date.now())
@@ -532,13 +520,12 @@ async function rejectedPayment(
     const { row } = await createOperation(d, input, signal, { forLink: true });
     return row; // admitted after all (an amount freed meanwhile)
   } catch (err) {
-    if (errorInfo(err)?.code !== "no_provider_accepted") throw err;
+    if (!(err instanceof NoProviderAcceptedError)) throw err;
   }
   const row = await d.store.findByMop(input.shopId, input.mop, tx);
-  if (!row) throw failure(Code.Unavailable, "dependency_unavailable", "payment not recorded; retry");
+  if (!row) throw new DependencyUnavailableError("payment not recorded; retry");
   if (row.status !== "rejected") return row;
   const announced = await d.store.transition(row, {}, { emit: true, tx });
-  if (!announced)
-    throw failure(Code.Unavailable, "dependency_unavailable", "payment changed meanwhile; retry");
+  if (!announced) throw new DependencyUnavailableError("payment changed meanwhile; retry");
   return announced;
 }

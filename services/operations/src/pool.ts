@@ -1,5 +1,5 @@
 import { fromBinary } from "@bufbuild/protobuf";
-import { type Client, ConnectError } from "@connectrpc/connect";
+import type { Client } from "@connectrpc/connect";
 import {
   type EventApplier,
   type Nats,
@@ -16,10 +16,11 @@ import {
   PoolPayoutEventSchema,
 } from "@gw/proto/gateway/matching/v1/matching_pb";
 import { type OperationEvent, OperationEventSchema } from "@gw/proto/gateway/operations/v1/operations_pb";
-import { Code, errorInfo, failure } from "@gw/rpc";
 import type postgres from "postgres";
 import type { Connector, ProviderAnswer, ProviderConfig } from "./connectors/connector.ts";
+import { matchingRefusal } from "./dependency-errors.ts";
 import { recordHandOff } from "./handoff.ts";
+import { ConcurrentChangeError } from "./lifecycle/errors.ts";
 import { isTerminal, type OperationRow } from "./model.ts";
 import { recordSlotRefused } from "./provider-facts.ts";
 import { receiptsOf } from "./receipts-of.ts";
@@ -111,7 +112,7 @@ export async function poolAnswer(
       expiresAt: new Date(slot.expiresAt),
     };
   } catch (err) {
-    if (errorInfo(err)?.code === "amount_unavailable")
+    if (matchingRefusal(err) === "amount_unavailable")
       return { outcome: "declined", reason: "amount_unavailable" };
     throw err;
   }
@@ -162,9 +163,9 @@ export async function releaseSlot(
   try {
     await pool.matching.releaseSlot({ payinId, reason }, { timeoutMs: MATCHING_TIMEOUT_MS });
   } catch (err) {
-    const code = errorInfo(err)?.code;
-    if (code === "not_found" || (err instanceof ConnectError && err.code === Code.NotFound)) return;
-    if (code === "slot_settled") {
+    const refusal = matchingRefusal(err);
+    if (refusal === "not_found") return;
+    if (refusal === "slot_settled") {
       pool.logger.error({ operationId: payinId, reason }, "pool: a confirmed slot cannot be released");
       return;
     }
@@ -187,8 +188,8 @@ export async function onPayinCompleted(pool: PoolDeps, row: OperationRow): Promi
     );
     if (res.payoutCompleted && res.payout) await completePayout(pool, res.payout);
   } catch (err) {
-    const code = errorInfo(err)?.code;
-    if (code === "slot_settled" || code === "amount_unavailable" || code === "not_found") {
+    const code = matchingRefusal(err);
+    if (code) {
       // Money arrived that the pool cannot account for (the slot expired first, or more
       // than the payout can take): recorded and booked for an operator.
       await pool.store.sql.begin((tx) => recordSlotRefused(pool, tx, row, code));
@@ -215,7 +216,7 @@ async function completeWithLegs(pool: PoolDeps, tx: postgres.TransactionSql, row
   const patch = { status: "completed" as const, actual_amount: total.toFixed(2) };
   const { receipts } = receiptsOf({ ...row, ...patch }, legs);
   const next = await pool.store.transition(row, patch, { emit: true, receipts, tx });
-  if (!next) throw failure(Code.Aborted, "dependency_unavailable", "payout changed concurrently; retry");
+  if (!next) throw new ConcurrentChangeError("payout changed concurrently; retry");
 }
 
 /**
@@ -295,7 +296,7 @@ export async function nobodyTookIt(
   const legs = await pool.store.legs(row.id, tx);
   if (legs.length > 0) return completeWithLegs(pool, tx, row);
   const next = await pool.store.transition(row, { status: "rejected" }, { emit: true, tx });
-  if (!next) throw failure(Code.Aborted, "dependency_unavailable", "payout changed concurrently; retry");
+  if (!next) throw new ConcurrentChangeError("payout changed concurrently; retry");
 }
 
 const TERMINAL_PAYMENT_EVENTS = new Set(["payment.completed", "payment.rejected", "payment.cancelled"]);

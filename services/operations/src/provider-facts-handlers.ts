@@ -6,29 +6,16 @@ import type {
   ProviderFactsService,
   ResolveProviderFactRequest,
 } from "@gw/proto/gateway/operations/v1/provider_facts_pb";
-import { Code, failure } from "@gw/rpc";
-import {
-  listProviderFacts,
-  ProviderFactAlreadyResolvedError,
-  ProviderFactNotCreditableError,
-  ProviderFactNotFoundError,
-  RESOLUTIONS,
-  type Resolution,
-  resolveProviderFact,
-} from "./provider-facts.ts";
+import { ValidationError } from "./lifecycle/errors.ts";
+import { listProviderFacts, RESOLUTIONS, type Resolution, resolveProviderFact } from "./provider-facts.ts";
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const TEXT_MAX = 2048;
 
-/** Maps the domain errors of provider facts to gRPC codes, once, at the boundary. */
-function toFailure(err: unknown): unknown {
-  if (err instanceof ProviderFactNotFoundError) return failure(Code.NotFound, err.code, err.message);
-  if (err instanceof ProviderFactAlreadyResolvedError || err instanceof ProviderFactNotCreditableError)
-    return failure(Code.FailedPrecondition, err.code, err.message);
-  return err;
-}
-
-/** gateway.operations.v1.ProviderFactsService: the operator's queue of provider facts. */
+/**
+ * gateway.operations.v1.ProviderFactsService: the operator's queue of provider facts. Its
+ * domain errors reach the client through the catalogue (`withErrorCatalogue` in app.ts).
+ */
 export class ProviderFactsHandlers implements ServiceImpl<typeof ProviderFactsService> {
   readonly #d: { sql: Sql; prefix: string; logger: Logger };
 
@@ -39,43 +26,27 @@ export class ProviderFactsHandlers implements ServiceImpl<typeof ProviderFactsSe
   async listProviderFacts(req: ListProviderFactsRequest) {
     const status = req.status || undefined;
     if (status !== undefined && status !== "open" && status !== "resolved")
-      throw failure(Code.InvalidArgument, "validation_failed", "status must be open or resolved", "status");
+      throw new ValidationError("status must be open or resolved", "status");
     const limit = req.limit === 0 ? 100 : req.limit;
-    if (limit < 1 || limit > 500)
-      throw failure(Code.InvalidArgument, "validation_failed", "limit must be 1..500", "limit");
+    if (limit < 1 || limit > 500) throw new ValidationError("limit must be 1..500", "limit");
     return { providerFacts: await listProviderFacts(this.#d.sql, { status, limit }) };
   }
 
   async resolveProviderFact(req: ResolveProviderFactRequest) {
-    if (!UUID.test(req.id))
-      throw failure(Code.InvalidArgument, "validation_failed", "id must be a UUID", "id");
+    if (!UUID.test(req.id)) throw new ValidationError("id must be a UUID", "id");
     if (!(RESOLUTIONS as readonly string[]).includes(req.action))
-      throw failure(
-        Code.InvalidArgument,
-        "validation_failed",
-        `action must be one of ${RESOLUTIONS.join(", ")}`,
-        "action",
-      );
+      throw new ValidationError(`action must be one of ${RESOLUTIONS.join(", ")}`, "action");
     for (const field of ["reason", "operator"] as const) {
       const value = req[field].trim();
       if (value === "" || value.length > TEXT_MAX)
-        throw failure(
-          Code.InvalidArgument,
-          "validation_failed",
-          `${field} must be 1..${TEXT_MAX} characters`,
-          field,
-        );
+        throw new ValidationError(`${field} must be 1..${TEXT_MAX} characters`, field);
     }
-    try {
-      const { fact, replayed } = await resolveProviderFact(this.#d, {
-        id: req.id,
-        action: req.action as Resolution,
-        reason: req.reason.trim(),
-        operator: req.operator.trim(),
-      });
-      return { providerFact: fact, replayed };
-    } catch (err) {
-      throw toFailure(err);
-    }
+    const { fact, replayed } = await resolveProviderFact(this.#d, {
+      id: req.id,
+      action: req.action as Resolution,
+      reason: req.reason.trim(),
+      operator: req.operator.trim(),
+    });
+    return { providerFact: fact, replayed };
   }
 }

@@ -22,6 +22,7 @@ import type postgres from "postgres";
 import { Gauge } from "prom-client";
 import { v7 as uuidv7 } from "uuid";
 import type { ProviderLeg } from "./connectors/connector.ts";
+import { DomainError, DomainErrorCode } from "./lifecycle/errors.ts";
 import type { OperationRow } from "./model.ts";
 
 type Tx = Sql | postgres.TransactionSql;
@@ -73,15 +74,13 @@ export function reportOpenProviderFacts(sql: Sql): void {
 }
 
 /** The fact does not exist. */
-export class ProviderFactNotFoundError extends Error {
-  readonly code = "provider_fact_not_found";
-  override readonly name = "ProviderFactNotFoundError";
+export class ProviderFactNotFoundError extends DomainError {
+  readonly code = DomainErrorCode.ProviderFactNotFound;
 }
 
 /** The fact was resolved before with another action; a fact is resolved once. */
-export class ProviderFactAlreadyResolvedError extends Error {
-  readonly code = "provider_fact_already_resolved";
-  override readonly name = "ProviderFactAlreadyResolvedError";
+export class ProviderFactAlreadyResolvedError extends DomainError {
+  readonly code = DomainErrorCode.ProviderFactAlreadyResolved;
 }
 
 /**
@@ -90,9 +89,8 @@ export class ProviderFactAlreadyResolvedError extends Error {
  * (`credit_shop`/`return_to_payer` settle money that came in, `debit_shop`/`write_off`
  * money that went out).
  */
-export class ProviderFactNotCreditableError extends Error {
-  readonly code = "provider_fact_not_creditable";
-  override readonly name = "ProviderFactNotCreditableError";
+export class ProviderFactNotCreditableError extends DomainError {
+  readonly code = DomainErrorCode.ProviderFactNotCreditable;
 }
 
 /** What a provider reported that the gateway did not expect. */

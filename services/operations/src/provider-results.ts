@@ -1,9 +1,9 @@
 import { randomUUID } from "node:crypto";
 import type { Logger } from "@gw/log";
 import { Decimal } from "@gw/money";
-import { Code, failure } from "@gw/rpc";
 import type postgres from "postgres";
 import type { ProviderLeg, ProviderResult } from "./connectors/connector.ts";
+import { ConcurrentChangeError, ValidationError } from "./lifecycle/errors.ts";
 import { isTerminal, type OperationRow } from "./model.ts";
 import { recordProviderFact } from "./provider-facts.ts";
 import { receiptsOf } from "./receipts-of.ts";
@@ -80,7 +80,7 @@ export async function applyProviderResult(
   const paid = result.status === "rejected" && row.type === "payout" ? await deps.store.legs(row.id, tx) : [];
   if (result.status === "rejected" && paid.length === 0) {
     const next = await deps.store.transition(row, { status: "rejected" }, { emit: true, tx });
-    if (!next) throw failure(Code.Aborted, "dependency_unavailable", "operation changed concurrently; retry");
+    if (!next) throw new ConcurrentChangeError();
     return "applied";
   }
   // A rejection reports no legs of its own: only what the pool paid counts.
@@ -88,8 +88,7 @@ export async function applyProviderResult(
   let total = paid.reduce((sum, l) => sum.plus(l.amount), new Decimal(0));
   for (const leg of reported) {
     const amount = new Decimal(leg.amount);
-    if (!amount.isFinite() || amount.lte(0))
-      throw failure(Code.InvalidArgument, "validation_failed", "leg amount");
+    if (!amount.isFinite() || amount.lte(0)) throw new ValidationError("leg amount");
     total = total.plus(amount);
     await tx`
       insert into operations.legs (id, operation_id, provider, provider_leg_id, amount, completed_at)
@@ -108,7 +107,7 @@ export async function applyProviderResult(
     { status: "completed", actual_amount: total.toFixed(2) },
     { emit: true, receipts, tx },
   );
-  if (!next) throw failure(Code.Aborted, "dependency_unavailable", "operation changed concurrently; retry");
+  if (!next) throw new ConcurrentChangeError();
   return "applied";
 }
 

@@ -1,9 +1,14 @@
 import { setTimeout as sleep } from "node:timers/promises";
-import { errorInfo, metricsRegistry } from "@gw/rpc";
+import { metricsRegistry } from "@gw/rpc";
 import { Gauge } from "prom-client";
 import type { OperationsConfig } from "./config.ts";
 import type { ProviderResult } from "./connectors/connector.ts";
 import { type CreateDeps, ROUTING_GRACE_MS, reroute } from "./create.ts";
+import {
+  ConcurrentChangeError,
+  DependencyUnavailableError,
+  NoProviderAcceptedError,
+} from "./lifecycle/errors.ts";
 import { isTerminal } from "./model.ts";
 import { type PoolDeps, reconcilePooled, SELF_MATCHING } from "./pool.ts";
 import { applyProviderResult } from "./provider-results.ts";
@@ -297,12 +302,11 @@ export class Reconciler {
       await store.scheduleCheck(row.id, null, false);
       return next.status === "rejected" ? "rejected" : "routed";
     } catch (err) {
-      const code = errorInfo(err)?.code;
-      if (code === "no_provider_accepted") {
+      if (err instanceof NoProviderAcceptedError) {
         logger.info({ operationId: row.id }, "reconcile: abandoned routing found no provider; rejected");
         return "rejected";
       }
-      if (code === "dependency_unavailable") {
+      if (err instanceof DependencyUnavailableError || err instanceof ConcurrentChangeError) {
         // A provider's answer is still unknown (or another driver holds the row): the row
         // stays `routing` and is asked about again after the backoff.
         logger.warn({ operationId: row.id }, "reconcile: routing still unresolved; will ask again");

@@ -84,34 +84,3 @@ export async function resolveUnknown(
     backoffMs = Math.min(backoffMs * 2, MAX_BACKOFF_MS);
   }
 }
-
-/**
- * Withdraws a payin the cascade passed over while its create answer was unknown, so the
- * requisites it may have issued stop taking money. Bounded by `attemptTimeoutMs` of its
- * own (not the create's budget: the withdraw matters even when the budget is spent).
- * Anything but a confirmed withdrawal is logged as an error for an operator: a completion
- * that still arrives from that provider reaches the callback path, which records it as a
- * provider fact (a result from a provider that does not hold the route).
- */
-export async function withdrawPassedOver(
-  deps: { logger: Logger; attemptTimeoutMs: number },
-  connector: Connector,
-  provider: ProviderConfig,
-  operationId: string,
-): Promise<void> {
-  const answer = await connector.cancel(provider, operationId, AbortSignal.timeout(deps.attemptTimeoutMs));
-  const context = { operationId, provider: provider.name, withdraw: answer.outcome };
-  if (answer.outcome === "withdrawn" || answer.outcome === "not_found") {
-    deps.logger.info(context, "payin passed over as unknown: withdrawn at the provider");
-  } else if (answer.outcome === "final") {
-    deps.logger.error(
-      { ...context, result: answer.result.status },
-      "payin passed over as unknown had a final result at that provider: its callback is a provider fact",
-    );
-  } else {
-    deps.logger.error(
-      { ...context, reason: answer.outcome === "unknown" ? answer.reason : undefined },
-      "payin passed over as unknown could not be withdrawn: a later completion there is a provider fact",
-    );
-  }
-}

@@ -11,21 +11,31 @@ import type { Logger } from "@gw/log";
 import { type OperationEvent, OperationEventSchema } from "@gw/proto/gateway/operations/v1/operations_pb";
 import type postgres from "postgres";
 import type { Connector } from "./connectors/connector.ts";
+import { StillRoutingError } from "./lifecycle/errors.ts";
 import { NotifiedLoop } from "./notified-loop.ts";
 import { applyProviderResult } from "./provider-results.ts";
 import type { OperationStore } from "./store.ts";
 
 /**
- * Cancel reaches the provider (docs/architecture.md, "Cancel and the race against
- * create"). The cancel commits `cancelled` with its `payment.cancelled` event; the
- * durable consumer `operations-withdrawals` turns that committed event into a row of
- * `operations.withdrawals` (in the transaction that records the event in the inbox), so a
- * process that dies right after the cancel still withdraws. `WithdrawalDriver` then asks
- * the provider to withdraw (`Connector.cancel`) with no transaction open during the call,
- * and records the answer:
+ * Withdrawals at a provider, one row per operation and provider in `operations.withdrawals`:
+ * - a cancel reaches the provider (docs/architecture.md, "Cancel and the race against
+ *   create"). The cancel commits `cancelled` with its `payment.cancelled` event; the
+ *   durable consumer `operations-withdrawals` turns that committed event into a row (in
+ *   the transaction that records the event in the inbox), so a process that dies right
+ *   after the cancel still withdraws;
+ * - a payin the create cascade passed over because its provider's answer was unknown
+ *   (`passed_over`): the create writes the row in the transaction that passes the
+ *   provider over (`recordPassedOver`), leased to itself for its first ask (`askNow`),
+ *   so a process that dies right after the pass-over still withdraws: the driver asks
+ *   once the lease has run out. Should that provider hold the operation by the time it
+ *   is asked (a retried create it accepted), it is left there (`held`).
+ *
+ * `WithdrawalDriver` asks the provider to withdraw (`Connector.cancel`) with no
+ * transaction open during the call, and records the answer:
  * - `withdrawn`, `not_found`: done, no money will move;
  * - `final`: the provider completed (or rejected) first; the result is applied like its
- *   callback, which records a completion as a provider fact (the payment stays cancelled);
+ *   callback, which records a completion as a provider fact (the payment stays cancelled,
+ *   or, passed over, another provider's); a payin still being routed is asked again;
  * - `not_supported`: done; a later completion arrives as a callback and follows the same rule;
  * - `unknown`, or a final result that could not be recorded (its transaction failed):
  *   asked again with backoff, at most `attempts` times, then given up (logged as an error,
@@ -60,6 +70,7 @@ interface WithdrawalRow {
   operation_id: string;
   provider: string;
   attempts: number;
+  passed_over: boolean;
 }
 
 /** Records the withdrawal of a cancelled payment, in the consumer's transaction. */
@@ -68,10 +79,41 @@ async function onCancelled(tx: postgres.TransactionSql, event: OperationEvent): 
   const [row] = await tx<{ provider: string | null }[]>`
     select provider from operations.operations where id = ${event.operation.operationId}`;
   if (!row?.provider || NOT_AT_A_PROVIDER.has(row.provider)) return;
+  // A withdrawal the create recorded at this provider (passed over, then accepted by a
+  // retry) becomes the cancel's: asked again from the start.
   await tx`
     insert into operations.withdrawals (operation_id, provider)
-    values (${event.operation.operationId}, ${row.provider}) on conflict do nothing`;
+    values (${event.operation.operationId}, ${row.provider})
+    on conflict (operation_id, provider) do update
+    set passed_over = false, status = 'asking', attempts = 0, last_error = null,
+      next_attempt_at = now(), updated_at = now()
+    where operations.withdrawals.passed_over`;
   await tx`select pg_notify(${CHANNEL}, '')`;
+}
+
+/** How long one ask holds its withdrawal; a crash delays the row by this much. */
+export const withdrawalLeaseMs = (attemptTimeoutMs: number) => attemptTimeoutMs + 5_000;
+
+/**
+ * Records, in the create's transaction `tx` that passes `provider` over, the withdrawal of
+ * a payin whose create answer was unknown there. Leased to the caller for `leaseMs`, who
+ * asks it at once (`WithdrawalDriver.askNow`); should the caller die first, the driver
+ * asks once the lease has run out. A row of an earlier pass-over is asked again.
+ */
+export async function recordPassedOver(
+  tx: postgres.TransactionSql,
+  operationId: string,
+  provider: string,
+  leaseMs: number,
+): Promise<void> {
+  await tx`
+    insert into operations.withdrawals (operation_id, provider, passed_over, next_attempt_at)
+    values (${operationId}, ${provider}, true,
+      now() + make_interval(secs => ${leaseMs}::double precision / 1000))
+    on conflict (operation_id, provider) do update
+    set status = 'asking', attempts = 0, last_error = null,
+      next_attempt_at = excluded.next_attempt_at, updated_at = now()
+    where operations.withdrawals.passed_over`;
 }
 
 /** Starts the consumer that turns committed cancels into withdrawals. */
@@ -140,18 +182,18 @@ export class WithdrawalDriver {
     // Held for one ask and its recording; a crash delays the row by this much. A lease
     // that ran out under a slow holder only asks again: a withdrawal is idempotent at the
     // provider, and a final result applies once under the row lock.
-    const leaseMs = this.#o.attemptTimeoutMs + 5_000;
+    const leaseMs = withdrawalLeaseMs(this.#o.attemptTimeoutMs);
     const due = await this.#sql<WithdrawalRow[]>`
       update operations.withdrawals w
       set next_attempt_at = now() + make_interval(secs => ${leaseMs}::double precision / 1000)
       from (
-        select operation_id from operations.withdrawals
+        select operation_id, provider from operations.withdrawals
         where status = 'asking' and next_attempt_at <= now()
         order by next_attempt_at limit ${this.#o.batchSize}
         for update skip locked
       ) d
-      where w.operation_id = d.operation_id
-      returning w.operation_id, w.provider, w.attempts`;
+      where w.operation_id = d.operation_id and w.provider = d.provider
+      returning w.operation_id, w.provider, w.attempts, w.passed_over`;
     await Promise.all(
       due.map((w) =>
         this.#withdraw(w).catch((err: unknown) =>
@@ -165,8 +207,34 @@ export class WithdrawalDriver {
     return due.length;
   }
 
+  /**
+   * Asks the withdrawal of a payin the caller has just passed over (`recordPassedOver`,
+   * whose lease it holds) once, now; an ask without a definite answer is asked again by
+   * the driver after the backoff. Never rejects.
+   */
+  async askNow(operationId: string, provider: string): Promise<void> {
+    try {
+      const [w] = await this.#sql<WithdrawalRow[]>`
+        select operation_id, provider, attempts, passed_over from operations.withdrawals
+        where operation_id = ${operationId} and provider = ${provider} and status = 'asking'`;
+      if (w) await this.#withdraw(w);
+    } catch (err) {
+      this.#d.logger.warn({ operationId, provider, err: String(err) }, "withdrawal failed; will retry");
+    }
+  }
+
   async #withdraw(w: WithdrawalRow): Promise<void> {
     const { store, logger } = this.#d;
+    if (w.passed_over) {
+      const op = await store.findAnyById(w.operation_id);
+      if (op?.provider === w.provider) {
+        logger.warn(
+          { operationId: w.operation_id, provider: w.provider },
+          "withdrawal of a passed-over payin: that provider holds the operation now; left there",
+        );
+        return this.#record(w, "held", null);
+      }
+    }
     const provider = await store.provider(w.provider);
     const connector = provider && this.#d.connectorFor(provider.kind);
     if (!provider || !connector) {
@@ -193,6 +261,9 @@ export class WithdrawalDriver {
       case "final":
         try {
           await store.sql.begin(async (tx) => {
+            // A result for a payin still being routed has no place yet (the create may
+            // record another provider, or none): asked again after the backoff.
+            if ((await store.lock(w.operation_id, tx))?.status === "routing") throw new StillRoutingError();
             await applyProviderResult(
               this.#d,
               tx,
@@ -233,7 +304,7 @@ export class WithdrawalDriver {
       update operations.withdrawals
       set attempts = ${attempts}, last_error = ${reason}, updated_at = now(),
         next_attempt_at = now() + make_interval(secs => ${delayMs}::double precision / 1000)
-      where operation_id = ${w.operation_id} and status = 'asking'`;
+      where operation_id = ${w.operation_id} and provider = ${w.provider} and status = 'asking'`;
   }
 
   async #record(
@@ -245,6 +316,6 @@ export class WithdrawalDriver {
     await tx`
       update operations.withdrawals
       set status = ${status}, attempts = ${w.attempts + 1}, last_error = ${error}, updated_at = now()
-      where operation_id = ${w.operation_id} and status = 'asking'`;
+      where operation_id = ${w.operation_id} and provider = ${w.provider} and status = 'asking'`;
   }
 }

@@ -261,16 +261,20 @@ export const providerFacts = operations.table(
 );
 
 /**
- * Withdrawals of cancelled payments at their provider (src/withdrawals.ts): one row per
- * operation, written from the committed `payment.cancelled` event and driven outside any
- * transaction with backoff until the provider answers for good.
+ * Withdrawals of payments at a provider (src/withdrawals.ts): one row per operation and
+ * provider, written from the committed `payment.cancelled` event (the provider holding
+ * it), or by the create in the transaction that passes a provider over whose answer to
+ * a payin was unknown (`passed_over`), and driven outside any transaction with backoff
+ * until the provider answers for good.
  */
 export const withdrawals = operations.table(
   "withdrawals",
   {
-    operationId: uuid("operation_id").primaryKey(),
+    operationId: uuid("operation_id").notNull(),
     provider: text("provider").notNull(),
-    /** asking | withdrawn | not_found | final | not_supported | gave_up */
+    /** Written by a create that passed this provider over (not by a cancel). */
+    passedOver: boolean("passed_over").notNull().default(false),
+    /** asking | withdrawn | not_found | final | not_supported | gave_up | held (passed over, then that provider's) */
     status: text("status").notNull().default("asking"),
     attempts: integer("attempts").notNull().default(0),
     nextAttemptAt: timestamp("next_attempt_at", { withTimezone: true }).notNull().defaultNow(),
@@ -278,5 +282,8 @@ export const withdrawals = operations.table(
     createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
     updatedAt: timestamp("updated_at", { withTimezone: true }).notNull().defaultNow(),
   },
-  (t) => [index("withdrawals_due").on(t.nextAttemptAt).where(sql`status = 'asking'`)],
+  (t) => [
+    primaryKey({ columns: [t.operationId, t.provider] }),
+    index("withdrawals_due").on(t.nextAttemptAt).where(sql`status = 'asking'`),
+  ],
 );

@@ -1,11 +1,42 @@
+import { readdirSync, readFileSync } from "node:fs";
+import { join, relative } from "node:path";
+import { fileURLToPath } from "node:url";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { createLogger } from "@gw/log";
 import { OperationsService } from "@gw/proto/gateway/operations/v1/operations_pb";
-import { errorInfo, failure } from "@gw/rpc";
+import { errorInfo, failure, type PublicErrorCode } from "@gw/rpc";
 import { describe, expect, it } from "vitest";
 import type { OperationsHandlers } from "../handlers.ts";
+import {
+  ProviderFactAlreadyResolvedError,
+  ProviderFactNotCreditableError,
+  ProviderFactNotFoundError,
+} from "../provider-facts.ts";
 import { CATALOGUE, withErrorCatalogue } from "./catalogue.ts";
-import { DomainErrorCode, LifecycleViolationError, NotCancellableError, ValidationError } from "./errors.ts";
+import {
+  AlreadyTerminalError,
+  BadSignatureError,
+  ConcurrentChangeError,
+  DependencyUnavailableError,
+  type DomainError,
+  DomainErrorCode,
+  FlexibleLinkNotFoundError,
+  FlexibleRouteNotPoolError,
+  IdempotencyConflictError,
+  LegsDisagreeError,
+  LifecycleViolationError,
+  NoProviderAcceptedError,
+  NotAwaitingConfirmationError,
+  NotCancellableError,
+  NotInManualCheckError,
+  NotRoutedError,
+  OperationNotFoundError,
+  ProviderNotFoundError,
+  ReceiptEvidenceUnavailableError,
+  RouteNotConfiguredError,
+  StillRoutingError,
+  ValidationError,
+} from "./errors.ts";
 
 const logger = createLogger("operations-test", "silent");
 
@@ -66,5 +97,103 @@ describe("the error catalogue", () => {
     const raised = failure(Code.Unavailable, "no_provider_accepted", "no provider accepted the operation");
     const err = await failureOf(call(raised, "createOperation"));
     expect(err).toBe(raised);
+  });
+
+  it("answers every domain error class with its Connect code, public code and message", async () => {
+    // Keyed by code: a class added without its row here does not typecheck. The Connect
+    // code is what the edge turns into the HTTP status of the spec's Errors table.
+    const answers: Record<DomainErrorCode, [DomainError, Code, PublicErrorCode]> = {
+      lifecycle_violation: [
+        new LifecycleViolationError("op", "completed", "pending"),
+        Code.Internal,
+        "internal",
+      ],
+      not_routed: [new NotRoutedError("not routed here"), Code.Internal, "internal"],
+      already_terminal: [new AlreadyTerminalError("terminal"), Code.Internal, "internal"],
+      legs_disagree: [new LegsDisagreeError("op", "1.00", "2.00"), Code.Internal, "internal"],
+      operation_not_found: [new OperationNotFoundError(), Code.NotFound, "operation_not_found"],
+      validation_failed: [new ValidationError("bad", "amount"), Code.InvalidArgument, "validation_failed"],
+      not_cancellable: [new NotCancellableError("no"), Code.FailedPrecondition, "not_cancellable"],
+      not_awaiting_confirmation: [
+        new NotAwaitingConfirmationError("no"),
+        Code.FailedPrecondition,
+        "not_awaiting_confirmation",
+      ],
+      not_in_manual_check: [new NotInManualCheckError("no"), Code.FailedPrecondition, "not_in_manual_check"],
+      operation_changed: [new ConcurrentChangeError(), Code.Aborted, "dependency_unavailable"],
+      dependency_unavailable: [
+        new DependencyUnavailableError("retry"),
+        Code.Unavailable,
+        "dependency_unavailable",
+      ],
+      provider_not_found: [new ProviderNotFoundError(), Code.NotFound, "provider_not_found"],
+      bad_signature: [new BadSignatureError(), Code.Unauthenticated, "bad_signature"],
+      receipt_evidence_unavailable: [
+        new ReceiptEvidenceUnavailableError(),
+        Code.Unavailable,
+        "receipt_evidence_unavailable",
+      ],
+      still_routing: [new StillRoutingError(), Code.Unavailable, "dependency_unavailable"],
+      idempotency_conflict: [
+        new IdempotencyConflictError("used", "merchant_operation_id"),
+        Code.FailedPrecondition,
+        "idempotency_conflict",
+      ],
+      route_not_configured: [
+        new RouteNotConfiguredError("payin", "WT_RUB_C2C"),
+        Code.FailedPrecondition,
+        "route_not_configured",
+      ],
+      no_provider_accepted: [new NoProviderAcceptedError(), Code.Unavailable, "no_provider_accepted"],
+      flexible_route_not_pool: [
+        new FlexibleRouteNotPoolError(),
+        Code.FailedPrecondition,
+        "flexible_route_not_pool",
+      ],
+      flexible_link_not_found: [new FlexibleLinkNotFoundError(), Code.NotFound, "flexible_link_not_found"],
+      provider_fact_not_found: [
+        new ProviderFactNotFoundError("gone"),
+        Code.NotFound,
+        "provider_fact_not_found",
+      ],
+      provider_fact_already_resolved: [
+        new ProviderFactAlreadyResolvedError("twice"),
+        Code.FailedPrecondition,
+        "provider_fact_already_resolved",
+      ],
+      provider_fact_not_creditable: [
+        new ProviderFactNotCreditableError("no shop"),
+        Code.FailedPrecondition,
+        "provider_fact_not_creditable",
+      ],
+    };
+    for (const [code, [domain, connect, publicCode]] of Object.entries(answers)) {
+      expect(domain.code, domain.name).toBe(code);
+      const err = await failureOf(call(domain, "createOperation"));
+      expect({ class: domain.name, connect: Code[err.code], public: errorInfo(err)?.code }).toEqual({
+        class: domain.name,
+        connect: Code[connect],
+        public: publicCode,
+      });
+      if (publicCode !== "internal") {
+        expect(err.rawMessage).toBe(domain.message);
+        expect(errorInfo(err)?.field ?? "").toBe(domain.field ?? "");
+      }
+    }
+  });
+});
+
+describe("the service's errors", () => {
+  it("are raised as domain errors: `failure(` appears in no source file but the catalogue", () => {
+    const src = fileURLToPath(new URL("..", import.meta.url));
+    const files = (readdirSync(src, { recursive: true }) as string[])
+      .filter((f) => f.endsWith(".ts") && !f.endsWith(".test.ts") && !f.startsWith("gen"))
+      .map((f) => relative(src, join(src, f)));
+    expect(files).toContain("create.ts");
+    const offenders = files.filter(
+      (f) =>
+        f !== join("lifecycle", "catalogue.ts") && /\bfailure\(/.test(readFileSync(join(src, f), "utf8")),
+    );
+    expect(offenders).toEqual([]);
   });
 });

@@ -40,6 +40,22 @@ export const CATALOGUE: Readonly<Record<DomainErrorCode, CatalogueEntry>> = {
   },
   [DomainErrorCode.StillRouting]: { connect: Code.Unavailable, public: "dependency_unavailable" },
   [DomainErrorCode.IdempotencyConflict]: { connect: Code.FailedPrecondition, public: "idempotency_conflict" },
+  [DomainErrorCode.RouteNotConfigured]: { connect: Code.FailedPrecondition, public: "route_not_configured" },
+  [DomainErrorCode.NoProviderAccepted]: { connect: Code.Unavailable, public: "no_provider_accepted" },
+  [DomainErrorCode.FlexibleRouteNotPool]: {
+    connect: Code.FailedPrecondition,
+    public: "flexible_route_not_pool",
+  },
+  [DomainErrorCode.FlexibleLinkNotFound]: { connect: Code.NotFound, public: "flexible_link_not_found" },
+  [DomainErrorCode.ProviderFactNotFound]: { connect: Code.NotFound, public: "provider_fact_not_found" },
+  [DomainErrorCode.ProviderFactAlreadyResolved]: {
+    connect: Code.FailedPrecondition,
+    public: "provider_fact_already_resolved",
+  },
+  [DomainErrorCode.ProviderFactNotCreditable]: {
+    connect: Code.FailedPrecondition,
+    public: "provider_fact_not_creditable",
+  },
 };
 
 /** The Connect error a client receives for `err`. A bug's cause stays in the log. */
@@ -54,8 +70,8 @@ export function toConnectError(err: DomainError, logger: Logger, method: string)
 
 /**
  * Wraps a service implementation so that every domain error its unary methods throw is
- * answered through the catalogue; any other error (a `ConnectError` from code that still
- * raises them, an unexpected throw) passes through unchanged.
+ * answered through the catalogue; any other error (a dependency's refusal passed on as it
+ * came, see `dependency-errors.ts`, or an unexpected throw) passes through unchanged.
  */
 export function withErrorCatalogue<S extends DescService>(
   service: S,

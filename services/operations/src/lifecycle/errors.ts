@@ -22,6 +22,13 @@ export const DomainErrorCode = {
   AlreadyTerminal: "already_terminal",
   IdempotencyConflict: "idempotency_conflict",
   LegsDisagree: "legs_disagree",
+  RouteNotConfigured: "route_not_configured",
+  NoProviderAccepted: "no_provider_accepted",
+  FlexibleRouteNotPool: "flexible_route_not_pool",
+  FlexibleLinkNotFound: "flexible_link_not_found",
+  ProviderFactNotFound: "provider_fact_not_found",
+  ProviderFactAlreadyResolved: "provider_fact_already_resolved",
+  ProviderFactNotCreditable: "provider_fact_not_creditable",
 } as const;
 
 export type DomainErrorCode = (typeof DomainErrorCode)[keyof typeof DomainErrorCode];
@@ -150,6 +157,38 @@ export class LegsDisagreeError extends DomainError {
   readonly code = DomainErrorCode.LegsDisagree;
   constructor(operationId: string, actual: string, legs: string) {
     super(`operation ${operationId}: actual amount ${actual} is less than its legs' ${legs}`);
+  }
+}
+
+/** The shop has no route of that direction for the method. */
+export class RouteNotConfiguredError extends DomainError {
+  readonly code = DomainErrorCode.RouteNotConfigured;
+  constructor(direction: string, method: string) {
+    super(`no ${direction} route for method ${method}`);
+  }
+}
+
+/** A create that no provider accepted: recorded `rejected`, answered as the spec's 503, never a pending. */
+export class NoProviderAcceptedError extends DomainError {
+  readonly code = DomainErrorCode.NoProviderAccepted;
+  constructor() {
+    super("no provider accepted the operation");
+  }
+}
+
+/** A flexible link for a shop whose payin route for the method is not entirely the pool. */
+export class FlexibleRouteNotPoolError extends DomainError {
+  readonly code = DomainErrorCode.FlexibleRouteNotPool;
+  constructor() {
+    super("the shop's payin route for this method is not entirely the self-matching pool");
+  }
+}
+
+/** No flexible link with that id and credential (a wrong `k` looks like an unknown id). */
+export class FlexibleLinkNotFoundError extends DomainError {
+  readonly code = DomainErrorCode.FlexibleLinkNotFound;
+  constructor() {
+    super("link not found");
   }
 }
 
