@@ -9,7 +9,8 @@ import { stringify } from "safe-stable-stringify";
 import { v5 as uuidv5 } from "uuid";
 import { BANKS_BY_CURRENCY } from "./banks.ts";
 import type { Connector, ProviderAnswer, ProviderConfig, ProviderResult } from "./connectors/connector.ts";
-import { type OperationRow, TERMINAL, toOperation } from "./model.ts";
+import { type OperationRow, TERMINAL } from "./model.ts";
+import { recordRefusedPayout, reserveBeforeRouting } from "./payout-reserve.ts";
 import { afterRecord, POOL_PROVIDER, type PoolDeps, poolAnswer, SELF_MATCHING } from "./pool.ts";
 import { applyProviderResult } from "./provider-results.ts";
 import type { OperationPatch, OperationStore } from "./store.ts";
@@ -393,6 +394,8 @@ async function route(
 ): Promise<OperationRow> {
   let row = claimed;
   let accepted: Accepted | undefined;
+  // A payout's reserve is on the balance before any provider can pay it out.
+  if (row.type === "payout") await reserveBeforeRouting(deps, row, signal);
   if (row.routing_unresolved !== null) {
     const name = row.routing_unresolved;
     const provider = providers[names.indexOf(name)] ?? (await deps.store.provider(name));
@@ -492,7 +495,6 @@ async function route(
   }
   const recorded = await record(deps, row, accepted);
   if (accepted?.provider === POOL_PROVIDER && deps.pool) await afterRecord(deps.pool, recorded);
-  if (recorded.type === "payout" && recorded.status === "pending") await reserve(deps, recorded, signal);
   if (accepted?.result && recorded.provider === accepted.provider.name) {
     const result = accepted.result;
     const provider = accepted.provider.name;
@@ -500,33 +502,6 @@ async function route(
     return (await deps.store.findAnyById(recorded.id)) ?? recorded;
   }
   return recorded;
-}
-
-/**
- * Puts a pending payout's reserve on the balance before the create answers (the spec:
- * "Reserving a payout debits balance and credits reserved at once"). The ledger posts it
- * once per operation, so the payout.pending event finds it done. Should the ledger not
- * answer, the payout is pending at its provider all the same: the event's posting makes
- * the reserve a little later, and the create is not failed for it.
- */
-async function reserve(deps: CreateDeps, payout: OperationRow, signal: AbortSignal): Promise<void> {
-  const figures = toOperation(payout);
-  try {
-    await deps.ledger.reservePayout(
-      {
-        shopId: payout.shop_id,
-        operationId: payout.id,
-        settlementAmount: figures.settlementAmount ?? "",
-        settlementCurrency: figures.settlementCurrency ?? "",
-      },
-      { signal, timeoutMs: deps.attemptTimeoutMs },
-    );
-  } catch (err) {
-    deps.logger.warn(
-      { operationId: payout.id, err: String(err) },
-      "payout reserve not posted before the answer; the payout.pending event posts it",
-    );
-  }
 }
 
 /** A payout a provider was found holding by the status question: accepted by it. */
@@ -598,11 +573,12 @@ async function record(
         { emit: true },
       );
     } else if (!accepted) {
-      next = await deps.store.transition(
-        current,
-        { status: "rejected", routing_deadline: null },
-        { emit: false },
-      );
+      const patch: OperationPatch = { status: "rejected", routing_deadline: null };
+      // A refused payout's reserve is released by its internal event, queued with it.
+      next =
+        current.type === "payout"
+          ? await recordRefusedPayout(deps.store, current, patch)
+          : await deps.store.transition(current, patch, { emit: false });
       if (next) throw notAccepted();
     } else {
       const { provider, answer } = accepted;
