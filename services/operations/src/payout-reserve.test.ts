@@ -56,7 +56,7 @@ describe("a payout's reserve is posted before any provider is asked", () => {
     const err = await failureOf(payout(merchant, "300.00"));
     expect(err.info?.code).toBe("dependency_unavailable");
     expect(await balance(merchant.shopId)).toMatchObject({ balance: "-300.00", reserved: "300.00" });
-  }, 40_000);
+  });
 
   it("is released exactly once when no provider accepts, and posted again when a retry of that refusal is accepted", async () => {
     const name = `fickle-${randomUUID().slice(0, 8)}`;
@@ -92,5 +92,5 @@ describe("a payout's reserve is posted before any provider is asked", () => {
     const [reserves] = await h.store.sql<{ n: number }[]>`
       select count(*)::int as n from ledger.payout_reserves where operation_id = ${id}`;
     expect(reserves?.n).toBe(1);
-  }, 40_000);
+  });
 });
