@@ -371,7 +371,9 @@ type Accepted = {
 
 /**
  * Tries the providers in order, from where the last driver stopped (`routing_passed`,
- * `routing_unresolved`); records the outcome.
+ * `routing_unresolved`); records the outcome. A payout's reserve is posted before any
+ * provider is asked (`reserveBeforeRouting`), and its refusal releases it
+ * (`recordRefusedPayout`).
  *
  * A provider's `unknown` answer (timeout, reset, 5xx, unreadable) is never taken for a
  * decline. For a payout the provider is asked its status, with backoff, until it answers
