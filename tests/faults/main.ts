@@ -612,7 +612,9 @@ try {
                       limit 10`),
         ...(await sql`select 'transfers do not match the status' as why, op.id, op.type, op.status, x.kinds, r.state
                       from operations.operations op
-                      cross join lateral (select coalesce(string_agg(t.kind, ',' order by t.kind), '') as kinds
+                      cross join lateral (select coalesce(string_agg(t.kind, ',' order by t.kind), '') as kinds,
+                                            count(*) filter (where t.kind = 'payout_reserve') as reserves,
+                                            count(*) filter (where t.kind = 'payout_release') as releases
                                           -- Provider facts (suspense and their resolutions) are money the
                                           -- provider moved beside the operation's own lifecycle; the
                                           -- conservation checker accounts for them.
@@ -620,14 +622,20 @@ try {
                                             and t.kind not like 'provider_fact_%') x
                       left join ledger.payout_reserves r on r.operation_id = op.id
                       where op.status <> 'routing' and not (
+                        -- A payout reserves before each routing and releases on each refusal
+                        -- (a retry routes again), so its reserves and releases come in pairs
+                        -- but for the one a pending or completed payout holds.
                         case
-                          when not ${known} then x.kinds = '' and r.state is null
+                          when not ${known} and op.type = 'payment' then x.kinds = '' and r.state is null
+                          when not ${known} then
+                            x.kinds not like '%payout_complete%' and x.reserves = x.releases and r.state = 'released'
                           when op.type = 'payment' and op.status = 'completed' then x.kinds = 'payment_settle'
                           when op.type = 'payment' then x.kinds = ''
-                          when op.status = 'completed' then x.kinds = 'payout_complete,payout_reserve' and r.state = 'consumed'
+                          when op.status = 'completed' then x.kinds like 'payout_complete,%'
+                            and x.reserves = x.releases + 1 and r.state = 'consumed'
                           when op.status in ('rejected', 'cancelled') then
-                            (x.kinds = 'payout_release,payout_reserve' or x.kinds = '') and r.state = 'released'
-                          else x.kinds = 'payout_reserve' and r.state = 'reserved'
+                            x.kinds not like '%payout_complete%' and x.reserves = x.releases and r.state = 'released'
+                          else x.kinds not like '%payout_complete%' and x.reserves = x.releases + 1 and r.state = 'reserved'
                         end)
                       limit 10`),
       ],

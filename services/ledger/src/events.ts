@@ -98,13 +98,15 @@ export async function applyOperationEvent(
     case "payment.completed":
       return settlePayment(tx, figures(event));
     case "payout.pending":
-      await payoutPending(tx, figures(event));
+      await payoutPending(tx, { ...figures(event), generation: version(event) });
       return;
     case "payout.completed":
       return payoutCompleted(tx, figures(event), logger);
     case "payout.rejected":
     case "payout.cancelled":
-      return payoutReleased(tx, payoutRef(event));
+      return payoutReleased(tx, payoutRef(event), version(event));
+    case PAYOUT_REFUSED:
+      return payoutRefused(tx, payoutRef(event), version(event));
     default:
       // Other events (pending payments, manual checks, ...) move no money.
       return;
@@ -139,11 +141,23 @@ async function settlePayment(tx: postgres.TransactionSql, f: Figures): Promise<v
   });
 }
 
+/**
+ * The internal event of a payout create that no provider accepted (never announced to the
+ * merchant: the refusal is no decision, and a retry routes it again): its reserve, posted
+ * before the first provider was asked, is released.
+ */
+export const PAYOUT_REFUSED = "payout.refused";
+
 interface ReserveRow {
   state: "none" | "reserved" | "consumed" | "released";
   currency: Currency | null;
   amount: string | null;
+  /** The operation version of the last reserve or release applied (text: a bigint). */
+  generation: string;
 }
+
+/** The operation version an event carries (0 when absent). */
+const version = (event: OperationEvent): bigint => BigInt(event.operation?.version ?? 0n);
 
 /** The operation and shop of an event, all a release needs. */
 interface PayoutRef {
@@ -168,17 +182,23 @@ async function lockReserve(tx: postgres.TransactionSql, f: PayoutRef): Promise<R
     insert into ledger.payout_reserves (operation_id, shop_id) values (${f.operationId}, ${f.shopId})
     on conflict do nothing`;
   const [row] = await tx<ReserveRow[]>`
-    select state, currency, amount from ledger.payout_reserves where operation_id = ${f.operationId} for update`;
+    select state, currency, amount, generation::text as generation
+    from ledger.payout_reserves where operation_id = ${f.operationId} for update`;
   if (!row) throw new Error(`payout reserve ${f.operationId} vanished`);
   return row;
 }
 
+type ReserveFigures = Pick<Figures, "operationId" | "shopId" | "settlementCurrency" | "settlement">;
+
 async function postReserve(
   tx: postgres.TransactionSql,
-  f: Pick<Figures, "operationId" | "shopId" | "settlementCurrency" | "settlement">,
+  f: ReserveFigures,
+  generation = 0n,
+  again = false,
 ): Promise<void> {
   await postTransfer(tx, {
-    key: `op:${f.operationId}:reserve`,
+    // A reserve after a refused create's release is a new transfer of its own.
+    key: again ? `op:${f.operationId}:reserve:${generation}` : `op:${f.operationId}:reserve`,
     kind: "payout_reserve",
     shopId: f.shopId,
     operationId: f.operationId,
@@ -189,25 +209,39 @@ async function postReserve(
   });
   await tx`
     update ledger.payout_reserves
-    set state = 'reserved', currency = ${f.settlementCurrency}, amount = ${f.settlement.toFixed()}::numeric, updated_at = now()
+    set state = 'reserved', currency = ${f.settlementCurrency}, amount = ${f.settlement.toFixed()}::numeric,
+      generation = greatest(generation, ${generation.toString()}::bigint), updated_at = now()
     where operation_id = ${f.operationId}`;
 }
 
 /**
- * A new payout reserves its total: available → reserved. Never after a release or
- * completion. The same posting is made by the `ReservePayout` RPC before the payout's
- * create answers, and by the `payout.pending` event: whichever comes second finds the
- * reserve made (state no longer `none`) and posts nothing, so there is one reserve per
- * payout. Answers whether this call posted it.
+ * A payout reserves its total: available → reserved. The `ReservePayout` RPC posts it
+ * before the payout's create asks its first provider, and the `payout.pending` event
+ * posts it if that did not happen: whichever comes second finds it `reserved` and posts
+ * nothing, so one reserve is held per payout. Never after a completion. After a release,
+ * only for a newer operation version than the release's (`generation`): a refused
+ * create's retry routes again under a newer version and reserves again, while a late or
+ * repeated reserve of an earlier version, or any reserve after a rejection or cancel
+ * (the newest version the payout ever has), posts nothing. Answers whether it posted.
  */
 export async function payoutPending(
   tx: postgres.TransactionSql,
-  f: Pick<Figures, "operationId" | "shopId" | "settlementCurrency" | "settlement">,
+  f: ReserveFigures & { generation: bigint },
 ): Promise<boolean> {
   const row = await lockReserve(tx, f);
-  if (row.state !== "none") return false;
-  await postReserve(tx, f);
-  return true;
+  if (row.state === "none") {
+    await postReserve(tx, f, f.generation);
+    return true;
+  }
+  if (row.state === "released" && f.generation > BigInt(row.generation)) {
+    await postReserve(tx, f, f.generation, true);
+    return true;
+  }
+  if (row.state === "reserved")
+    await tx`
+      update ledger.payout_reserves set generation = greatest(generation, ${f.generation.toString()}::bigint)
+      where operation_id = ${f.operationId}`;
+  return false;
 }
 
 /**
@@ -221,7 +255,7 @@ async function payoutCompleted(tx: postgres.TransactionSql, f: Figures, logger: 
   let row = await lockReserve(tx, f);
   if (row.state === "none") {
     await postReserve(tx, f);
-    row = { state: "reserved", currency: f.settlementCurrency, amount: f.settlement.toFixed() };
+    row = { ...row, state: "reserved", currency: f.settlementCurrency, amount: f.settlement.toFixed() };
   }
   if (row.state === "released") {
     logger.error(
@@ -257,13 +291,36 @@ async function payoutCompleted(tx: postgres.TransactionSql, f: Figures, logger: 
  * reserve yet the row is marked released all the same, so a late pending event posts
  * nothing.
  */
-async function payoutReleased(tx: postgres.TransactionSql, f: PayoutRef): Promise<void> {
+function payoutReleased(tx: postgres.TransactionSql, f: PayoutRef, generation: bigint): Promise<void> {
+  return release(tx, f, generation, `op:${f.operationId}:release`);
+}
+
+/**
+ * A payout create that no provider accepted returns the reserve it posted before asking
+ * (`payout.refused`, queued with the refusal in one transaction, so a process that dies
+ * right after the refusal still releases it). Once per refusal: a repeat, or a refusal
+ * older than the reserve a retry of it has posted since (a newer `generation`), does
+ * nothing; each refusal of a retried create releases that retry's reserve under a key of
+ * its own.
+ */
+async function payoutRefused(tx: postgres.TransactionSql, f: PayoutRef, generation: bigint): Promise<void> {
+  const row = await lockReserve(tx, f);
+  if (generation <= BigInt(row.generation) || row.state === "consumed") return;
+  await release(tx, f, generation, `op:${f.operationId}:release:${generation}`);
+}
+
+async function release(
+  tx: postgres.TransactionSql,
+  f: PayoutRef,
+  generation: bigint,
+  key: string,
+): Promise<void> {
   const row = await lockReserve(tx, f);
   if (row.state === "reserved" && row.currency && row.amount) {
     const amount = new Decimal(row.amount);
     const currency = row.currency;
     await postTransfer(tx, {
-      key: `op:${f.operationId}:release`,
+      key,
       kind: "payout_release",
       shopId: f.shopId,
       operationId: f.operationId,
@@ -273,7 +330,10 @@ async function payoutReleased(tx: postgres.TransactionSql, f: PayoutRef): Promis
       ],
     });
   }
-  if (row.state === "reserved" || row.state === "none") {
-    await tx`update ledger.payout_reserves set state = 'released', updated_at = now() where operation_id = ${f.operationId}`;
+  if (row.state !== "consumed") {
+    await tx`
+      update ledger.payout_reserves
+      set state = 'released', generation = greatest(generation, ${generation.toString()}::bigint), updated_at = now()
+      where operation_id = ${f.operationId}`;
   }
 }

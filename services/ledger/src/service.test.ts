@@ -316,7 +316,7 @@ describe("PostAdjustment", () => {
 
 describe("ReservePayout", () => {
   /** A payout's event as operations queues it: the total in settlement_amount. */
-  const payoutEvent = (shopId: string, operationId: string, type: string) =>
+  const payoutEvent = (shopId: string, operationId: string, type: string, version = 0n) =>
     create(OperationEventSchema, {
       eventId: randomUUID(),
       type,
@@ -331,10 +331,11 @@ describe("ReservePayout", () => {
         settlementCurrency: "RUB",
         settlementAmount: "1020.00",
         commissionAmount: "20.00",
+        version,
       },
     });
-  const apply = (shopId: string, operationId: string, type: string) =>
-    sql.begin((tx) => applyOperationEvent(tx, payoutEvent(shopId, operationId, type), silentLogger));
+  const apply = (shopId: string, operationId: string, type: string, version = 0n) =>
+    sql.begin((tx) => applyOperationEvent(tx, payoutEvent(shopId, operationId, type, version), silentLogger));
   const rub = async (shopId: string) =>
     (await ledger.getBalances({ shopId })).balances.find((b) => b.currency === "RUB");
 
@@ -360,6 +361,50 @@ describe("ReservePayout", () => {
     expect(await rub(shopId)).toMatchObject({ balance: "5000.00", reserved: "0.00" });
     expect(await ledger.reservePayout(request)).toEqual({ posted: false });
     expect(await rub(shopId)).toMatchObject({ balance: "5000.00", reserved: "0.00" });
+  });
+
+  it("releases a refused create's reserve once, reserves again for a retry's newer version, and ignores a late release or reserve of an older one", async () => {
+    const shopId = randomUUID();
+    const operationId = randomUUID();
+    const reserve = (operationVersion: bigint) =>
+      ledger.reservePayout(
+        create(ReservePayoutRequestSchema, {
+          shopId,
+          operationId,
+          settlementAmount: "1020.00",
+          settlementCurrency: "RUB",
+          operationVersion,
+        }),
+      );
+    const kinds = async () =>
+      (
+        await sql<{ kind: string }[]>`
+          select kind from ledger.transfers where operation_id = ${operationId} order by created_at, key`
+      ).map((t) => t.kind);
+    // Routing at version 1 reserves; nobody accepts (refused at version 3): released once,
+    // however often the event is delivered.
+    expect(await reserve(1n)).toEqual({ posted: true });
+    await apply(shopId, operationId, "payout.refused", 3n);
+    await apply(shopId, operationId, "payout.refused", 3n);
+    expect(await rub(shopId)).toMatchObject({ balance: "0.00", reserved: "0.00" });
+    // A late repeat of the first routing's reserve posts nothing.
+    expect(await reserve(1n)).toEqual({ posted: false });
+    // The retry routes at version 4 and reserves again; its second refusal (version 6)
+    // arrives only after a third routing (version 7) reserved: that refusal is older than
+    // the reserve held, so the reserve stays.
+    expect(await reserve(4n)).toEqual({ posted: true });
+    expect(await rub(shopId)).toMatchObject({ balance: "-1020.00", reserved: "1020.00" });
+    expect(await reserve(7n)).toEqual({ posted: false });
+    await apply(shopId, operationId, "payout.refused", 6n);
+    expect(await rub(shopId)).toMatchObject({ balance: "-1020.00", reserved: "1020.00" });
+    // Accepted this time: pending, then rejected by the provider, released once more.
+    await apply(shopId, operationId, "payout.pending", 8n);
+    await apply(shopId, operationId, "payout.rejected", 9n);
+    expect(await reserve(7n)).toEqual({ posted: false });
+    expect(await rub(shopId)).toMatchObject({ balance: "0.00", reserved: "0.00" });
+    expect(await kinds()).toEqual(["payout_reserve", "payout_release", "payout_reserve", "payout_release"]);
+    const rows = await sql`select 1 from ledger.payout_reserves where operation_id = ${operationId}`;
+    expect(rows).toHaveLength(1);
   });
 
   it("posts nothing when the pending event reserved first", async () => {

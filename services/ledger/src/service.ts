@@ -257,8 +257,8 @@ export class LedgerHandlers implements ServiceImpl<typeof LedgerService> {
   }
 
   /**
-   * Reserves a pending payout's total before its create answers (`payoutPending`, the
-   * same posting as the payout.pending event's, once per operation).
+   * Reserves a payout's total before its create asks any provider (`payoutPending`, the
+   * same posting as the payout.pending event's, once per operation and routing).
    * Errors: INVALID_ARGUMENT (validation_failed).
    */
   async reservePayout(req: ReservePayoutRequest) {
@@ -270,7 +270,15 @@ export class LedgerHandlers implements ServiceImpl<typeof LedgerService> {
     }
     const settlement = new Decimal(req.settlementAmount);
     const posted = await withRetry(() =>
-      this.#sql.begin((tx) => payoutPending(tx, { operationId, shopId, settlementCurrency, settlement })),
+      this.#sql.begin((tx) =>
+        payoutPending(tx, {
+          operationId,
+          shopId,
+          settlementCurrency,
+          settlement,
+          generation: req.operationVersion,
+        }),
+      ),
     );
     return { posted };
   }

@@ -5,8 +5,8 @@
  * lock orders concurrent changes of one payout, and the check constraints refuse any
  * state whose parts do not add up to the amount.
  *
- * Lock order: an admission locks one payout row and inserts a new slot; release, confirm
- * and the sweep lock the slot first and the payout second. No statement locks a slot
+ * Lock order: an admission locks one payout row and inserts a new slot; release and
+ * confirm lock the slot first and the payout second. No statement locks a slot
  * after a payout, so the two paths cannot deadlock on each other.
  */
 import { randomUUID } from "node:crypto";
@@ -405,46 +405,10 @@ export class PoolStore {
   }
 
   /**
-   * Releases reserved slots whose lifetime ended, at most `limit`, oldest expiry first.
-   * Rows another sweeper holds are skipped, so replicas share the work.
-   */
-  async expireSlots(limit: number): Promise<SlotRow[]> {
-    const sql = this.#sql;
-    const released = await retryDeadlocks(
-      () => sql<{ payin_id: string }[]>`
-        with due as (
-          select payin_id from matching.slots
-          where status = 'reserved' and expires_at <= now()
-          order by expires_at
-          limit ${limit}
-          for update skip locked
-        ), s as (
-          update matching.slots s set status = 'released', release_reason = 'expired', settled_at = now()
-          from due where s.payin_id = due.payin_id and s.status = 'reserved'
-          returning s.payin_id, s.payout_id, s.amount
-        ), per_payout as (
-          select payout_id, sum(amount) as amount from s group by payout_id
-        ), p as (
-          update matching.pool_payouts p
-          set free_amount = p.free_amount + per_payout.amount,
-              reserved_amount = p.reserved_amount - per_payout.amount,
-              version = p.version + 1
-          from per_payout where p.operation_id = per_payout.payout_id
-          returning p.operation_id
-        )
-        select s.payin_id from s join p on p.operation_id = s.payout_id`,
-    );
-    if (released.length === 0) return [];
-    return sql<SlotRow[]>`
-      select ${this.#slotColumns(sql)}
-      from matching.slots s join matching.pool_payouts p on p.operation_id = s.payout_id
-      where s.payin_id in ${sql(released.map((r) => r.payin_id))}`;
-  }
-
-  /**
    * Closes payouts whose window ended and that hold no reserved slot (a reserved slot
-   * may still be paid, so its payout waits until the slot is confirmed, released or
-   * expired). The free remainder moves to `handed_off_amount`, the payout becomes
+   * may still be paid, so its payout waits until the slot is confirmed or released: a
+   * slot ends only with its payment, which operations reports by ConfirmSlot or
+   * ReleaseSlot; its `expires_at` is the payment's window, never a release of its own). The free remainder moves to `handed_off_amount`, the payout becomes
    * `handed_off`, and a `pool_payout.handed_off` event with its contributions is queued
    * in the same transaction: operations sends the remainder to the next provider of the
    * payout route.

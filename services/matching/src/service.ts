@@ -234,10 +234,8 @@ export class MatchingHandlers implements ServiceImpl<typeof MatchingService> {
 
   async sweepPool(req: SweepPoolRequest) {
     const limit = req.limit > 0 && req.limit <= SWEEP_BATCH ? req.limit : SWEEP_BATCH;
-    const expired = await this.#store.expireSlots(limit);
     const closed = await this.#store.closeEndedWindows(limit);
     return {
-      expiredSlots: expired.map(slotMessage),
       closedPayouts: closed.map((c) => toPoolPayoutMessage(c.payout, c.contributions)),
     };
   }

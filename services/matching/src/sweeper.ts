@@ -3,10 +3,11 @@ import type { PoolStore } from "./pool.ts";
 import { SWEEP_BATCH } from "./service.ts";
 
 /**
- * The pool's background sweep: every interval it releases reserved slots whose lifetime
- * ended and closes payouts whose window ended (handing the remainder off). Each round is
- * one bounded batch of each; a full batch runs the next round at once. Replicas share the
- * work through `for update skip locked`.
+ * The pool's background sweep: every interval it closes payouts whose window ended and
+ * that hold no reserved slot (handing the remainder off). It never releases a slot: a
+ * slot lives as long as its payment, and operations releases it when the payment ends.
+ * Each round is one bounded batch; a full batch runs the next round at once. Replicas
+ * share the work through `for update skip locked`.
  */
 export class PoolSweeper {
   readonly #store: PoolStore;
@@ -43,11 +44,9 @@ export class PoolSweeper {
   /** One round; true when a batch was full and more work is likely waiting. */
   async #runRound(): Promise<boolean> {
     try {
-      const expired = await this.#store.expireSlots(SWEEP_BATCH);
       const closed = await this.#store.closeEndedWindows(SWEEP_BATCH);
-      if (expired.length > 0 || closed.length > 0)
-        this.#logger.info({ expiredSlots: expired.length, closedPayouts: closed.length }, "pool sweep");
-      return expired.length === SWEEP_BATCH || closed.length === SWEEP_BATCH;
+      if (closed.length > 0) this.#logger.info({ closedPayouts: closed.length }, "pool sweep");
+      return closed.length === SWEEP_BATCH;
     } catch (err) {
       this.#logger.error({ err }, "pool sweep failed");
       return false;

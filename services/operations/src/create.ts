@@ -17,6 +17,7 @@ import {
   ValidationError,
 } from "./lifecycle/errors.ts";
 import { type OperationRow, TERMINAL, toOperation } from "./model.ts";
+import { recordRefusedPayout, reserveBeforeRouting } from "./payout-reserve.ts";
 import { afterRecord, POOL_PROVIDER, type PoolDeps, poolAnswer, SELF_MATCHING } from "./pool.ts";
 import { applyProviderResult } from "./provider-results.ts";
 import type { OperationPatch, OperationStore } from "./store.ts";
@@ -382,7 +383,9 @@ type Accepted = {
 
 /**
  * Tries the providers in order, from where the last driver stopped (`routing_passed`,
- * `routing_unresolved`); records the outcome.
+ * `routing_unresolved`); records the outcome. A payout's reserve is posted before any
+ * provider is asked (`reserveBeforeRouting`), and its refusal releases it
+ * (`recordRefusedPayout`).
  *
  * A provider's `unknown` answer (timeout, reset, 5xx, unreadable) is never taken for a
  * decline. For a payout the provider is asked its status, with backoff, until it answers
@@ -407,6 +410,8 @@ async function route(
 ): Promise<OperationRow> {
   let row = claimed;
   let accepted: Accepted | undefined;
+  // A payout's reserve is on the balance before any provider can pay it out.
+  if (row.type === "payout") await reserveBeforeRouting(deps, row, signal);
   if (row.routing_unresolved !== null) {
     const name = row.routing_unresolved;
     const provider = providers[names.indexOf(name)] ?? (await deps.store.provider(name));
@@ -506,7 +511,6 @@ async function route(
   }
   const recorded = await record(deps, row, accepted);
   if (accepted?.provider === POOL_PROVIDER && deps.pool) await afterRecord(deps.pool, recorded);
-  if (recorded.type === "payout" && recorded.status === "pending") await reserve(deps, recorded, signal);
   if (accepted?.result && recorded.provider === accepted.provider.name) {
     const result = accepted.result;
     const provider = accepted.provider.name;
@@ -514,33 +518,6 @@ async function route(
     return (await deps.store.findAnyById(recorded.id)) ?? recorded;
   }
   return recorded;
-}
-
-/**
- * Puts a pending payout's reserve on the balance before the create answers (the spec:
- * "Reserving a payout debits balance and credits reserved at once"). The ledger posts it
- * once per operation, so the payout.pending event finds it done. Should the ledger not
- * answer, the payout is pending at its provider all the same: the event's posting makes
- * the reserve a little later, and the create is not failed for it.
- */
-async function reserve(deps: CreateDeps, payout: OperationRow, signal: AbortSignal): Promise<void> {
-  const figures = toOperation(payout);
-  try {
-    await deps.ledger.reservePayout(
-      {
-        shopId: payout.shop_id,
-        operationId: payout.id,
-        settlementAmount: figures.settlementAmount ?? "",
-        settlementCurrency: figures.settlementCurrency ?? "",
-      },
-      { signal, timeoutMs: deps.attemptTimeoutMs },
-    );
-  } catch (err) {
-    deps.logger.warn(
-      { operationId: payout.id, err: String(err) },
-      "payout reserve not posted before the answer; the payout.pending event posts it",
-    );
-  }
 }
 
 /** A payout a provider was found holding by the status question: accepted by it. */
@@ -628,11 +605,12 @@ async function record(
         { emit: true },
       );
     } else if (!accepted) {
-      next = await deps.store.transition(
-        current,
-        { status: "rejected", routing_deadline: null },
-        { emit: false },
-      );
+      const patch: OperationPatch = { status: "rejected", routing_deadline: null };
+      // A refused payout's reserve is released by its internal event, queued with it.
+      next =
+        current.type === "payout"
+          ? await recordRefusedPayout(deps.store, current, patch)
+          : await deps.store.transition(current, patch, { emit: false });
       if (next) throw notAccepted();
     } else {
       const { provider, answer } = accepted;

@@ -6,11 +6,16 @@ import { eventType, type OperationRow, toOperation } from "./model.ts";
 
 /**
  * The outbox row announcing a row's current state, published on
- * `<prefix>.operations.<type>.<status>`. Terminal events carry the receipts.
+ * `<prefix>.operations.<type>.<status>`, or under an internal `type` that names no status
+ * (`payout.refused`). Terminal events carry the receipts.
  */
-export function operationEvent(prefix: string, row: OperationRow, receipts: ReceiptItem[] = []): OutboxRow {
+export function operationEvent(
+  prefix: string,
+  row: OperationRow,
+  receipts: ReceiptItem[] = [],
+  type = eventType(row),
+): OutboxRow {
   const id = uuidv7();
-  const type = eventType(row);
   const event = create(OperationEventSchema, {
     eventId: id,
     type,

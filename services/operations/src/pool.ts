@@ -121,8 +121,8 @@ export async function poolAnswer(
 /**
  * After the routing outcome of an operation the pool accepted was recorded: a payout now
  * `pending` goes into the pool; a payin whose create lost to a cancel frees its slot.
- * Failures are logged: the reconciler retries the payout's `AddPayout`, and the slot ends
- * with its lifetime in any case.
+ * Failures are logged: the payout's `payout.pending` event (and the reconciler) retries its
+ * `AddPayout`, and the `payment.cancelled` event releases the slot.
  */
 export async function afterRecord(pool: PoolDeps, row: OperationRow): Promise<void> {
   try {
@@ -175,23 +175,32 @@ export async function releaseSlot(
 
 /**
  * A pool payin completed (receipt accepted, operator approval): its slot becomes a
- * contribution of the payout with the payin's actual amount, and a payout whose
- * contributions reach its amount completes now. Idempotent; the consumer calls it for
- * every `payment.completed` of a pooled payin, and the receipt flow may call it directly.
+ * contribution of the payout, and a payout whose contributions reach its amount completes
+ * now. The slot is still reserved (matching never ends a slot while its payment lives),
+ * so this settles it. An overpayment settles the slot for the slot's amount (the payin's
+ * expected amount) and records the excess as a `slot_refused` provider fact, booked on
+ * suspense: the payer's extra money reached the payout's recipient, and no payout takes
+ * it. A slot that cannot be settled at all is such a fact for the whole amount. Idempotent;
+ * the consumer calls it for every `payment.completed` of a pooled payin, and the receipt
+ * flow may call it directly.
  */
 export async function onPayinCompleted(pool: PoolDeps, row: OperationRow): Promise<void> {
   if (!isPooled(row) || row.type !== "payment" || row.status !== "completed") return;
+  const actual = new Decimal(row.actual_amount);
+  const slotAmount = new Decimal(row.expected_amount ?? row.actual_amount);
+  const excess = actual.minus(slotAmount);
   try {
     const res = await pool.matching.confirmSlot(
-      { payinId: row.id, actualAmount: new Decimal(row.actual_amount).toFixed(2) },
+      { payinId: row.id, actualAmount: Decimal.min(actual, slotAmount).toFixed(2) },
       { timeoutMs: MATCHING_TIMEOUT_MS },
     );
+    if (excess.gt(0)) await pool.store.sql.begin((tx) => recordSlotRefused(pool, tx, row, "excess", excess));
     if (res.payoutCompleted && res.payout) await completePayout(pool, res.payout);
   } catch (err) {
     const code = matchingRefusal(err);
     if (code) {
-      // Money arrived that the pool cannot account for (the slot expired first, or more
-      // than the payout can take): recorded and booked for an operator.
+      // Money arrived that the pool cannot account for (its slot was released when the
+      // payment ended, before this completion): recorded and booked for an operator.
       await pool.store.sql.begin((tx) => recordSlotRefused(pool, tx, row, code));
       return;
     }
@@ -301,13 +310,18 @@ export async function nobodyTookIt(
 
 const TERMINAL_PAYMENT_EVENTS = new Set(["payment.completed", "payment.rejected", "payment.cancelled"]);
 
+const ROUTED_PAYMENT_EVENTS = new Set(["payment.pending", "payment.awaiting_confirmation"]);
+
 /** What the consumer does with one operation event of a pooled payin. */
 async function onPaymentEvent(pool: PoolDeps, tx: postgres.TransactionSql, event: OperationEvent) {
-  if (!TERMINAL_PAYMENT_EVENTS.has(event.type)) return;
+  const routed = ROUTED_PAYMENT_EVENTS.has(event.type);
+  if (!routed && !TERMINAL_PAYMENT_EVENTS.has(event.type)) return;
   const id = event.operation?.operationId;
   if (!id) return;
   const row = await pool.store.findAnyById(id, tx);
-  if (!row || !isPooled(row) || row.type !== "payment") return;
+  if (row?.type !== "payment") return;
+  if (routed && !isPooled(row)) return releaseSlotNotTaken(pool, row);
+  if (!isPooled(row)) return;
   switch (row.status) {
     case "completed":
       return onPayinCompleted(pool, row);
@@ -320,6 +334,17 @@ async function onPaymentEvent(pool: PoolDeps, tx: postgres.TransactionSql, event
     default:
       return;
   }
+}
+
+/**
+ * A payin a provider after the pool took: a slot the pool may still hold for it (its
+ * Admit answered too late, say) is released, since its requisites were never shown.
+ * Matching never ends a slot on its own, so nobody else would.
+ */
+async function releaseSlotNotTaken(pool: PoolDeps, row: OperationRow): Promise<void> {
+  const routing = await pool.store.routeWithProviders(row.shop_id, row.method ?? "", "payin");
+  if (!routing?.names.includes(SELF_MATCHING)) return;
+  await releaseSlot(pool, row.id, "rejected");
 }
 
 type ConsumerSql = Parameters<typeof runConsumer>[0]["sql"];
@@ -352,7 +377,8 @@ export function poolConsumers(pool: PoolDeps) {
     handle: (tx, event) => enterPool(pool, tx, event),
   };
   // One filter subject each (the NATS servers we meet may predate `filter_subjects`); the
-  // payins handler looks at terminal payment events only.
+  // payins handler looks at terminal payment events, and at the first event of a payin
+  // another provider took (to free a slot the pool may hold for it).
   return {
     payins: { applier: payins, subjects: ["operations.payment.>"] },
     payouts: { applier: payouts, subjects: ["matching.pool_payout.>"] },

@@ -402,15 +402,17 @@ export function recordReceiptFact(
 }
 
 /**
- * A completed pool payin whose slot its payout could no longer take (released first, or
- * more than the payout can take): the payer's money reached the payout's recipient and no
- * payout accounts for it, so it is booked as money gone out (`payout` direction).
+ * A completed pool payin whose slot its payout could no longer take (released first) or
+ * took only in part (an overpayment: `amount` is the excess over the slot): the payer's
+ * money reached the payout's recipient and no payout accounts for it, so it is booked as
+ * money gone out (`payout` direction).
  */
 export function recordSlotRefused(
   deps: { store: { prefix: string }; logger: Logger },
   tx: Tx,
   row: OperationRow,
   code: string,
+  amount: Decimal = new Decimal(row.actual_amount),
 ): Promise<boolean> {
   return recordProviderFact(deps, tx, {
     provider: POOL,
@@ -419,7 +421,7 @@ export function recordSlotRefused(
     kind: "slot_refused",
     providerStatus: "completed",
     legs: [],
-    amount: new Decimal(row.actual_amount),
+    amount,
     sourceKey: `slot:${code}`,
     direction: "payout",
   });

@@ -222,7 +222,7 @@ describe("a retried create that no provider accepted", () => {
     expect((await eventsOf(id)).map((e) => e.type)).toEqual(["payment.cancelled"]);
   });
 
-  it("a payout whose provider answers 5xx stays unresolved with no reserve until that provider answers; never received, it is refused, and the retry routes it with its total reserved once", async () => {
+  it("a payout whose provider answers 5xx stays unresolved, its total reserved, until that provider answers; never received, it is refused (the reserve released), and the retry routes it with its total reserved again", async () => {
     const provider = await flakyProvider();
     const shop = await h.shop([provider.name], { percent: "1", fixed: "0" });
     const req = request(shop, { type: "payout", number: "4111111111111111", amount: "500.00" });
@@ -237,7 +237,8 @@ describe("a retried create that no provider accepted", () => {
       status: "routing",
       routing_unresolved: provider.name,
     });
-    expect(await balance()).toMatchObject({ balance: "0.00", reserved: "0.00" });
+    // The reserve was posted before the provider was asked, and stays while unresolved.
+    expect(await balance()).toMatchObject({ balance: "-505.00", reserved: "505.00" });
     expect(await eventsOf(id)).toEqual([]);
 
     // Once up, the provider says it never received the payout: the retry that takes the
@@ -255,13 +256,18 @@ describe("a retried create that no provider accepted", () => {
     expect(answers).toContain("no_provider_accepted");
     expect(answers.every((a) => a === "dependency_unavailable" || a === "no_provider_accepted")).toBe(true);
     expect(retry?.operation).toMatchObject({ operationId: id, status: "pending", commissionAmount: "5.00" });
-    expect((await eventsOf(id)).map((e) => e.type)).toEqual(["payout.pending"]);
-    // The payout's total (amount + 1 %) is reserved before the create answered, once.
+    // The refusal's internal event (released the reserve), then the retry's pending.
+    expect((await eventsOf(id)).map((e) => e.type)).toEqual(["payout.refused", "payout.pending"]);
+    // The payout's total (amount + 1 %) is reserved before any provider was asked, once.
     expect(await balance()).toMatchObject({ balance: "-505.00", reserved: "505.00" });
 
     const settled = await h.settle(id, { legs: ["500.00"] });
     expect(settled.ok).toBe(true);
     await eventually(balance, (b) => expect(b).toMatchObject({ balance: "-505.00", reserved: "0.00" }));
-    expect((await eventsOf(id)).map((e) => e.type)).toEqual(["payout.pending", "payout.completed"]);
+    expect((await eventsOf(id)).map((e) => e.type)).toEqual([
+      "payout.refused",
+      "payout.pending",
+      "payout.completed",
+    ]);
   }, 40_000);
 });

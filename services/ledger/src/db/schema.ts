@@ -1,6 +1,7 @@
 import { deadLetterTable, inboxTable, outboxTable } from "@gw/db";
 import { sql } from "drizzle-orm";
 import {
+  bigint,
   bigserial,
   check,
   foreignKey,
@@ -135,9 +136,11 @@ export const fxRates = ledger.table(
 
 /**
  * The reserve of one payout and where it stands: `none` (row created to take the lock,
- * nothing posted), `reserved`, `consumed` (the payout completed) or `released` (rejected
- * or cancelled; a reserve arriving later is never posted). The row lock serialises the
- * events of one payout across consumer replicas.
+ * nothing posted), `reserved`, `consumed` (the payout completed) or `released` (rejected,
+ * cancelled, or a create no provider accepted). The row lock serialises the events of one
+ * payout across consumer replicas. `generation` is the operation version of the last
+ * reserve or release applied: a reserve after a release posts again only for a newer
+ * version (a retried refused create routes again), so a late or repeated one never does.
  */
 export const payoutReserves = ledger.table(
   "payout_reserves",
@@ -147,6 +150,7 @@ export const payoutReserves = ledger.table(
     state: text("state").notNull().default("none"),
     currency: text("currency"),
     amount: numeric("amount"),
+    generation: bigint("generation", { mode: "number" }).notNull().default(0),
     updatedAt: timestamp("updated_at", { withTimezone: true }).notNull().defaultNow(),
   },
   (t) => [check("payout_reserves_state", sql`${t.state} in ('none', 'reserved', 'consumed', 'released')`)],

@@ -425,6 +425,14 @@ export declare type ReservePayoutRequest = Message<"gateway.ledger.v1.ReservePay
    * @generated from field: string settlement_currency = 4;
    */
   settlementCurrency: string;
+
+  /**
+   * The operation's version when its routing starts: orders this reserve against the
+   * release of an earlier refusal of the same create (the payout.refused event's version).
+   *
+   * @generated from field: int64 operation_version = 5;
+   */
+  operationVersion: bigint;
 };
 
 /**
@@ -438,7 +446,8 @@ export declare const ReservePayoutRequestSchema: GenMessage<ReservePayoutRequest
  */
 export declare type ReservePayoutResponse = Message<"gateway.ledger.v1.ReservePayoutResponse"> & {
   /**
-   * False when the reserve was posted before, or the payout was already released or completed.
+   * False when the reserve was posted before, or the payout completed, or was released at
+   * this or a newer operation_version.
    *
    * @generated from field: bool posted = 1;
    */
@@ -517,10 +526,11 @@ export declare const LedgerService: GenService<{
     output: typeof PostAdjustmentResponseSchema;
   },
   /**
-   * Reserves a pending payout's total (available -> reserved) before its create answers,
-   * once per operation: the payout.pending event's posting is the same one and finds it
-   * done, and a payout already released or completed is left alone. Errors:
-   * INVALID_ARGUMENT (validation_failed).
+   * Reserves a payout's total (available -> reserved) before its create asks the first
+   * provider, once per operation: the payout.pending event's posting is the same one and
+   * finds it done, and a payout completed, or released at this or a newer
+   * operation_version, is left alone (a refused create's retry reserves again under its
+   * newer version). Errors: INVALID_ARGUMENT (validation_failed).
    *
    * @generated from rpc gateway.ledger.v1.LedgerService.ReservePayout
    */

@@ -326,7 +326,8 @@ export declare type Slot = Message<"gateway.matching.v1.Slot"> & {
   status: string;
 
   /**
-   * End of the slot's lifetime: the payin's `expires_at`.
+   * The payin's payable window (its `expires_at`). Matching never releases a slot at
+   * this time: operations releases it (`expired`) when the payment itself expires.
    *
    * @generated from field: string expires_at = 5;
    */
@@ -579,13 +580,6 @@ export declare const SweepPoolRequestSchema: GenMessage<SweepPoolRequest>;
  * @generated from message gateway.matching.v1.SweepPoolResponse
  */
 export declare type SweepPoolResponse = Message<"gateway.matching.v1.SweepPoolResponse"> & {
-  /**
-   * Slots released because their lifetime ended.
-   *
-   * @generated from field: repeated gateway.matching.v1.Slot expired_slots = 1;
-   */
-  expiredSlots: Slot[];
-
   /**
    * Payouts closed because their window ended (handed_off, or completed).
    *
@@ -968,9 +962,9 @@ export declare const MatchingService: GenService<{
     output: typeof GetPoolPayoutResponseSchema;
   },
   /**
-   * Runs one round of the sweep now (the service also runs it on a timer): releases
-   * reserved slots past expires_at, and closes payouts whose window ended and that hold
-   * no reserved slot. Each closed payout is answered and also published as a
+   * Runs one round of the sweep now (the service also runs it on a timer): closes payouts
+   * whose window ended and that hold no reserved slot. It never releases a slot: a slot
+   * lives as long as its payment, and only ReleaseSlot or ConfirmSlot end it. Each closed payout is answered and also published as a
    * PoolPayoutEvent. Bounded: at most `limit` of each (default and maximum 500).
    *
    * @generated from rpc gateway.matching.v1.MatchingService.SweepPool

@@ -1,0 +1,1 @@
+ALTER TABLE "ledger"."payout_reserves" ADD COLUMN "generation" bigint DEFAULT 0 NOT NULL;

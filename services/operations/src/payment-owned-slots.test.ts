@@ -1,0 +1,209 @@
+import { randomUUID } from "node:crypto";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { operationIdFor } from "./create.ts";
+import { SELF_MATCHING } from "./pool.ts";
+import { listProviderFacts } from "./provider-facts.ts";
+import { eventually, type OperationsHarness, startHarness } from "./test-support.ts";
+
+// A pool slot lives as long as its payment: matching never ends it on its own clock, so a
+// payment that completes always settles it, and an overpayment settles the slot for its
+// amount and books only the excess on suspense. Real ledger, matching, receipts and
+// sandbox services; amounts are unique per test (the pool is shared).
+
+let h: OperationsHarness;
+
+beforeAll(async () => {
+  h = await startHarness({
+    budgetMs: 3_000,
+    attemptTimeoutMs: 1_000,
+    config: { POOL_WINDOW_MS: "600000", POOL_SLOT_LIFETIME_MS: "600000" },
+    // Matching sweeps every 100 ms: a slot it still expired on its own clock would be gone
+    // within the pauses below.
+    matchingConfig: { POOL_SWEEP_INTERVAL_MS: "100" },
+  });
+});
+afterAll(() => h?.stop());
+
+async function shop(route: string[]) {
+  const shopId = randomUUID();
+  const merchantId = randomUUID();
+  for (const method of ["WT_RUB_C2C", "WT_RUB_PHONE"]) {
+    await h.operations.putRoute({ shopId, method, payin: route, payout: route, settlementCurrency: "RUB" });
+    const tier = { minAmount: "0.01", maxAmount: "10000000.00", percent: "0", fixed: "0" };
+    await h.ledger.putPricing({ shopId, method, payin: [tier], payout: [tier] });
+  }
+  return { shopId, merchantId };
+}
+type Shop = Awaited<ReturnType<typeof shop>>;
+
+const payment = (s: Shop, amount: string) =>
+  h.operations.createOperation({
+    scope: s,
+    type: "payment",
+    merchantOperationId: `pay-${randomUUID()}`,
+    clientId: "payer",
+    method: "WT_RUB_C2C",
+    amount,
+    currency: "RUB",
+  });
+
+const payout = (s: Shop, amount: string, mop = `out-${randomUUID()}`) =>
+  h.operations.createOperation({
+    scope: s,
+    type: "payout",
+    merchantOperationId: mop,
+    clientId: "payee",
+    method: "WT_RUB_C2C",
+    amount,
+    currency: "RUB",
+    number: "2200111122223333",
+    name: "Pool Payee",
+  });
+
+const row = async (id: string) => {
+  const r = await h.store.findAnyById(id);
+  if (!r) throw new Error(`no operation ${id}`);
+  return r;
+};
+
+/** What the receipt flow does when a receipt proves a payment: a leg and `completed` with its event. */
+async function completeByReceipt(operationId: string, amount: string) {
+  const before = await row(operationId);
+  await h.store.sql`
+    insert into operations.legs (id, operation_id, provider, provider_leg_id, amount, completed_at)
+    values (${randomUUID()}, ${before.id}, ${SELF_MATCHING}, ${`receipt:${randomUUID()}`}, ${amount}, now())`;
+  const next = await h.store.transition(
+    before,
+    { status: "completed", actual_amount: amount },
+    { emit: true },
+  );
+  if (!next) throw new Error("row changed");
+}
+
+const slotStatus = async (payinId: string) => {
+  const [s] = await h.store.sql<
+    { status: string }[]
+  >`select status from matching.slots where payin_id = ${payinId}`;
+  return s?.status;
+};
+
+const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+describe("a pool slot lives as long as its payment", () => {
+  it("is never released by matching while its payment awaits a receipt or is in manual check, so completing the payment settles the slot and the payout", async () => {
+    const merchant = await shop([SELF_MATCHING]);
+    const cases = [
+      { amount: "701.37", status: "awaiting_confirmation" as const },
+      { amount: "702.41", status: "manual_check" as const },
+    ];
+    const pairs: { out: string; pay: string }[] = [];
+    for (const c of cases) {
+      const out = (await payout(merchant, c.amount)).operation?.operationId ?? "";
+      await eventually(
+        () => h.matching.getPoolPayout({ operationId: out }).catch(() => undefined),
+        (p) => expect(p?.payout?.freeAmount).toBe(c.amount),
+      );
+      const pay = (await payment(merchant, c.amount)).operation;
+      expect(pay?.status).toBe("awaiting_confirmation");
+      const id = pay?.operationId ?? "";
+      if (c.status === "manual_check") {
+        const moved = await h.store.transition(await row(id), { status: "manual_check" }, { emit: true });
+        expect(moved?.status).toBe("manual_check");
+      }
+      // The slot's own expiry passes while the payment is alive (its payable window is the
+      // payment's: operations ends the slot when the payment itself expires).
+      await h.store
+        .sql`update matching.slots set expires_at = now() - interval '1 second' where payin_id = ${id}`;
+      pairs.push({ out, pay: id });
+    }
+    // Several sweeps of matching pass.
+    await pause(1_000);
+    for (const { out, pay } of pairs) {
+      expect(await slotStatus(pay)).toBe("reserved");
+      expect((await row(pay)).status).not.toBe("rejected");
+      await completeByReceipt(pay, (await row(pay)).expected_amount ?? "");
+      await eventually(
+        () => row(out),
+        (r) => expect(r).toMatchObject({ status: "completed", actual_amount: r.expected_amount }),
+      );
+      expect(await slotStatus(pay)).toBe("confirmed");
+    }
+    const facts = await listProviderFacts(h.store.sql, { limit: 500 });
+    expect(facts.filter((f) => pairs.some((p) => p.pay === f.operationId))).toEqual([]);
+  });
+
+  it("settles the slot for its amount when the payer paid more, and records only the excess as a provider fact booked on suspense", async () => {
+    const merchant = await shop([SELF_MATCHING]);
+    const out = (await payout(merchant, "812.34")).operation?.operationId ?? "";
+    await eventually(
+      () => h.matching.getPoolPayout({ operationId: out }).catch(() => undefined),
+      (p) => expect(p?.payout?.freeAmount).toBe("812.34"),
+    );
+    const pay = (await payment(merchant, "812.34")).operation?.operationId ?? "";
+    await completeByReceipt(pay, "900.00");
+    await eventually(
+      () => row(out),
+      (r) => expect(r).toMatchObject({ status: "completed", actual_amount: "812.34" }),
+    );
+    const pooled = (await h.matching.getPoolPayout({ operationId: out })).payout;
+    expect(pooled?.contributions.map((c) => [c.payinId, c.amount])).toEqual([[pay, "812.34"]]);
+    const facts = await eventually(
+      async () => (await listProviderFacts(h.store.sql, { limit: 500 })).filter((f) => f.operationId === pay),
+      (f) => expect(f).toHaveLength(1),
+    );
+    expect(facts[0]).toMatchObject({
+      kind: "slot_refused",
+      direction: "payout",
+      amount: "87.66",
+      currency: "RUB",
+      status: "open",
+    });
+    // The ledger books the excess on the payin shop's suspense account.
+    await eventually(
+      () => h.store.sql<{ kind: string }[]>`
+        select t.kind from ledger.transfers t where t.operation_id = ${pay} and t.kind like 'provider_fact%'`,
+      (t) => expect(t).toHaveLength(1),
+    );
+  });
+
+  it("is released when another provider of the route took its payin (an Admit answered too late), since nothing else would end it", async () => {
+    const name = `acme-${randomUUID().slice(0, 8)}`;
+    await h.provider(name, { mode: "accept", expires_in_seconds: 900 }, { mode: "accept" });
+    const merchant = await shop([SELF_MATCHING, name]);
+    const out = (await payout(merchant, "733.19")).operation?.operationId ?? "";
+    await eventually(
+      () => h.matching.getPoolPayout({ operationId: out }).catch(() => undefined),
+      (p) => expect(p?.payout?.freeAmount).toBe("733.19"),
+    );
+    // The pool admitted the payin, but the create never saw the answer and went on (here:
+    // the create asks the pool for another amount, which it cannot take, so the next
+    // provider takes the payment).
+    const mop = `pay-${randomUUID()}`;
+    const id = operationIdFor(merchant.shopId, mop);
+    await h.matching.admit({
+      payinId: id,
+      shopId: merchant.shopId,
+      method: "WT_RUB_C2C",
+      currency: "RUB",
+      amount: "733.19",
+      slotLifetimeMs: 600_000n,
+    });
+    const pay = await h.operations.createOperation({
+      scope: merchant,
+      type: "payment",
+      merchantOperationId: mop,
+      clientId: "payer",
+      method: "WT_RUB_C2C",
+      amount: "733.20",
+      currency: "RUB",
+    });
+    expect(pay.operation).toMatchObject({ operationId: id, status: "pending" });
+    expect((await row(id)).provider).toBe(name);
+    await eventually(
+      () => slotStatus(id),
+      (s) => expect(s).toBe("released"),
+    );
+    const freed = await h.matching.getPoolPayout({ operationId: out });
+    expect(freed.payout).toMatchObject({ freeAmount: "733.19", reservedAmount: "0.00" });
+  });
+});
