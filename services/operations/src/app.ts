@@ -18,7 +18,7 @@ import { nobodyTookIt, type PoolDeps, poolConsumers, SELF_MATCHING, startPoolCon
 import { reportOpenProviderFacts } from "./provider-facts.ts";
 import { ProviderFactsHandlers } from "./provider-facts-handlers.ts";
 import { Reconciler, reconcilerOptions } from "./reconciler.ts";
-import { OperationStore } from "./store.ts";
+import { OperationStore } from "./repository/operations.ts";
 import { quietPeriodMs } from "./unknown-outcome.ts";
 import { startWithdrawalConsumer, WithdrawalDriver, withdrawalApplier } from "./withdrawals.ts";
 

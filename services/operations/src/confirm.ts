@@ -22,7 +22,7 @@ import {
 import { isTerminal, type LegRow, type OperationRow, toOperation } from "./model.ts";
 import { recordReceiptFact } from "./provider-facts.ts";
 import { receiptsOf } from "./receipts-of.ts";
-import type { OperationStore } from "./store.ts";
+import type { OperationStore } from "./repository/operations.ts";
 
 /**
  * Receipt confirmation: a payer's receipt goes to the receipts service, whose verdict

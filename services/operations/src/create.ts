@@ -12,7 +12,7 @@ import type { Connector, ProviderAnswer, ProviderConfig, ProviderResult } from "
 import { type OperationRow, TERMINAL, toOperation } from "./model.ts";
 import { afterRecord, POOL_PROVIDER, type PoolDeps, poolAnswer, SELF_MATCHING } from "./pool.ts";
 import { applyProviderResult } from "./provider-results.ts";
-import type { OperationPatch, OperationStore } from "./store.ts";
+import type { OperationPatch, OperationStore } from "./repository/operations.ts";
 import { quietPeriodMs, resolveUnknown, withdrawPassedOver } from "./unknown-outcome.ts";
 
 /** Namespace of operation ids derived from (shop, merchant_operation_id). */

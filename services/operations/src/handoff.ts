@@ -5,7 +5,7 @@ import type postgres from "postgres";
 import type { Connector } from "./connectors/connector.ts";
 import { isTerminal, type OperationRow } from "./model.ts";
 import { NotifiedLoop } from "./notified-loop.ts";
-import type { OperationStore } from "./store.ts";
+import type { OperationStore } from "./repository/operations.ts";
 
 /**
  * The hand-off of a pool payout's remainder, driven outside any transaction. See

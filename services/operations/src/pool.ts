@@ -23,7 +23,7 @@ import { recordHandOff } from "./handoff.ts";
 import { isTerminal, type OperationRow } from "./model.ts";
 import { recordSlotRefused } from "./provider-facts.ts";
 import { receiptsOf } from "./receipts-of.ts";
-import type { OperationStore } from "./store.ts";
+import type { OperationStore } from "./repository/operations.ts";
 
 /**
  * The self-matching pool as a route entry. Operations owns every state change of the

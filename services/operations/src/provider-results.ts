@@ -7,7 +7,7 @@ import type { ProviderLeg, ProviderResult } from "./connectors/connector.ts";
 import { isTerminal, type OperationRow } from "./model.ts";
 import { recordProviderFact } from "./provider-facts.ts";
 import { receiptsOf } from "./receipts-of.ts";
-import type { OperationStore } from "./store.ts";
+import type { OperationStore } from "./repository/operations.ts";
 
 /** What `applyProviderResult` did. */
 export type ApplyOutcome = "applied" | "already_terminal" | "not_routed";

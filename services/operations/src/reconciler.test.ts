@@ -6,7 +6,7 @@ import { errorInfo } from "@gw/rpc";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { operationIdFor } from "./create.ts";
 import { stuckOperations } from "./reconciler.ts";
-import type { ReconcileRow } from "./store.ts";
+import type { ReconcileRow } from "./repository/operations.ts";
 import { eventually, insertAbandonedRouting, type OperationsHarness, startHarness } from "./test-support.ts";
 
 let h: OperationsHarness;

@@ -7,7 +7,7 @@ import { type CreateDeps, ROUTING_GRACE_MS, reroute } from "./create.ts";
 import { isTerminal } from "./model.ts";
 import { type PoolDeps, reconcilePooled, SELF_MATCHING } from "./pool.ts";
 import { applyProviderResult } from "./provider-results.ts";
-import { NON_TERMINAL, type ReconcileRow } from "./store.ts";
+import { NON_TERMINAL, type ReconcileRow } from "./repository/operations.ts";
 
 /**
  * Operations non-terminal for longer than `RECONCILE_ALERT_AFTER_MS`, per status. Every

@@ -9,7 +9,7 @@ import {
   NotCancellableError,
 } from "./lifecycle/errors.ts";
 import type { OperationRow } from "./model.ts";
-import { OperationStore } from "./store.ts";
+import { OperationStore } from "./repository/operations.ts";
 
 const migrationsFolder = fileURLToPath(new URL("../drizzle", import.meta.url));
 

@@ -23,7 +23,7 @@ import { configSchema, type OperationsConfig } from "./config.ts";
 import { connectorFor } from "./connectors/index.ts";
 import { operationIdFor, parseCreate, requestHash } from "./create.ts";
 import { Reconciler, type ReconcilerOptions, reconcilerOptions } from "./reconciler.ts";
-import { OperationStore } from "./store.ts";
+import { OperationStore } from "./repository/operations.ts";
 
 /** The receipts service's link secret in the harness. */
 export const RECEIPT_URL_SECRET = "operations-test-receipt-url-secret-0123456789";

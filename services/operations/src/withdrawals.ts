@@ -13,7 +13,7 @@ import type postgres from "postgres";
 import type { Connector } from "./connectors/connector.ts";
 import { NotifiedLoop } from "./notified-loop.ts";
 import { applyProviderResult } from "./provider-results.ts";
-import type { OperationStore } from "./store.ts";
+import type { OperationStore } from "./repository/operations.ts";
 
 /**
  * Cancel reaches the provider (docs/architecture.md, "Cancel and the race against

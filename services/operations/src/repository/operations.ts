@@ -4,13 +4,13 @@ import { eventHeaders } from "@gw/events";
 import { Decimal } from "@gw/money";
 import type { ReceiptItem } from "@gw/proto/gateway/operations/v1/operations_pb";
 import type postgres from "postgres";
-import type { ProviderConfig } from "./connectors/connector.ts";
-import { operationEvent } from "./events.ts";
-import { type Applied, apply, type Fact, stateOf } from "./lifecycle/apply.ts";
-import { isDomainError, LegsDisagreeError, LifecycleViolationError } from "./lifecycle/errors.ts";
-import { allowsState } from "./lifecycle/table.ts";
-import type { LegRow, OperationRow, ReconcileRow } from "./model.ts";
-import { receiptsOf } from "./receipts-of.ts";
+import type { ProviderConfig } from "../connectors/connector.ts";
+import { operationEvent } from "../events.ts";
+import { type Applied, apply, type Fact, stateOf } from "../lifecycle/apply.ts";
+import { isDomainError, LegsDisagreeError, LifecycleViolationError } from "../lifecycle/errors.ts";
+import { allowsState } from "../lifecycle/table.ts";
+import type { LegRow, OperationRow, ReconcileRow } from "../model.ts";
+import { receiptsOf } from "../receipts-of.ts";
 
 export type { LegRow, ReconcileRow };
 
