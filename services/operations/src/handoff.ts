@@ -97,7 +97,7 @@ export class HandOffDriver {
     this.#selfMatching = selfMatching;
     this.#nobodyTookIt = nobodyTookIt;
     this.#loop = new NotifiedLoop({
-      sql: pool.store.sql,
+      store: pool.store,
       channel: HANDOFF_CHANNEL,
       intervalMs: options.intervalMs,
       batchSize: options.batchSize,

@@ -9,11 +9,17 @@ import {
 } from "@gw/events";
 import type { Logger } from "@gw/log";
 import { type OperationEvent, OperationEventSchema } from "@gw/proto/gateway/operations/v1/operations_pb";
-import type postgres from "postgres";
 import type { Connector } from "./connectors/connector.ts";
 import { NotifiedLoop } from "./notified-loop.ts";
 import { applyProviderResult } from "./provider-results.ts";
+import type { Tx } from "./repository/db.ts";
 import type { OperationStore } from "./repository/operations.ts";
+import {
+  insertWithdrawal,
+  providerOfOperation,
+  WITHDRAWALS_CHANNEL,
+  type WithdrawalRow,
+} from "./repository/withdrawals.ts";
 
 /**
  * Cancel reaches the provider (docs/architecture.md, "Cancel and the race against
@@ -52,26 +58,15 @@ export interface WithdrawalDeps {
   logger: Logger;
 }
 
-const CHANNEL = "operations_withdrawals";
 /** The pool has no requisites at a provider: its slot is released by the pool consumer. */
 const NOT_AT_A_PROVIDER = new Set(["self_matching"]);
 
-interface WithdrawalRow {
-  operation_id: string;
-  provider: string;
-  attempts: number;
-}
-
 /** Records the withdrawal of a cancelled payment, in the consumer's transaction. */
-async function onCancelled(tx: postgres.TransactionSql, event: OperationEvent): Promise<void> {
+async function onCancelled(tx: Tx, event: OperationEvent): Promise<void> {
   if (event.type !== "payment.cancelled" || !event.operation) return;
-  const [row] = await tx<{ provider: string | null }[]>`
-    select provider from operations.operations where id = ${event.operation.operationId}`;
-  if (!row?.provider || NOT_AT_A_PROVIDER.has(row.provider)) return;
-  await tx`
-    insert into operations.withdrawals (operation_id, provider)
-    values (${event.operation.operationId}, ${row.provider}) on conflict do nothing`;
-  await tx`select pg_notify(${CHANNEL}, '')`;
+  const provider = await providerOfOperation(tx, event.operation.operationId);
+  if (!provider || NOT_AT_A_PROVIDER.has(provider)) return;
+  await insertWithdrawal(tx, event.operation.operationId, provider);
 }
 
 /** Starts the consumer that turns committed cancels into withdrawals. */
@@ -114,17 +109,13 @@ export class WithdrawalDriver {
     this.#d = deps;
     this.#o = options;
     this.#loop = new NotifiedLoop({
-      sql: deps.store.sql,
-      channel: CHANNEL,
+      store: deps.store,
+      channel: WITHDRAWALS_CHANNEL,
       intervalMs: options.intervalMs,
       batchSize: options.batchSize,
       pass: () => this.runOnce(),
       onError: (err) => deps.logger.error({ err: String(err) }, "withdrawal pass failed"),
     });
-  }
-
-  get #sql(): Sql {
-    return this.#d.store.sql;
   }
 
   start(): Promise<void> {
@@ -141,17 +132,7 @@ export class WithdrawalDriver {
     // that ran out under a slow holder only asks again: a withdrawal is idempotent at the
     // provider, and a final result applies once under the row lock.
     const leaseMs = this.#o.attemptTimeoutMs + 5_000;
-    const due = await this.#sql<WithdrawalRow[]>`
-      update operations.withdrawals w
-      set next_attempt_at = now() + make_interval(secs => ${leaseMs}::double precision / 1000)
-      from (
-        select operation_id from operations.withdrawals
-        where status = 'asking' and next_attempt_at <= now()
-        order by next_attempt_at limit ${this.#o.batchSize}
-        for update skip locked
-      ) d
-      where w.operation_id = d.operation_id
-      returning w.operation_id, w.provider, w.attempts`;
+    const due = await this.#d.store.withdrawals.lease(leaseMs, this.#o.batchSize);
     await Promise.all(
       due.map((w) =>
         this.#withdraw(w).catch((err: unknown) =>
@@ -192,7 +173,7 @@ export class WithdrawalDriver {
         return this.#record(w, answer.outcome, null);
       case "final":
         try {
-          await store.sql.begin(async (tx) => {
+          await store.transaction(async (tx) => {
             await applyProviderResult(
               this.#d,
               tx,
@@ -229,22 +210,10 @@ export class WithdrawalDriver {
     }
     this.#d.logger.warn(context, "withdrawal not answered; asking again later");
     const delayMs = Math.min(this.#o.backoffMaxMs, this.#o.backoffMs * 2 ** Math.min(w.attempts, 30));
-    await this.#sql`
-      update operations.withdrawals
-      set attempts = ${attempts}, last_error = ${reason}, updated_at = now(),
-        next_attempt_at = now() + make_interval(secs => ${delayMs}::double precision / 1000)
-      where operation_id = ${w.operation_id} and status = 'asking'`;
+    await this.#d.store.withdrawals.retryLater(w.operation_id, attempts, reason, delayMs);
   }
 
-  async #record(
-    w: WithdrawalRow,
-    status: string,
-    error: string | null,
-    tx: Sql | postgres.TransactionSql = this.#sql,
-  ) {
-    await tx`
-      update operations.withdrawals
-      set status = ${status}, attempts = ${w.attempts + 1}, last_error = ${error}, updated_at = now()
-      where operation_id = ${w.operation_id} and status = 'asking'`;
+  async #record(w: WithdrawalRow, status: string, error: string | null, tx?: Tx) {
+    await this.#d.store.withdrawals.end(w, status, error, tx);
   }
 }

@@ -11,6 +11,7 @@ import { isDomainError, LegsDisagreeError, LifecycleViolationError } from "../li
 import { allowsState } from "../lifecycle/table.ts";
 import type { LegRow, OperationRow, ReconcileRow } from "../model.ts";
 import { receiptsOf } from "../receipts-of.ts";
+import { WithdrawalRepository } from "./withdrawals.ts";
 
 export type { LegRow, ReconcileRow };
 
@@ -86,10 +87,19 @@ function assertTransition(before: OperationRow, patch: OperationPatch, emit: boo
 export class OperationStore {
   readonly #sql: Sql;
   readonly #prefix: string;
+  /** `operations.withdrawals`: the withdrawals of cancelled payments. */
+  readonly withdrawals: WithdrawalRepository;
 
   constructor(sql: Sql, prefix: string) {
     this.#sql = sql;
     this.#prefix = prefix;
+    this.withdrawals = new WithdrawalRepository(sql);
+  }
+
+  /** Calls `onNotify` on each NOTIFY of `channel`; resolves the function that stops listening. */
+  async listen(channel: string, onNotify: () => void): Promise<() => Promise<void>> {
+    const listener = await this.#sql.listen(channel, onNotify);
+    return () => listener.unlisten();
   }
 
   /**
