@@ -11,6 +11,7 @@ import { isDomainError, LegsDisagreeError, LifecycleViolationError } from "../li
 import { allowsState } from "../lifecycle/table.ts";
 import type { LegRow, OperationRow, ReconcileRow } from "../model.ts";
 import { receiptsOf } from "../receipts-of.ts";
+import { HandOffRepository } from "./handoffs.ts";
 import { WithdrawalRepository } from "./withdrawals.ts";
 
 export type { LegRow, ReconcileRow };
@@ -89,11 +90,14 @@ export class OperationStore {
   readonly #prefix: string;
   /** `operations.withdrawals`: the withdrawals of cancelled payments. */
   readonly withdrawals: WithdrawalRepository;
+  /** `operations.pool_handoffs`: the hand-offs of pool payouts' remainders. */
+  readonly handoffs: HandOffRepository;
 
   constructor(sql: Sql, prefix: string) {
     this.#sql = sql;
     this.#prefix = prefix;
     this.withdrawals = new WithdrawalRepository(sql);
+    this.handoffs = new HandOffRepository(sql);
   }
 
   /** Calls `onNotify` on each NOTIFY of `channel`; resolves the function that stops listening. */
