@@ -335,6 +335,29 @@ export class OperationStore {
   }
 
   /**
+   * Records a completed part of an operation, once per (operation, provider leg id): a
+   * replay (or an id recorded before) changes nothing.
+   */
+  async insertLeg(
+    tx: postgres.TransactionSql,
+    leg: {
+      id: string;
+      operationId: string;
+      provider: string;
+      providerLegId: string;
+      amount: string;
+      completedAt: string;
+      receiptId?: string | null;
+    },
+  ): Promise<void> {
+    await tx`
+      insert into operations.legs (id, operation_id, provider, provider_leg_id, amount, completed_at, receipt_id)
+      values (${leg.id}, ${leg.operationId}, ${leg.provider}, ${leg.providerLegId}, ${leg.amount},
+        ${leg.completedAt}, ${leg.receiptId ?? null})
+      on conflict do nothing`;
+  }
+
+  /**
    * A completion's actual amount covers every recorded leg (it may exceed them: a
    * provider that reported no legs completed the rest). Checked before the write, so a
    * completion that would leave legs unbooked is refused instead of announced.
