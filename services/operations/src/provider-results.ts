@@ -2,12 +2,13 @@ import { randomUUID } from "node:crypto";
 import type { Logger } from "@gw/log";
 import { Decimal } from "@gw/money";
 import { Code, failure } from "@gw/rpc";
-import type postgres from "postgres";
 import type { ProviderLeg, ProviderResult } from "./connectors/connector.ts";
 import { isTerminal, type OperationRow } from "./model.ts";
 import { recordProviderFact } from "./provider-facts.ts";
 import { receiptsOf } from "./receipts-of.ts";
+import type { Tx } from "./repository/db.ts";
 import type { OperationStore } from "./repository/operations.ts";
+import { legsTotalExcept, mismatchTotal } from "./repository/provider-facts.ts";
 
 /** What `applyProviderResult` did. */
 export type ApplyOutcome = "applied" | "already_terminal" | "not_routed";
@@ -23,7 +24,7 @@ export type ApplyOutcome = "applied" | "already_terminal" | "not_routed";
  */
 export async function applyProviderResult(
   deps: { store: OperationStore; logger: Logger },
-  tx: postgres.TransactionSql,
+  tx: Tx,
   providerName: string,
   result: ProviderResult,
   source: "callback" | "reconciler",
@@ -91,10 +92,14 @@ export async function applyProviderResult(
     if (!amount.isFinite() || amount.lte(0))
       throw failure(Code.InvalidArgument, "validation_failed", "leg amount");
     total = total.plus(amount);
-    await tx`
-      insert into operations.legs (id, operation_id, provider, provider_leg_id, amount, completed_at)
-      values (${randomUUID()}, ${row.id}, ${providerName}, ${leg.id}, ${amount.toFixed(2)}, ${leg.completedAt.toISOString()})
-      on conflict (operation_id, provider_leg_id) do nothing`;
+    await deps.store.insertLeg(tx, {
+      id: randomUUID(),
+      operationId: row.id,
+      provider: providerName,
+      providerLegId: leg.id,
+      amount: amount.toFixed(2),
+      completedAt: leg.completedAt.toISOString(),
+    });
   }
   if (result.status === "completed" && reported.length === 0) total = new Decimal(row.expected_amount ?? "0");
   const legs = await deps.store.legs(row.id, tx);
@@ -122,7 +127,7 @@ export async function applyProviderResult(
  */
 async function recordExcess(
   deps: { store: OperationStore; logger: Logger },
-  tx: postgres.TransactionSql,
+  tx: Tx,
   providerName: string,
   row: OperationRow,
   legs: ProviderLeg[],
@@ -131,14 +136,8 @@ async function recordExcess(
   const reported = legs.reduce((sum, l) => sum.plus(l.amount), new Decimal(0));
   // A pool payout handed off to this provider also holds the pool's contributions: they
   // are not this provider's money, so only the rest of the actual amount is its.
-  const [others] = await tx<{ total: string }[]>`
-    select coalesce(sum(amount), 0)::text as total from operations.legs
-    where operation_id = ${row.id} and provider <> ${providerName}`;
-  const [recorded] = await tx<{ total: string }[]>`
-    select coalesce(sum(amount), 0)::text as total from operations.provider_facts
-    where operation_id = ${row.id} and kind = 'amount_mismatch'`;
-  const settled = new Decimal(row.actual_amount).minus(others?.total ?? "0");
-  const excess = reported.minus(settled).minus(recorded?.total ?? "0");
+  const settled = new Decimal(row.actual_amount).minus(await legsTotalExcept(tx, row.id, providerName));
+  const excess = reported.minus(settled).minus(await mismatchTotal(tx, row.id));
   if (!excess.isFinite() || excess.lte(0)) {
     deps.logger.info({ operationId: row.id, status: row.status, source }, "provider result applied before");
     return;
