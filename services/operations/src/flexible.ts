@@ -11,11 +11,12 @@ import type {
   GetPoolCoverageRequest,
 } from "@gw/proto/gateway/operations/v1/operations_pb";
 import { Code, errorInfo, failure } from "@gw/rpc";
-import type postgres from "postgres";
 import { stringify } from "safe-stable-stringify";
 import { type CreateDeps, type CreateInput, createOperation, operationIdFor } from "./create.ts";
 import { type OperationRow, toOperation } from "./model.ts";
 import { SELF_MATCHING } from "./pool.ts";
+import type { Tx } from "./repository/db.ts";
+import type { LinkRow } from "./repository/links.ts";
 
 /**
  * Flexible payment links (`POST /v1/payment/link/flexible`) and the pool coverage the
@@ -38,26 +39,6 @@ export interface FlexibleDeps extends CreateDeps {
 type Answer = MessageInitShape<typeof FlexibleLinkResponseSchema>;
 
 /** The row of a flexible link as postgres.js returns it. */
-interface LinkRow {
-  operation_id: string;
-  shop_id: string;
-  merchant_id: string;
-  merchant_operation_id: string;
-  request_hash: string;
-  client_id: string;
-  client_ip: string | null;
-  method: string;
-  currency: string;
-  recommended_amount: string;
-  min_amount: string | null;
-  max_amount: string | null;
-  picker: string;
-  k_hash: string;
-  /** `deciding`: written, decision not taken yet (an attempt failed or is under way). */
-  status: "deciding" | "amount_selection" | "created" | "rejected";
-  expires_at: Date;
-}
-
 /** The widest bounds a request amount can have: what an absent bound means. */
 const LOWEST = "0.01";
 const HIGHEST = "9999999999999999.99";
@@ -264,15 +245,8 @@ async function admit(
   }
 }
 
-/** Timestamps come back as text from the driver here: the row with a Date. */
-const hydrate = (row: LinkRow | undefined): LinkRow | undefined =>
-  row && { ...row, expires_at: new Date(row.expires_at) };
-
-async function findLink(d: FlexibleDeps, id: string): Promise<LinkRow | undefined> {
-  const [row] = await d.store.sql<
-    LinkRow[]
-  >`select * from operations.flexible_links where operation_id = ${id}`;
-  return hydrate(row);
+function findLink(d: FlexibleDeps, id: string): Promise<LinkRow | undefined> {
+  return d.store.links.find(id);
 }
 
 /** The stored answer of a link: what a retry of the create, or the page, sees. */
@@ -358,28 +332,36 @@ export async function createFlexibleLink(
     // attempt that fails after the pool's Admit leaves a link that a retry with the same
     // body decides again (reusing the slot and any payment of that attempt), never an
     // operation row without its link, which answered idempotency_conflict.
-    await d.store.sql`
-      insert into operations.flexible_links (operation_id, shop_id, merchant_id, merchant_operation_id,
-        request_hash, client_id, client_ip, method, currency, recommended_amount, min_amount, max_amount,
-        picker, k_hash, status, expires_at)
-      values (${id}, ${input.shopId}, ${input.merchantId}, ${input.mop}, ${hash}, ${input.clientId},
-        ${input.clientIp ?? null}, ${input.method}, ${input.currency}, ${input.recommended},
-        ${input.min ?? null}, ${input.max ?? null}, ${req.picker || "amount"},
-        ${sha256(k).toString("hex")}, 'deciding', now() + ${`${d.linkLifetimeMs} milliseconds`}::interval)
-      on conflict do nothing`;
+    await d.store.links.insert(
+      {
+        operation_id: id,
+        shop_id: input.shopId,
+        merchant_id: input.merchantId,
+        merchant_operation_id: input.mop,
+        request_hash: hash,
+        client_id: input.clientId,
+        client_ip: input.clientIp ?? null,
+        method: input.method,
+        currency: input.currency,
+        recommended_amount: input.recommended,
+        min_amount: input.min ?? null,
+        max_amount: input.max ?? null,
+        picker: req.picker || "amount",
+        k_hash: sha256(k).toString("hex"),
+      },
+      d.linkLifetimeMs,
+    );
   }
 
   // The decision is taken under the link's row lock: a concurrent attempt waits and then
   // replays it. A failure rolls the decision back and leaves the link `deciding`.
-  const decided = await d.store.sql.begin(async (tx) => {
-    const [locked] = await tx<LinkRow[]>`
-      select * from operations.flexible_links where operation_id = ${id} for update`;
-    const row = hydrate(locked);
+  const decided = await d.store.transaction(async (tx) => {
+    const row = await d.store.links.lock(tx, id);
     if (!row) throw failure(Code.Unavailable, "dependency_unavailable", "create raced; retry");
     if (row.request_hash !== hash) throw conflict();
     if (row.status !== "deciding") return undefined;
     const decide = async (status: LinkRow["status"]) => {
-      await tx`update operations.flexible_links set status = ${status}, updated_at = now() where operation_id = ${id}`;
+      await d.store.links.setStatus(tx, id, status);
       return { ...row, status };
     };
     // An earlier attempt that got as far as the payment: that payment is the outcome
@@ -468,10 +450,8 @@ export async function confirmFlexibleAmount(
   signal: AbortSignal,
 ): Promise<Answer> {
   const found = await authorised(d, req.operationId, req.k);
-  return d.store.sql.begin(async (tx) => {
-    const [locked] = await tx<LinkRow[]>`
-      select * from operations.flexible_links where operation_id = ${found.operation_id} for update`;
-    const row = hydrate(locked);
+  return d.store.transaction(async (tx) => {
+    const row = await d.store.links.lock(tx, found.operation_id);
     if (!row) throw failure(Code.NotFound, "flexible_link_not_found", "link not found");
     if (row.status !== "amount_selection")
       return { ...(await answerOf(d, row, undefined, true)), outcome: row.status };
@@ -485,7 +465,7 @@ export async function confirmFlexibleAmount(
     const slotAmount = await admit(d, input, row.operation_id, chosen);
     if (slotAmount !== undefined) {
       const { row: op } = await createOrRelease(d, createInput(input, slotAmount), signal);
-      await tx`update operations.flexible_links set status = 'created', updated_at = now() where operation_id = ${row.operation_id}`;
+      await d.store.links.setStatus(tx, row.operation_id, "created");
       return {
         link: linkMessage({ ...row, status: "created" }),
         operation: toOperation(op),
@@ -504,7 +484,7 @@ export async function confirmFlexibleAmount(
     // Taken in the last moment and nothing left: the payment exists, rejected, with the
     // ordinary rejected event (a create nobody accepted records `rejected` without one).
     const op = await rejectedPayment(d, tx, createInput(input, chosen), signal);
-    await tx`update operations.flexible_links set status = 'rejected', updated_at = now() where operation_id = ${row.operation_id}`;
+    await d.store.links.setStatus(tx, row.operation_id, "rejected");
     return {
       link: linkMessage({ ...row, status: "rejected" }),
       operation: toOperation(op),
@@ -524,7 +504,7 @@ export async function confirmFlexibleAmount(
  */
 async function rejectedPayment(
   d: FlexibleDeps,
-  tx: postgres.TransactionSql,
+  tx: Tx,
   input: CreateInput,
   signal: AbortSignal,
 ): Promise<OperationRow> {

@@ -12,6 +12,7 @@ import { allowsState } from "../lifecycle/table.ts";
 import type { LegRow, OperationRow, ReconcileRow } from "../model.ts";
 import { receiptsOf } from "../receipts-of.ts";
 import { HandOffRepository } from "./handoffs.ts";
+import { LinkRepository } from "./links.ts";
 import { WithdrawalRepository } from "./withdrawals.ts";
 
 export type { LegRow, ReconcileRow };
@@ -92,12 +93,15 @@ export class OperationStore {
   readonly withdrawals: WithdrawalRepository;
   /** `operations.pool_handoffs`: the hand-offs of pool payouts' remainders. */
   readonly handoffs: HandOffRepository;
+  /** `operations.flexible_links`: flexible payment links. */
+  readonly links: LinkRepository;
 
   constructor(sql: Sql, prefix: string) {
     this.#sql = sql;
     this.#prefix = prefix;
     this.withdrawals = new WithdrawalRepository(sql);
     this.handoffs = new HandOffRepository(sql);
+    this.links = new LinkRepository(sql);
   }
 
   /** Calls `onNotify` on each NOTIFY of `channel`; resolves the function that stops listening. */
