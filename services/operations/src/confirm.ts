@@ -147,7 +147,7 @@ async function applyReview(
           { operationId, status: row.status, receiptId: review.receiptId, source },
           "receipt for a payment already over",
         );
-        await d.store.sql.begin((own) => recordReceiptFact(d, own, row, review));
+        await d.store.transaction((own) => recordReceiptFact(d, own, row, review));
       }
       throw notAwaiting(row);
     }

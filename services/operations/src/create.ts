@@ -496,7 +496,7 @@ async function route(
   if (accepted?.result && recorded.provider === accepted.provider.name) {
     const result = accepted.result;
     const provider = accepted.provider.name;
-    await deps.store.sql.begin((tx) => applyProviderResult(deps, tx, provider, result, "reconciler"));
+    await deps.store.transaction((tx) => applyProviderResult(deps, tx, provider, result, "reconciler"));
     return (await deps.store.findAnyById(recorded.id)) ?? recorded;
   }
   return recorded;

@@ -160,7 +160,7 @@ describe("flexible links", () => {
     });
     expect(answer.outcome).toBe("rejected");
     expect(answer.operation?.status).toBe("rejected");
-    const outbox = await h.store.sql<{ subject: string }[]>`
+    const outbox = await h.sql<{ subject: string }[]>`
       select subject from operations.outbox where subject like '%payment.rejected'`;
     expect(outbox.length).toBeGreaterThanOrEqual(1);
     const state = await h.operations.getOperation({ scope: shop, id: { case: "operationId", value: id } });
@@ -174,23 +174,23 @@ describe("flexible links", () => {
     const id = operationIdFor(shop.shopId, mop);
     // A database fault on the payment's routing outcome: the first attempt fails after
     // the pool admitted the amount and after its payment row was claimed.
-    await h.store.sql.unsafe(`
+    await h.sql.unsafe(`
       create or replace function operations.test_fail_outcome() returns trigger language plpgsql
       as $$ begin raise exception 'injected fault'; end $$`);
-    await h.store.sql.unsafe(`
+    await h.sql.unsafe(`
       create trigger test_fail_outcome before update on operations.operations for each row
       when (new.id = '${id}' and new.status <> 'routing') execute function operations.test_fail_outcome()`);
     try {
       await failureOf(link("1210.00", mop));
     } finally {
-      await h.store.sql.unsafe("drop trigger test_fail_outcome on operations.operations");
+      await h.sql.unsafe("drop trigger test_fail_outcome on operations.operations");
     }
     const slots = () =>
-      h.store.sql<{ amount: string; status: string }[]>`
+      h.sql<{ amount: string; status: string }[]>`
         select amount::text as amount, status from matching.slots where payin_id = ${id}`;
     expect(await slots()).toEqual([{ amount: "1210.00", status: "reserved" }]);
     // The first attempt's budget is over, as a create that died leaves it.
-    await h.store.sql`
+    await h.sql`
       update operations.operations set routing_deadline = now() - interval '1 minute' where id = ${id}`;
 
     const retry = await link("1210.00", mop);
@@ -215,21 +215,21 @@ describe("flexible links", () => {
     const id = operationIdFor(shop.shopId, mop);
     // The payment row's claim stalls past the create budget (a slow database): the
     // router has no time left to ask the pool, and records that nobody accepted.
-    await h.store.sql.unsafe(`
+    await h.sql.unsafe(`
       create or replace function operations.test_stall_claim() returns trigger language plpgsql
       as $$ begin perform pg_sleep(${(h.config.CREATE_BUDGET_MS + 500) / 1000}); return new; end $$`);
-    await h.store.sql.unsafe(`
+    await h.sql.unsafe(`
       create trigger test_stall_claim before insert on operations.operations for each row
       when (new.id = '${id}') execute function operations.test_stall_claim()`);
     let first: Awaited<ReturnType<typeof failureOf>>;
     try {
       first = await failureOf(link("1320.00", mop));
     } finally {
-      await h.store.sql.unsafe("drop trigger test_stall_claim on operations.operations");
+      await h.sql.unsafe("drop trigger test_stall_claim on operations.operations");
     }
     expect(first.info?.code).toBe("no_provider_accepted");
     // The slot is free again: the payout's whole amount can be admitted by someone else.
-    const slot = await h.store.sql<{ status: string }[]>`
+    const slot = await h.sql<{ status: string }[]>`
       select status from matching.slots where payin_id = ${id}`;
     expect(slot.map((s) => s.status)).toEqual(["released"]);
     const pool = await h.matching.getPoolPayout({ operationId: payoutId });
@@ -256,9 +256,8 @@ describe("flexible links", () => {
     await untilInPool(out.operation?.operationId ?? "");
     const created = await link("750.00");
     const id = created.link?.operationId ?? "";
-    await h.store
-      .sql`update operations.flexible_links set expires_at = now() - interval '1 second' where operation_id = ${id}`;
-    const before = await h.store.sql<{ n: number }[]>`select count(*)::int as n from operations.outbox`;
+    await h.sql`update operations.flexible_links set expires_at = now() - interval '1 second' where operation_id = ${id}`;
+    const before = await h.sql<{ n: number }[]>`select count(*)::int as n from operations.outbox`;
     const answer = await h.operations.confirmFlexibleAmount({
       operationId: id,
       k: created.k ?? "",
@@ -267,7 +266,7 @@ describe("flexible links", () => {
     expect(answer.outcome).toBe("expired");
     expect(answer.operation).toBeUndefined();
     expect(await h.store.findAnyById(id)).toBeUndefined();
-    const after = await h.store.sql<{ n: number }[]>`select count(*)::int as n from operations.outbox`;
+    const after = await h.sql<{ n: number }[]>`select count(*)::int as n from operations.outbox`;
     expect(after[0]?.n).toBe(before[0]?.n);
   });
   it("queues exactly one payment.rejected when a confirmation that rejected is retried after a failure", async () => {
@@ -292,23 +291,23 @@ describe("flexible links", () => {
     }
     // A database fault after the payment was rejected and announced, on the link's move
     // to rejected: the confirmation fails and the payer's page retries it.
-    await h.store.sql.unsafe(`
+    await h.sql.unsafe(`
       create or replace function operations.test_fail_link() returns trigger language plpgsql
       as $$ begin raise exception 'injected fault'; end $$`);
-    await h.store.sql.unsafe(`
+    await h.sql.unsafe(`
       create trigger test_fail_link before update on operations.flexible_links for each row
       when (new.operation_id = '${id}' and new.status = 'rejected') execute function operations.test_fail_link()`);
     try {
       await failureOf(h.operations.confirmFlexibleAmount({ operationId: id, k, amount: "900.00" }));
     } finally {
-      await h.store.sql.unsafe("drop trigger test_fail_link on operations.flexible_links");
+      await h.sql.unsafe("drop trigger test_fail_link on operations.flexible_links");
     }
     const answer = await h.operations.confirmFlexibleAmount({ operationId: id, k, amount: "900.00" });
     expect(answer.outcome).toBe("rejected");
     expect(answer.operation?.status).toBe("rejected");
     const again = await h.operations.confirmFlexibleAmount({ operationId: id, k, amount: "900.00" });
     expect(again.outcome).toBe("rejected");
-    const rejected = await h.store.sql<{ n: number }[]>`
+    const rejected = await h.sql<{ n: number }[]>`
       select count(*)::int as n from operations.outbox
       where subject like '%payment.rejected' and position(${Buffer.from(id)} in payload) > 0`;
     expect(rejected[0]?.n).toBe(1);

@@ -253,7 +253,7 @@ export class Reconciler {
     result: Omit<ProviderResult, "operationId">,
   ): Promise<Outcome> {
     const { store, logger } = this.#deps;
-    const outcome = await store.sql.begin((tx) =>
+    const outcome = await store.transaction((tx) =>
       applyProviderResult(this.#deps, tx, providerName, { ...result, operationId: row.id }, "reconciler"),
     );
     if (outcome !== "applied") return "unchanged";

@@ -3,7 +3,7 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Client } from "@connectrpc/connect";
 import { ConnectError } from "@connectrpc/connect";
-import { connect, createTestDatabase } from "@gw/db";
+import { connect, createTestDatabase, type Sql } from "@gw/db";
 import { startLedger } from "@gw/ledger/src/app.ts";
 import { configSchema as ledgerConfig } from "@gw/ledger/src/config.ts";
 import { createLogger, type Logger } from "@gw/log";
@@ -61,6 +61,8 @@ export interface OperationsHarness {
   receipts: RunningService;
   /** A store on a pool of its own, for reading and seeding rows. */
   store: OperationStore;
+  /** The store's connection, for tests that read or seed rows the repository has no function for. */
+  sql: Sql;
   /**
    * Another reconciler over its own pool, as another replica would run it (not started:
    * call `runOnce()`); closed by `stop()`.
@@ -167,7 +169,8 @@ export async function startHarness(
     pools.push(sql);
     return sql;
   };
-  const store = new OperationStore(pool(), prefix);
+  const sql = pool();
+  const store = new OperationStore(sql, prefix);
 
   return {
     operations,
@@ -176,6 +179,7 @@ export async function startHarness(
     sandboxUrl,
     config,
     store,
+    sql,
     receipts: receiptsSvc,
     callbacks(next) {
       mode = next;

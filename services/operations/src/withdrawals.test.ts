@@ -16,7 +16,7 @@ beforeAll(async () => {
   await h.provider("withdraws", { mode: "accept" });
   // A provider fact of a reference listed here cannot be written: the recording of a
   // withdrawal's final result fails in its transaction, as a database fault would.
-  await h.store.sql.unsafe(`
+  await h.sql.unsafe(`
     create table public.unwritable_facts (reference text primary key);
     create function public.refuse_fact() returns trigger language plpgsql as $$
     begin
@@ -43,7 +43,7 @@ describe("the withdrawal driver", () => {
       currency: "RUB",
     });
     const id = operation?.operationId ?? "";
-    await h.store.sql`insert into public.unwritable_facts (reference) values (${id})`;
+    await h.sql`insert into public.unwritable_facts (reference) values (${id})`;
     // The payer pays before the cancel reaches the provider; its callback is refused.
     h.callbacks("refuse");
     expect((await h.settle(id, { legs: ["1000.00"] })).status).toBe(200);
@@ -56,7 +56,7 @@ describe("the withdrawal driver", () => {
 
     const [withdrawal] = await eventually(
       () =>
-        h.store.sql<{ status: string; attempts: number; last_error: string | null }[]>`
+        h.sql<{ status: string; attempts: number; last_error: string | null }[]>`
           select status, attempts, last_error from operations.withdrawals where operation_id = ${id}`,
       (rows) => expect(rows[0]?.status).toBe("gave_up"),
     );

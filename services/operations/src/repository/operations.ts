@@ -110,14 +110,6 @@ export class OperationStore {
     return () => listener.unlisten();
   }
 
-  /**
-   * The connection, for the modules that still write the schema themselves (create,
-   * pool, hand-off, flexible links); new code calls the methods below instead.
-   */
-  get sql(): Sql {
-    return this.#sql;
-  }
-
   /** Runs `fn` in one transaction; the methods taking a `tx` join it. */
   transaction<T>(fn: (tx: postgres.TransactionSql) => Promise<T>): Promise<T> {
     return this.#sql.begin(fn) as Promise<T>;
