@@ -9,10 +9,11 @@ import { stringify } from "safe-stable-stringify";
 import { v5 as uuidv5 } from "uuid";
 import { BANKS_BY_CURRENCY } from "./banks.ts";
 import type { Connector, ProviderAnswer, ProviderConfig, ProviderResult } from "./connectors/connector.ts";
+import type { Fact } from "./lifecycle/apply.ts";
 import { type OperationRow, TERMINAL, toOperation } from "./model.ts";
 import { afterRecord, POOL_PROVIDER, type PoolDeps, poolAnswer, SELF_MATCHING } from "./pool.ts";
 import { applyProviderResult } from "./provider-results.ts";
-import type { OperationPatch, OperationStore } from "./repository/operations.ts";
+import type { DataPatch, OperationPatch, OperationStore } from "./repository/operations.ts";
 import { quietPeriodMs, resolveUnknown, withdrawPassedOver } from "./unknown-outcome.ts";
 
 /** Namespace of operation ids derived from (shop, merchant_operation_id). */
@@ -227,17 +228,18 @@ async function resume(
   if (row.request_hash === null) {
     // A cancel arrived first: this create completes as a cancelled payment (spec rule 5).
     if (input.type !== "payment") throw conflict();
-    const adopted = await deps.store.transition(
+    const { row: adopted } = await deps.store.applyFact(
       row,
+      { kind: "create_adopted", type: input.type, requestHash: hash },
       {
-        request_hash: hash,
-        method: input.method,
-        currency: input.currency,
-        expected_amount: input.amount,
-        client_id: input.clientId,
-        client_ip: input.clientIp ?? null,
+        data: {
+          method: input.method,
+          currency: input.currency,
+          expected_amount: input.amount,
+          client_id: input.clientId,
+          client_ip: input.clientIp ?? null,
+        },
       },
-      { emit: true },
     );
     const now = adopted ?? (await deps.store.findByMop(input.shopId, input.mop));
     if (!now || now.request_hash !== hash) throw conflict();
@@ -313,7 +315,6 @@ async function retryRefused(
   const quote = await quoteFor(deps, input, routing.route.settlementCurrency, deadline, signal);
   const taken = await deps.store.reopen(row, {
     ...quote,
-    status: "routing",
     routing_deadline: await deps.store.deadlineIn(Math.max(0, deadline - Date.now())),
     routing_passed: [],
     routing_unresolved: null,
@@ -483,7 +484,12 @@ async function route(
       { operationId: row.id, provider: provider.name, reason: answer.reason },
       "provider did not answer a payout; asking its status before anyone else",
     );
-    row = await persist(deps, row, { routing_unresolved: provider.name });
+    row = await persist(
+      deps,
+      row,
+      { routing_unresolved: provider.name },
+      { kind: "provider_unknown", provider: provider.name },
+    );
     const quietUntil = sentAt + quietPeriodMs(deps);
     const resolution = await resolveUnknown(deps, connector, provider, row.id, deadline, quietUntil, signal);
     if (resolution.outcome === "unresolved") throw unresolved();
@@ -539,10 +545,15 @@ const takenBy = (provider: ProviderConfig, result: ProviderResult | undefined): 
 /** Records that `name` gave a definite "no", so no later driver asks it again. */
 function passOver(deps: CreateDeps, row: OperationRow, name: string, reason: string) {
   deps.logger.info({ operationId: row.id, provider: name, reason }, "provider passed over");
-  return persist(deps, row, {
-    routing_passed: [...new Set([...row.routing_passed, name])],
-    routing_unresolved: row.routing_unresolved === name ? null : row.routing_unresolved,
-  });
+  return persist(
+    deps,
+    row,
+    {
+      routing_passed: [...new Set([...row.routing_passed, name])],
+      routing_unresolved: row.routing_unresolved === name ? null : row.routing_unresolved,
+    },
+    { kind: "provider_declined", provider: name },
+  );
 }
 
 /**
@@ -555,10 +566,11 @@ async function persist(
   deps: CreateDeps,
   row: OperationRow,
   patch: Pick<OperationPatch, "routing_passed" | "routing_unresolved">,
+  fact: Extract<Fact, { kind: "provider_declined" | "provider_unknown" }>,
 ): Promise<OperationRow> {
   let current = row;
   for (let attempt = 0; attempt < 10; attempt++) {
-    const next = await deps.store.transition(current, patch, { emit: false });
+    const { row: next } = await deps.store.applyFact(current, fact, { data: patch });
     if (next) return next;
     const now = await deps.store.findAnyById(row.id);
     if (now?.status !== "routing" || !sameDeadline(now, row)) throw unresolved();
@@ -585,40 +597,32 @@ async function record(
   for (let attempt = 0; attempt < 10; attempt++) {
     let next: OperationRow | undefined;
     if (current.status !== "routing") return current;
-    if (current.cancel_requested) {
-      // The cancel won: no requisites are ever stored, so none can be shown.
-      next = await deps.store.transition(
+    if (!accepted) {
+      // Nobody accepted: refused, or cancelled when a cancel arrived meanwhile.
+      ({ row: next } = await deps.store.applyFact(
         current,
-        {
-          status: "cancelled",
-          cancelled_by_command: true,
-          provider: accepted?.provider.name ?? null,
-          routing_deadline: null,
-        },
-        { emit: true },
-      );
-    } else if (!accepted) {
-      next = await deps.store.transition(
-        current,
-        { status: "rejected", routing_deadline: null },
-        { emit: false },
-      );
-      if (next) throw notAccepted();
+        { kind: "refused" },
+        { data: { routing_deadline: null } },
+      ));
+      if (next && !current.cancel_requested) throw notAccepted();
     } else {
       const { provider, answer } = accepted;
-      const patch: OperationPatch = {
-        provider: provider.name,
-        receipt_required: answer.receiptRequired,
-        expires_at: answer.expiresAt ?? null,
-        routing_deadline: null,
-        status: current.type === "payment" && answer.receiptRequired ? "awaiting_confirmation" : "pending",
-      };
-      if (current.type === "payment" && answer.requisites) {
-        patch.number = answer.requisites.number;
-        patch.name = answer.requisites.name ?? null;
-        patch.bankname = answer.requisites.bankname ?? null;
+      // Accepted: pending or awaiting confirmation, or cancelled when a cancel arrived
+      // meanwhile (the cancel won: no requisites are ever stored, so none can be shown).
+      const data: DataPatch = { routing_deadline: null };
+      if (!current.cancel_requested) {
+        data.expires_at = answer.expiresAt ?? null;
+        if (current.type === "payment" && answer.requisites) {
+          data.number = answer.requisites.number;
+          data.name = answer.requisites.name ?? null;
+          data.bankname = answer.requisites.bankname ?? null;
+        }
       }
-      next = await deps.store.transition(current, patch, { emit: true });
+      ({ row: next } = await deps.store.applyFact(
+        current,
+        { kind: "provider_accepted", provider: provider.name, receiptRequired: answer.receiptRequired },
+        { data },
+      ));
     }
     if (next) return next;
     current = (await deps.store.findAnyById(claimed.id)) ?? current;

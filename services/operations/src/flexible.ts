@@ -517,7 +517,7 @@ async function rejectedPayment(
   const row = await d.store.findByMop(input.shopId, input.mop, tx);
   if (!row) throw failure(Code.Unavailable, "dependency_unavailable", "payment not recorded; retry");
   if (row.status !== "rejected") return row;
-  const announced = await d.store.transition(row, {}, { emit: true, tx });
+  const { row: announced } = await d.store.applyFact(row, { kind: "refusal_announced" }, { tx });
   if (!announced)
     throw failure(Code.Unavailable, "dependency_unavailable", "payment changed meanwhile; retry");
   return announced;

@@ -207,7 +207,11 @@ export class HandOffDriver {
         );
         return;
       }
-      const next = await store.transition(locked, { provider: name }, { emit: false, tx });
+      const { row: next } = await store.applyFact(
+        locked,
+        { kind: "handed_off", provider: name, from: this.#selfMatching },
+        { tx },
+      );
       if (!next) throw new Error("payout changed concurrently; retry");
       logger.info(
         { operationId: h.operation_id, provider: name, amount: h.amount },

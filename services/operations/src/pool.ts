@@ -21,7 +21,6 @@ import type { Connector, ProviderAnswer, ProviderConfig } from "./connectors/con
 import { recordHandOff } from "./handoff.ts";
 import { isTerminal, type OperationRow } from "./model.ts";
 import { recordSlotRefused } from "./provider-facts.ts";
-import { receiptsOf } from "./receipts-of.ts";
 import type { Tx } from "./repository/db.ts";
 import type { OperationStore } from "./repository/operations.ts";
 
@@ -214,11 +213,14 @@ async function recordContributions(pool: PoolDeps, tx: Tx, payoutId: string, pay
 
 /** Completes a payout with what was paid into it (the pool's contributions, plus any legs already recorded). */
 async function completeWithLegs(pool: PoolDeps, tx: Tx, row: OperationRow) {
-  const legs = await pool.store.legs(row.id, tx);
-  const total = legs.reduce((sum, l) => sum.plus(l.amount), new Decimal(0));
-  const patch = { status: "completed" as const, actual_amount: total.toFixed(2) };
-  const { receipts } = receiptsOf({ ...row, ...patch }, legs);
-  const next = await pool.store.transition(row, patch, { emit: true, receipts, tx });
+  // The pool reports its contributions, recorded as legs already: the payout completes
+  // with what they add up to.
+  const legs = (await pool.store.legs(row.id, tx)).map((l) => ({ id: l.id, amount: l.amount }));
+  const { row: next } = await pool.store.applyFact(
+    row,
+    { kind: "provider_completed", provider: SELF_MATCHING, legs },
+    { tx },
+  );
   if (!next) throw failure(Code.Aborted, "dependency_unavailable", "payout changed concurrently; retry");
 }
 
@@ -286,7 +288,11 @@ export async function handOff(pool: PoolDeps, tx: Tx, payout: PoolPayout): Promi
 export async function nobodyTookIt(pool: PoolDeps, tx: Tx, row: OperationRow): Promise<void> {
   const legs = await pool.store.legs(row.id, tx);
   if (legs.length > 0) return completeWithLegs(pool, tx, row);
-  const next = await pool.store.transition(row, { status: "rejected" }, { emit: true, tx });
+  const { row: next } = await pool.store.applyFact(
+    row,
+    { kind: "provider_rejected", provider: SELF_MATCHING },
+    { tx },
+  );
   if (!next) throw failure(Code.Aborted, "dependency_unavailable", "payout changed concurrently; retry");
 }
 
@@ -403,7 +409,7 @@ export async function reconcilePooled(
   if (row.type === "payment") {
     if (!row.expires_at || row.expires_at.getTime() > Date.now()) return "pending";
     if (row.status === "manual_check") return "pending";
-    const next = await pool.store.transition(row, { status: "rejected" }, { emit: true });
+    const { row: next } = await pool.store.applyFact(row, { kind: "expired" });
     if (!next) return "unchanged";
     await releaseSlot(pool, row.id, "expired");
     return "expired";

@@ -1,11 +1,9 @@
-import { randomUUID } from "node:crypto";
 import type { Logger } from "@gw/log";
 import { Decimal } from "@gw/money";
 import { Code, failure } from "@gw/rpc";
 import type { ProviderLeg, ProviderResult } from "./connectors/connector.ts";
 import { isTerminal, type OperationRow } from "./model.ts";
 import { recordProviderFact } from "./provider-facts.ts";
-import { receiptsOf } from "./receipts-of.ts";
 import type { Tx } from "./repository/db.ts";
 import type { OperationStore } from "./repository/operations.ts";
 import { legsTotalExcept, mismatchTotal } from "./repository/provider-facts.ts";
@@ -75,43 +73,30 @@ export async function applyProviderResult(
     }
     return "already_terminal";
   }
-  // A pool payout handed off to this provider already holds what the pool paid into it
-  // (legs): the provider's rejection ends it as a self-matching partial, as a hand-off
-  // nobody took does, never `rejected` (that would return the whole reserve to the shop).
-  const paid = result.status === "rejected" && row.type === "payout" ? await deps.store.legs(row.id, tx) : [];
-  if (result.status === "rejected" && paid.length === 0) {
-    const next = await deps.store.transition(row, { status: "rejected" }, { emit: true, tx });
+  // The lifecycle decides (lifecycle/apply.ts): a pool payout handed off to this provider
+  // already holds what the pool paid into it (legs), so its rejection ends it as a
+  // self-matching partial, as a hand-off nobody took does, never `rejected` (that would
+  // return the whole reserve to the shop); a completion records its legs and completes with
+  // every leg (or, without legs, the expected amount), the pool's contributions included.
+  if (result.status === "rejected") {
+    const { row: next } = await deps.store.applyFact(
+      row,
+      { kind: "provider_rejected", provider: providerName },
+      { tx },
+    );
     if (!next) throw failure(Code.Aborted, "dependency_unavailable", "operation changed concurrently; retry");
     return "applied";
   }
-  // A rejection reports no legs of its own: only what the pool paid counts.
-  const reported = result.status === "rejected" ? [] : result.legs;
-  let total = paid.reduce((sum, l) => sum.plus(l.amount), new Decimal(0));
-  for (const leg of reported) {
+  const legs = result.legs.map((leg) => {
     const amount = new Decimal(leg.amount);
     if (!amount.isFinite() || amount.lte(0))
       throw failure(Code.InvalidArgument, "validation_failed", "leg amount");
-    total = total.plus(amount);
-    await deps.store.insertLeg(tx, {
-      id: randomUUID(),
-      operationId: row.id,
-      provider: providerName,
-      providerLegId: leg.id,
-      amount: amount.toFixed(2),
-      completedAt: leg.completedAt.toISOString(),
-    });
-  }
-  if (result.status === "completed" && reported.length === 0) total = new Decimal(row.expected_amount ?? "0");
-  const legs = await deps.store.legs(row.id, tx);
-  // A pool payout handed off to this provider already holds the pool's contributions as
-  // legs: the actual amount is every leg, not only this provider's.
-  if (reported.length > 0) total = legs.reduce((sum, l) => sum.plus(l.amount), new Decimal(0));
-  const completed = { ...row, status: "completed" as const, actual_amount: total.toFixed(2) };
-  const { receipts } = receiptsOf(completed, legs);
-  const next = await deps.store.transition(
+    return { id: leg.id, amount: amount.toFixed(2), completedAt: leg.completedAt };
+  });
+  const { row: next } = await deps.store.applyFact(
     row,
-    { status: "completed", actual_amount: total.toFixed(2) },
-    { emit: true, receipts, tx },
+    { kind: "provider_completed", provider: providerName, legs },
+    { tx },
   );
   if (!next) throw failure(Code.Aborted, "dependency_unavailable", "operation changed concurrently; retry");
   return "applied";

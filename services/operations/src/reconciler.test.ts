@@ -7,7 +7,13 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { operationIdFor } from "./create.ts";
 import { stuckOperations } from "./reconciler.ts";
 import type { ReconcileRow } from "./repository/operations.ts";
-import { eventually, insertAbandonedRouting, type OperationsHarness, startHarness } from "./test-support.ts";
+import {
+  eventually,
+  forceTransition,
+  insertAbandonedRouting,
+  type OperationsHarness,
+  startHarness,
+} from "./test-support.ts";
 
 let h: OperationsHarness;
 
@@ -469,7 +475,7 @@ describe("reconciler", () => {
 
       const row = await h.store.findAnyById(id);
       if (!row) throw new Error("row vanished");
-      expect(await h.store.transition(row, { status: "rejected" }, { emit: true })).toBeDefined();
+      expect(await forceTransition(h.store, row, { status: "rejected" }, { emit: true })).toBeDefined();
       await eventually(pendingStuck, (n) => expect(n).toBe(0));
     });
   });

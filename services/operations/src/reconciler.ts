@@ -264,7 +264,7 @@ export class Reconciler {
   /** Records a payin expired (`rejected`) once its provider withdrew it or never had it. */
   async #expire(row: ReconcileRow, providerName: string): Promise<Outcome> {
     const { store, logger } = this.#deps;
-    const expired = await store.transition(row, { status: "rejected" }, { emit: true });
+    const { row: expired } = await store.applyFact(row, { kind: "expired" });
     if (expired) {
       logger.info({ operationId: row.id, provider: providerName }, "expired: withdrawn at the provider");
       return "expired";

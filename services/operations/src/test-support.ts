@@ -22,8 +22,9 @@ import { startOperations } from "./app.ts";
 import { configSchema, type OperationsConfig } from "./config.ts";
 import { connectorFor } from "./connectors/index.ts";
 import { operationIdFor, parseCreate, requestHash } from "./create.ts";
+import type { OperationRow } from "./model.ts";
 import { Reconciler, type ReconcilerOptions, reconcilerOptions } from "./reconciler.ts";
-import { OperationStore } from "./repository/operations.ts";
+import { type OperationPatch, OperationStore } from "./repository/operations.ts";
 
 /** The receipts service's link secret in the harness. */
 export const RECEIPT_URL_SECRET = "operations-test-receipt-url-secret-0123456789";
@@ -285,6 +286,23 @@ export async function eventually<T>(
       await new Promise((r) => setTimeout(r, 50));
     }
   }
+}
+
+/**
+ * The repository's private version-checked write (`OperationStore.transition`), for tests
+ * that set a row's state up directly or show that its check against the lifecycle table
+ * holds whatever a caller asks; code writes through `applyFact`.
+ */
+export function forceTransition(
+  store: OperationStore,
+  before: OperationRow,
+  patch: OperationPatch,
+  options: { emit: boolean },
+): Promise<OperationRow | undefined> {
+  const write = store as unknown as {
+    transition(b: OperationRow, p: OperationPatch, o: { emit: boolean }): Promise<OperationRow | undefined>;
+  };
+  return write.transition(before, patch, options);
 }
 
 /**
