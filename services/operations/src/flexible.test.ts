@@ -3,7 +3,7 @@ import { Code } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { operationIdFor } from "./create.ts";
 import { SELF_MATCHING } from "./pool.ts";
-import { failureOf, type OperationsHarness, startHarness } from "./test-support.ts";
+import { eventually, failureOf, type OperationsHarness, startHarness } from "./test-support.ts";
 
 // Flexible links over real operations, matching and ledger: the create's three answers,
 // the page credential, and the payer's confirmation (created, refreshed choice,
@@ -344,5 +344,72 @@ describe("flexible links", () => {
       k: held.k ?? "",
     });
     expect(page.link?.status).toBe("amount_selection");
+  });
+
+  it("holds no lock on the link while its create waits on matching: another writer takes the row at once", async () => {
+    const mop = `flex-${randomUUID()}`;
+    const id = operationIdFor(shop.shopId, mop);
+    let pending: Promise<string> | undefined;
+    // This transaction holds a lock matching's admission waits on, so the create's call
+    // to matching hangs (until its timeout) while the test looks at the link's row.
+    const seen = await h.sql.begin(async (tx) => {
+      await tx`lock table matching.slots in access exclusive mode`;
+      pending = link("1999.00", mop).then(
+        () => "answered",
+        (err: unknown) => `failed: ${String(err)}`,
+      );
+      await eventually(
+        () => h.sql<{ n: number }[]>`
+          select count(*)::int as n from pg_stat_activity
+          where wait_event_type = 'Lock' and query ilike '%with pick as%' and pid <> pg_backend_pid()`,
+        (rows) => expect(rows[0]?.n).toBeGreaterThan(0),
+      );
+      // The admission is waiting: the link's row must be free to any other writer.
+      return h.sql
+        .begin(async (other) => {
+          const rows = await other`
+            select status from operations.flexible_links where operation_id = ${id} for update nowait`;
+          return `free: ${rows[0]?.status}`;
+        })
+        .catch((err: { code?: string }) => `locked: ${err.code}`);
+    });
+    await pending;
+    expect(seen).toBe("free: deciding");
+  });
+
+  it("lets the next confirmation decide a link whose confirming process died holding its claim", async () => {
+    // Amounts above every other test's payouts: 5000.00 neither closes 5050.00 nor leaves
+    // the 100.00 minimum, so the payer chooses.
+    const out = await payout("5050.00");
+    await untilInPool(out.operation?.operationId ?? "");
+    const created = await h.operations.createFlexibleLink({
+      scope: shop,
+      merchantOperationId: `flex-${randomUUID()}`,
+      clientId: "payer",
+      method: "WT_RUB_PHONE",
+      currency: "RUB",
+      recommendedAmount: "5000.00",
+      minAmount: "100.00",
+      maxAmount: "6000.00",
+      optIn: true,
+      picker: "ranges",
+    });
+    expect(created.link?.status).toBe("amount_selection");
+    const id = created.link?.operationId ?? "";
+    // What a confirmation killed between its claim and its write leaves: a claim, lapsed.
+    await h.sql`
+      update operations.flexible_links
+      set claim = ${randomUUID()}, claimed_until = now() - interval '1 second'
+      where operation_id = ${id}`;
+    const chosen = await h.operations.confirmFlexibleAmount({
+      operationId: id,
+      k: created.k ?? "",
+      amount: "5050.00",
+    });
+    expect(chosen.outcome).toBe("created");
+    expect(chosen.link?.status).toBe("created");
+    const [row] = await h.sql<{ status: string; claim: string | null }[]>`
+      select status, claim from operations.flexible_links where operation_id = ${id}`;
+    expect(row).toEqual({ status: "created", claim: null });
   });
 });

@@ -1,7 +1,8 @@
+import { randomUUID } from "node:crypto";
 import type { Sql } from "@gw/db";
 import type { flexibleLinks } from "../db/schema.ts";
 import type { SnakeKeys } from "../model.ts";
-import type { Db, Tx } from "./db.ts";
+import type { Db } from "./db.ts";
 
 /**
  * An `operations.flexible_links` row, typed from the drizzle schema, its status narrowed
@@ -9,7 +10,7 @@ import type { Db, Tx } from "./db.ts";
  */
 export type LinkRow = Omit<
   SnakeKeys<typeof flexibleLinks.$inferSelect>,
-  "status" | "expires_at" | "created_at" | "updated_at"
+  "status" | "expires_at" | "claimed_until" | "created_at" | "updated_at"
 > & {
   /** `deciding`: written, decision not taken yet (an attempt failed or is under way). */
   status: "deciding" | "amount_selection" | "created" | "rejected";
@@ -17,7 +18,7 @@ export type LinkRow = Omit<
 };
 
 /** The columns a new link is written with (`deciding`, expiring `lifetimeMs` from now by the database's clock). */
-export type NewLink = Omit<LinkRow, "status" | "expires_at">;
+export type NewLink = Omit<LinkRow, "status" | "expires_at" | "claim">;
 
 /** Timestamps come back as text from the driver here: the row with a Date. */
 const hydrate = (row: LinkRow | undefined): LinkRow | undefined =>
@@ -49,16 +50,38 @@ export class LinkRepository {
       on conflict do nothing`;
   }
 
-  /** Locks a link for the rest of the transaction. */
-  async lock(tx: Tx, id: string): Promise<LinkRow | undefined> {
-    const [row] = await tx<
-      LinkRow[]
-    >`select * from operations.flexible_links where operation_id = ${id} for update`;
+  /**
+   * Claims a link in `status` for one attempt for `leaseMs` (by the database's clock),
+   * unless another attempt's claim is running: one committed statement, no lock held
+   * after it. Returns the row with its `claim` token, or undefined.
+   */
+  async claim(id: string, status: LinkRow["status"], leaseMs: number): Promise<LinkRow | undefined> {
+    const [row] = await this.#sql<LinkRow[]>`
+      update operations.flexible_links
+      set claim = ${randomUUID()}, claimed_until = now() + ${`${leaseMs} milliseconds`}::interval
+      where operation_id = ${id} and status = ${status}
+        and (claimed_until is null or claimed_until <= now())
+      returning *`;
     return hydrate(row);
   }
 
-  /** Records a link's decision (locked by the caller). */
-  async setStatus(tx: Tx, id: string, status: LinkRow["status"]): Promise<void> {
-    await tx`update operations.flexible_links set status = ${status}, updated_at = now() where operation_id = ${id}`;
+  /**
+   * Records the decision of the attempt holding `claim` and ends its claim; false when
+   * its claim lapsed and another attempt took the link (in `tx` when given).
+   */
+  async decide(id: string, claim: string, status: LinkRow["status"], tx: Db = this.#sql): Promise<boolean> {
+    const rows = await tx`
+      update operations.flexible_links
+      set status = ${status}, claim = null, claimed_until = null, updated_at = now()
+      where operation_id = ${id} and claim = ${claim}
+      returning 1`;
+    return rows.length === 1;
+  }
+
+  /** Ends the claim `claim` without a decision (the attempt failed, or left the choice open). */
+  async release(id: string, claim: string): Promise<void> {
+    await this.#sql`
+      update operations.flexible_links set claim = null, claimed_until = null
+      where operation_id = ${id} and claim = ${claim}`;
   }
 }
