@@ -34,7 +34,7 @@ export function startOperations(config: OperationsConfig) {
     config,
     setup: ({ sql, nats, logger, retry }) => {
       const store = new OperationStore(sql, config.EVENTS_PREFIX);
-      reportOpenProviderFacts(sql);
+      reportOpenProviderFacts(store);
       const ledger = createServiceClient(LedgerService, config.LEDGER_URL);
       const relay = new OutboxRelay({ sql, schema: "operations", js: nats.js, logger });
       const callbackBaseUrl = config.PROVIDER_CALLBACK_BASE_URL.replace(/\/+$/, "");
@@ -112,10 +112,7 @@ export function startOperations(config: OperationsConfig) {
           // Domain errors become Connect errors here, once, through the catalogue.
           router.service(OperationsService, withErrorCatalogue(OperationsService, handlers, logger));
           router.service(DeadLetterService, deadLetters);
-          router.service(
-            ProviderFactsService,
-            new ProviderFactsHandlers({ sql, prefix: config.EVENTS_PREFIX, logger }),
-          );
+          router.service(ProviderFactsService, new ProviderFactsHandlers({ store, logger }));
         },
         start: async () => {
           await relay.start();

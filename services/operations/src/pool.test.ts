@@ -328,7 +328,7 @@ describe("a payout routed to self_matching", () => {
         "callback",
       ),
     );
-    const facts = (await listProviderFacts(h.sql, { limit: 500 })).filter((f) => f.operationId === id);
+    const facts = (await listProviderFacts(h.store, { limit: 500 })).filter((f) => f.operationId === id);
     expect(facts).toMatchObject([{ kind: "amount_mismatch", amount: "100.00", direction: "payout" }]);
   }, 40_000);
 

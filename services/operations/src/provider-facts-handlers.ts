@@ -1,5 +1,4 @@
 import type { ServiceImpl } from "@connectrpc/connect";
-import type { Sql } from "@gw/db";
 import type { Logger } from "@gw/log";
 import type {
   ListProviderFactsRequest,
@@ -16,6 +15,7 @@ import {
   type Resolution,
   resolveProviderFact,
 } from "./provider-facts.ts";
+import type { OperationStore } from "./repository/operations.ts";
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const TEXT_MAX = 2048;
@@ -30,9 +30,9 @@ function toFailure(err: unknown): unknown {
 
 /** gateway.operations.v1.ProviderFactsService: the operator's queue of provider facts. */
 export class ProviderFactsHandlers implements ServiceImpl<typeof ProviderFactsService> {
-  readonly #d: { sql: Sql; prefix: string; logger: Logger };
+  readonly #d: { store: OperationStore; logger: Logger };
 
-  constructor(deps: { sql: Sql; prefix: string; logger: Logger }) {
+  constructor(deps: { store: OperationStore; logger: Logger }) {
     this.#d = deps;
   }
 
@@ -43,7 +43,7 @@ export class ProviderFactsHandlers implements ServiceImpl<typeof ProviderFactsSe
     const limit = req.limit === 0 ? 100 : req.limit;
     if (limit < 1 || limit > 500)
       throw failure(Code.InvalidArgument, "validation_failed", "limit must be 1..500", "limit");
-    return { providerFacts: await listProviderFacts(this.#d.sql, { status, limit }) };
+    return { providerFacts: await listProviderFacts(this.#d.store, { status, limit }) };
   }
 
   async resolveProviderFact(req: ResolveProviderFactRequest) {

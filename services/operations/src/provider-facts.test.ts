@@ -51,7 +51,7 @@ const cancel = (shop: Shop, id: string) =>
   h.operations.cancelOperation({ scope: shop, id: { case: "operationId", value: id }, reason: "" });
 
 const factsOf = async (operationId: string) =>
-  (await listProviderFacts(h.sql, { limit: 500 })).filter((f) => f.operationId === operationId);
+  (await listProviderFacts(h.store, { limit: 500 })).filter((f) => f.operationId === operationId);
 
 /** The subjects of the outbox rows about provider facts, in commit order. */
 async function factEvents(): Promise<string[]> {
@@ -60,7 +60,7 @@ async function factEvents(): Promise<string[]> {
   return rows.map((r) => r.subject.slice(r.subject.indexOf(".provider_facts.") + 1));
 }
 
-const deps = () => ({ sql: h.sql, prefix: h.store.prefix, logger });
+const deps = () => ({ store: h.store, logger });
 /** What `applyProviderResult` needs, as the callback handler passes it. */
 const apply = () => ({ store: h.store, logger });
 
@@ -280,13 +280,15 @@ describe("provider facts", () => {
     const reference = randomUUID();
     const result = { operationId: reference, status: "completed" as const, legs: [] };
     await h.sql.begin((tx) => applyProviderResult(apply(), tx, "keeps", result, "callback"));
-    const [fact] = (await listProviderFacts(h.sql, { limit: 500 })).filter(
+    const [fact] = (await listProviderFacts(h.store, { limit: 500 })).filter(
       (f) => f.provider === "keeps" && f.operationId === undefined && f.amount === "",
     );
     expect(fact).toMatchObject({ kind: "not_routed", currency: "RUB", status: "open", direction: "payin" });
     // Replayed, it is the same fact.
     await h.sql.begin((tx) => applyProviderResult(apply(), tx, "keeps", result, "callback"));
-    expect((await listProviderFacts(h.sql, { limit: 500 })).filter((f) => f.id === fact!.id)).toHaveLength(1);
+    expect((await listProviderFacts(h.store, { limit: 500 })).filter((f) => f.id === fact!.id)).toHaveLength(
+      1,
+    );
     await expect(
       resolveProviderFact(deps(), { id: fact!.id, action: "credit_shop", reason: "r", operator: "o" }),
     ).rejects.toBeInstanceOf(ProviderFactNotCreditableError);
@@ -311,12 +313,12 @@ describe("provider facts", () => {
         "callback",
       ),
     );
-    const [fact] = (await listProviderFacts(h.sql, { limit: 500 })).filter((f) => f.provider === "ghost");
+    const [fact] = (await listProviderFacts(h.store, { limit: 500 })).filter((f) => f.provider === "ghost");
     expect(fact).toMatchObject({ kind: "not_routed", amount: "70.00", currency: "", status: "open" });
   });
 
   it("counts open facts per kind in the operations_provider_facts_open gauge", async () => {
-    const open = await listProviderFacts(h.sql, { status: "open", limit: 500 });
+    const open = await listProviderFacts(h.store, { status: "open", limit: 500 });
     const metric = await openProviderFacts.get();
     const of = (kind: string) => metric.values.find((v) => v.labels.kind === kind)?.value;
     for (const kind of ["late_completion", "not_routed", "amount_mismatch", "slot_refused"])
@@ -335,7 +337,7 @@ describe("provider facts", () => {
         "callback",
       ),
     );
-    const [fact] = (await listProviderFacts(h.sql, { limit: 500 })).filter(
+    const [fact] = (await listProviderFacts(h.store, { limit: 500 })).filter(
       (f) => f.provider === "keeps" && f.operationId === undefined && f.amount === "50.00",
     );
     expect(fact).toBeDefined();

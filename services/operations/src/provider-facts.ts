@@ -1,6 +1,5 @@
 import { randomUUID } from "node:crypto";
 import { create, toBinary } from "@bufbuild/protobuf";
-import type { Sql } from "@gw/db";
 import type { Logger } from "@gw/log";
 import {
   type Currency,
@@ -22,12 +21,11 @@ import { v7 as uuidv7 } from "uuid";
 import type { ProviderLeg } from "./connectors/connector.ts";
 import type { OperationRow } from "./model.ts";
 import type { Db as Tx } from "./repository/db.ts";
+import type { OperationStore } from "./repository/operations.ts";
 import {
-  countOpenFacts,
   enqueueFactEvent,
   type FactRow,
   insertFact,
-  listFacts,
   lockFact,
   markFactResolved,
   operationOfFact,
@@ -53,7 +51,7 @@ const RESOLUTIONS_OF = {
 } as const satisfies Record<"payin" | "payout", readonly Resolution[]>;
 
 /** The database the gauge below reads at scrape; set by `reportOpenProviderFacts` at start. */
-let metricsSql: Sql | undefined;
+let metricsStore: OperationStore | undefined;
 
 /**
  * Open provider facts per kind: money an operator still has to place. The same
@@ -65,16 +63,16 @@ export const openProviderFacts = new Gauge({
   labelNames: ["kind"],
   registers: [metricsRegistry],
   async collect() {
-    if (metricsSql === undefined) return;
-    const rows = await countOpenFacts(metricsSql).catch(() => undefined);
+    if (metricsStore === undefined) return;
+    const rows = await metricsStore.facts.countOpen().catch(() => undefined);
     if (rows === undefined) return;
     for (const kind of FACT_KINDS) this.set({ kind }, rows.find((r) => r.kind === kind)?.n ?? 0);
   },
 });
 
 /** Lets the `operations_provider_facts_open` gauge read this database at scrape. */
-export function reportOpenProviderFacts(sql: Sql): void {
-  metricsSql = sql;
+export function reportOpenProviderFacts(store: OperationStore): void {
+  metricsStore = store;
 }
 
 /** The fact does not exist. */
@@ -238,10 +236,10 @@ export async function recordProviderFact(
 
 /** The operator's review queue: open facts first, then the newest. */
 export async function listProviderFacts(
-  sql: Sql,
+  store: OperationStore,
   options: { status?: "open" | "resolved"; limit: number },
 ): Promise<ProviderFact[]> {
-  return (await listFacts(sql, options)).map(toFact);
+  return (await store.facts.list(options)).map(toFact);
 }
 
 /**
@@ -257,10 +255,10 @@ export async function listProviderFacts(
  * @throws ProviderFactNotFoundError, ProviderFactAlreadyResolvedError, ProviderFactNotCreditableError
  */
 export async function resolveProviderFact(
-  deps: { sql: Sql; prefix: string; logger: Logger },
+  deps: { store: OperationStore; logger: Logger },
   input: { id: string; action: Resolution; reason: string; operator: string },
 ): Promise<{ fact: ProviderFact; replayed: boolean }> {
-  return deps.sql.begin(async (tx) => {
+  return deps.store.transaction(async (tx) => {
     const fact = await lockFact(tx, input.id);
     if (!fact) throw new ProviderFactNotFoundError("provider fact not found");
     if (fact.status === "resolved") {
@@ -284,7 +282,7 @@ export async function resolveProviderFact(
       figures,
     });
     if (!resolved) throw new Error(`provider fact ${fact.id} vanished under its lock`);
-    await enqueue(tx, deps.prefix, "resolved", resolved);
+    await enqueue(tx, deps.store.prefix, "resolved", resolved);
     deps.logger.info(
       { factId: fact.id, action: input.action, operator: input.operator },
       "provider fact resolved",

@@ -13,6 +13,7 @@ import type { LegRow, OperationRow, ReconcileRow } from "../model.ts";
 import { receiptsOf } from "../receipts-of.ts";
 import { HandOffRepository } from "./handoffs.ts";
 import { LinkRepository } from "./links.ts";
+import { ProviderFactRepository } from "./provider-facts.ts";
 import { WithdrawalRepository } from "./withdrawals.ts";
 
 export type { LegRow, ReconcileRow };
@@ -101,6 +102,8 @@ export class OperationStore {
   readonly handoffs: HandOffRepository;
   /** `operations.flexible_links`: flexible payment links. */
   readonly links: LinkRepository;
+  /** `operations.provider_facts`, outside a caller's transaction (the rest: ./provider-facts.ts). */
+  readonly facts: ProviderFactRepository;
 
   constructor(sql: Sql, prefix: string) {
     this.#sql = sql;
@@ -108,6 +111,7 @@ export class OperationStore {
     this.withdrawals = new WithdrawalRepository(sql);
     this.handoffs = new HandOffRepository(sql);
     this.links = new LinkRepository(sql);
+    this.facts = new ProviderFactRepository(sql);
   }
 
   /** Calls `onNotify` on each NOTIFY of `channel`; resolves the function that stops listening. */

@@ -35,10 +35,24 @@ export type NewFact = Pick<
   | "currency"
 >;
 
-/** Open facts per kind, database-wide. */
-export function countOpenFacts(sql: Sql): Promise<{ kind: string; n: number }[]> {
-  return sql<{ kind: string; n: number }[]>`
-    select kind, count(*)::int as n from operations.provider_facts where status = 'open' group by kind`;
+/** The queries of `operations.provider_facts` that run outside a caller's transaction. */
+export class ProviderFactRepository {
+  readonly #sql: Sql;
+
+  constructor(sql: Sql) {
+    this.#sql = sql;
+  }
+
+  /** Open facts per kind, database-wide. */
+  countOpen(): Promise<{ kind: string; n: number }[]> {
+    return this.#sql<{ kind: string; n: number }[]>`
+      select kind, count(*)::int as n from operations.provider_facts where status = 'open' group by kind`;
+  }
+
+  /** The operator's review queue: open facts first, then the newest. */
+  list(options: { status?: "open" | "resolved"; limit: number }): Promise<FactRow[]> {
+    return listFacts(this.#sql, options);
+  }
 }
 
 /** Queues a fact's event in `tx` (the outbox relay publishes it after commit). */
@@ -68,11 +82,7 @@ export async function insertFact(tx: Db, fact: NewFact): Promise<FactRow | undef
   return row;
 }
 
-/** The operator's review queue: open facts first, then the newest. */
-export function listFacts(
-  sql: Db,
-  options: { status?: "open" | "resolved"; limit: number },
-): Promise<FactRow[]> {
+function listFacts(sql: Db, options: { status?: "open" | "resolved"; limit: number }): Promise<FactRow[]> {
   return sql<FactRow[]>`
     select * from operations.provider_facts
     ${options.status ? sql`where status = ${options.status}` : sql``}
