@@ -412,4 +412,21 @@ describe("flexible links", () => {
       select status, claim from operations.flexible_links where operation_id = ${id}`;
     expect(row).toEqual({ status: "created", claim: null });
   });
+
+  it("lets a create's retry decide a link whose deciding process died holding its claim", async () => {
+    const mop = `flex-${randomUUID()}`;
+    const first = await link("1950.00", mop);
+    const id = first.link?.operationId ?? "";
+    // What a create killed between its claim and its decision leaves: `deciding`, claimed, lapsed.
+    await h.sql`
+      update operations.flexible_links
+      set status = 'deciding', claim = ${randomUUID()}, claimed_until = now() - interval '1 second'
+      where operation_id = ${id}`;
+    const retried = await link("1950.00", mop);
+    expect(retried.link?.status).toBe(first.link?.status);
+    expect(retried.link?.status).not.toBe("deciding");
+    const [row] = await h.sql<{ status: string; claim: string | null }[]>`
+      select status, claim from operations.flexible_links where operation_id = ${id}`;
+    expect(row).toEqual({ status: retried.link?.status, claim: null });
+  });
 });
