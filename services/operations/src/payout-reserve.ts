@@ -1,11 +1,11 @@
 import type { Client } from "@connectrpc/connect";
-import { eventHeaders } from "@gw/events";
 import type { Logger } from "@gw/log";
 import type { LedgerService } from "@gw/proto/gateway/ledger/v1/ledger_pb";
 import { operationEvent } from "./events.ts";
 import { DependencyUnavailableError } from "./lifecycle/errors.ts";
 import { type OperationRow, toOperation } from "./model.ts";
-import type { OperationPatch, OperationStore } from "./store.ts";
+import type { DataPatch, OperationStore } from "./repository/operations.ts";
+import { enqueueEvent } from "./repository/outbox.ts";
 
 /**
  * A payout's ledger reserve around its routing (docs/architecture.md, Create):
@@ -70,16 +70,13 @@ export async function reserveBeforeRouting(
 export async function recordRefusedPayout(
   store: OperationStore,
   row: OperationRow,
-  patch: OperationPatch,
+  data: DataPatch,
 ): Promise<OperationRow | undefined> {
-  return store.sql.begin(async (tx) => {
-    const next = await store.transition(row, patch, { emit: false, tx });
-    if (!next) return undefined;
+  return store.transaction(async (tx) => {
+    const { row: next } = await store.applyFact(row, { kind: "refused" }, { data, tx });
+    if (next?.status !== "rejected") return next;
     const event = operationEvent(store.prefix, next, [], PAYOUT_REFUSED);
-    await tx`
-      insert into operations.outbox (id, subject, payload, headers)
-      values (${event.id}, ${event.subject}, ${Buffer.from(event.payload)}, ${JSON.stringify(eventHeaders())}::jsonb)`;
-    await tx`select pg_notify('outbox_operations', '')`;
+    await enqueueEvent(tx, event.id, event.subject, event.payload);
     return next;
   });
 }

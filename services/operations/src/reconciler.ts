@@ -12,7 +12,7 @@ import {
 import { isTerminal } from "./model.ts";
 import { type PoolDeps, reconcilePooled, SELF_MATCHING } from "./pool.ts";
 import { applyProviderResult } from "./provider-results.ts";
-import { NON_TERMINAL, type ReconcileRow } from "./store.ts";
+import { NON_TERMINAL, type ReconcileRow } from "./repository/operations.ts";
 
 /**
  * Operations non-terminal for longer than `RECONCILE_ALERT_AFTER_MS`, per status. Every
@@ -258,7 +258,7 @@ export class Reconciler {
     result: Omit<ProviderResult, "operationId">,
   ): Promise<Outcome> {
     const { store, logger } = this.#deps;
-    const outcome = await store.sql.begin((tx) =>
+    const outcome = await store.transaction((tx) =>
       applyProviderResult(this.#deps, tx, providerName, { ...result, operationId: row.id }, "reconciler"),
     );
     if (outcome !== "applied") return "unchanged";
@@ -269,7 +269,7 @@ export class Reconciler {
   /** Records a payin expired (`rejected`) once its provider withdrew it or never had it. */
   async #expire(row: ReconcileRow, providerName: string): Promise<Outcome> {
     const { store, logger } = this.#deps;
-    const expired = await store.transition(row, { status: "rejected" }, { emit: true });
+    const { row: expired } = await store.applyFact(row, { kind: "expired" });
     if (expired) {
       logger.info({ operationId: row.id, provider: providerName }, "expired: withdrawn at the provider");
       return "expired";
