@@ -20,7 +20,7 @@ import { type Measurement, measure } from "@gw/bench";
 import postgres from "postgres";
 import { Agent, request } from "undici";
 import { startTestStack } from "../src/stack.ts";
-import { type CpuSnapshot, cpuPerCall, formatCpuTable, snapshotCpu } from "./process-cpu.ts";
+import { type CpuSnapshot, cpuBetween, cpuPerCall, formatCpuTable, snapshotCpu } from "./process-cpu.ts";
 
 const run = promisify(execFile);
 const arg = (name: string, fallback: string) =>
@@ -109,6 +109,17 @@ try {
   };
   const create = () => call("POST", "/v1/payment", body(randomUUID()));
 
+  // What every process spends with nothing to do (pollers, timers, heartbeats), per
+  // second, after one create has warmed the stack up; it is taken off each window.
+  await create();
+  await new Promise((r) => setTimeout(r, 1000));
+  const idleMs = 3000;
+  const idleStart = await snapshotCpu(stack, sql);
+  await new Promise((r) => setTimeout(r, idleMs));
+  const idlePerSecond = new Map(
+    [...cpuBetween(idleStart, await snapshotCpu(stack, sql))].map(([l, s]) => [l, s / (idleMs / 1000)]),
+  );
+
   // CPU of every process over each measured window, per call of that window.
   const cpuColumns: { name: string; perCall: Map<string, number> }[] = [];
   const step = async (name: string, loop: () => Promise<unknown>, concurrency: number) => {
@@ -125,7 +136,7 @@ try {
         after = await snapshotCpu(stack, sql);
       },
     });
-    cpuColumns.push({ name, perCall: cpuPerCall(before!, after!, m.calls) });
+    cpuColumns.push({ name, perCall: cpuPerCall(before!, after!, m.calls, m.durationMs, idlePerSecond) });
     return m;
   };
   const row = (label: string, m: Measurement) =>
@@ -173,7 +184,10 @@ try {
     `replay rate ${(replay.callsPerSec / best.callsPerSec).toFixed(2)} × the best create rate; get_operation_state ${state.callsPerSec.toFixed(0)}/s; balances ${balances.callsPerSec.toFixed(0)}/s`,
   );
   console.log(
-    "\nCPU per call by process over each window (/proc/<pid>/stat utime+stime; postgres: the backends of this database; the relays run inside operations and matching):",
+    "\nCPU per call by process over each window, less its idle CPU (/proc/<pid>/stat utime+stime; postgres: the backends of this database; the relays run inside operations and matching):",
+  );
+  console.log(
+    `idle CPU ms per second: ${[...idlePerSecond].map(([l, s]) => `${l} ${(s * 1000).toFixed(1)}`).join(", ")}`,
   );
   console.log(formatCpuTable(cpuColumns));
   console.log(`load average at end: ${(await readFile("/proc/loadavg", "utf8")).trim()}`);

@@ -60,14 +60,35 @@ export async function snapshotCpu(stack: TestStack, sql: postgres.Sql): Promise<
   return out;
 }
 
-/** Milliseconds of CPU per call, by label, between two snapshots. */
-export function cpuPerCall(before: CpuSnapshot, after: CpuSnapshot, calls: number): Map<string, number> {
+/** CPU seconds by label between two snapshots. */
+export function cpuBetween(before: CpuSnapshot, after: CpuSnapshot): Map<string, number> {
   const out = new Map<string, number>();
   for (const [label, a] of after) {
     const b = before.get(label);
     let seconds = 0;
     for (const [pid, s] of a.pids) seconds += s - (b?.pids.get(pid) ?? 0);
-    out.set(label, calls > 0 ? (seconds * 1000) / calls : 0);
+    out.set(label, seconds);
+  }
+  return out;
+}
+
+/**
+ * Milliseconds of CPU per call, by label, between two snapshots `windowMs` apart, less
+ * what the process spends idle (`idlePerSecond`: pollers, timers, heartbeats) over as
+ * long. Without that, a slower run would show more CPU per create only because the idle
+ * work is spread over fewer creates.
+ */
+export function cpuPerCall(
+  before: CpuSnapshot,
+  after: CpuSnapshot,
+  calls: number,
+  windowMs: number,
+  idlePerSecond: Map<string, number>,
+): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const [label, seconds] of cpuBetween(before, after)) {
+    const busy = seconds - (idlePerSecond.get(label) ?? 0) * (windowMs / 1000);
+    out.set(label, calls > 0 ? (busy * 1000) / calls : 0);
   }
   return out;
 }
