@@ -131,7 +131,7 @@ export function buildApp(deps: EdgeDeps): OpenAPIHono<EdgeEnv> {
   app.onError((err, c) => {
     const { error, expected } = toApiError(err);
     if (!expected) {
-      (c.get("logger") ?? deps.logger).error(
+      deps.logger.error(
         { err: loggableCause(err), request_id: c.get("requestId"), status: error.status },
         "request failed",
       );
