@@ -1,6 +1,7 @@
 import { fromBinary } from "@bufbuild/protobuf";
 import type { Client } from "@connectrpc/connect";
 import {
+  CONSUMER_SUBJECTS,
   type EventApplier,
   type Nats,
   type RetryPolicy,
@@ -375,13 +376,13 @@ export function poolConsumers(pool: PoolDeps) {
     decode: (data) => fromBinary(OperationEventSchema, data),
     handle: (tx, event) => enterPool(pool, tx, event),
   };
-  // One filter subject each (the NATS servers we meet may predate `filter_subjects`); the
-  // payins handler looks at terminal payment events, and at the first event of a payin
-  // another provider took (to free a slot the pool may hold for it).
+  // Each reads only the subjects it acts on (libs/events CONSUMER_SUBJECTS): the payins
+  // handler looks at terminal payment events, and at the first event of a payin another
+  // provider took (to free a slot the pool may hold for it).
   return {
-    payins: { applier: payins, subjects: ["operations.payment.>"] },
-    payouts: { applier: payouts, subjects: ["matching.pool_payout.>"] },
-    entries: { applier: entries, subjects: ["operations.payout.pending"] },
+    payins: { applier: payins, subjects: [...CONSUMER_SUBJECTS["operations-pool-payins"]] },
+    payouts: { applier: payouts, subjects: [...CONSUMER_SUBJECTS["operations-pool-payouts"]] },
+    entries: { applier: entries, subjects: [...CONSUMER_SUBJECTS["operations-pool-entries"]] },
   };
 }
 

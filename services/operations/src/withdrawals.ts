@@ -1,6 +1,7 @@
 import { fromBinary } from "@bufbuild/protobuf";
 import type { Sql } from "@gw/db";
 import {
+  CONSUMER_SUBJECTS,
   type EventApplier,
   type Nats,
   type RetryPolicy,
@@ -117,7 +118,7 @@ export function startWithdrawalConsumer(options: {
     ...withdrawalApplier,
     nats: options.nats,
     prefix: options.prefix,
-    subjects: ["operations.payment.cancelled"],
+    subjects: [...CONSUMER_SUBJECTS["operations-withdrawals"]],
     sql: options.sql,
     schema: "operations",
     logger: options.logger,
