@@ -1,5 +1,8 @@
 import type { Sql } from "@gw/db";
-import type { ListLedgerAuditRequest } from "@gw/proto/gateway/ledger/v1/ledger_pb";
+import type {
+  ListClearingByOperationRequest,
+  ListShopTotalsRequest,
+} from "@gw/proto/gateway/ledger/v1/ledger_pb";
 import { invalid } from "./pricing.ts";
 
 /**
@@ -22,7 +25,7 @@ const CLEARING = "sum(case when p.side = 'debit' then p.amount else -p.amount en
  * payout_complete transfers it has. An operation with transfers but no clearing posting
  * has one row with an empty currency and zero sums.
  */
-export async function listClearingByOperation(sql: Sql, req: ListLedgerAuditRequest) {
+export async function listClearingByOperation(sql: Sql, req: ListClearingByOperationRequest) {
   if (req.cursor !== "" && !UUID.test(req.cursor)) throw badCursor();
   const limit = pageSize(req.limit);
   const rows = await sql<
@@ -72,7 +75,7 @@ export async function listClearingByOperation(sql: Sql, req: ListLedgerAuditRequ
  * Per shop and currency (keyset on both): provider clearing over every transfer, and
  * the sum of all the shop's account balances (zero in a sound double-entry ledger).
  */
-export async function listShopTotals(sql: Sql, req: ListLedgerAuditRequest) {
+export async function listShopTotals(sql: Sql, req: ListShopTotalsRequest) {
   let after: [string, string] | undefined;
   if (req.cursor !== "") {
     try {

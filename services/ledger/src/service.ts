@@ -17,8 +17,9 @@ import {
 } from "@gw/money";
 import type {
   LedgerService,
-  ListLedgerAuditRequest,
+  ListClearingByOperationRequest,
   ListPricingRequest,
+  ListShopTotalsRequest,
   PostAdjustmentRequest,
   PutFxRateRequest,
   PutPricingRequest,
@@ -78,12 +79,12 @@ export class LedgerHandlers implements ServiceImpl<typeof LedgerService> {
   }
 
   /** Admin audit: provider clearing per operation and currency. Errors: INVALID_ARGUMENT (cursor). */
-  listClearingByOperation(req: ListLedgerAuditRequest) {
+  listClearingByOperation(req: ListClearingByOperationRequest) {
     return listClearingByOperation(this.#sql, req);
   }
 
   /** Admin audit: provider clearing and the accounts' sum per shop and currency. Errors: INVALID_ARGUMENT (cursor). */
-  listShopTotals(req: ListLedgerAuditRequest) {
+  listShopTotals(req: ListShopTotalsRequest) {
     return listShopTotals(this.#sql, req);
   }
 

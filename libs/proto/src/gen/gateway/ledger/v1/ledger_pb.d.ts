@@ -11,9 +11,9 @@ import type { Message } from "@bufbuild/protobuf";
 export declare const file_gateway_ledger_v1_ledger: GenFile;
 
 /**
- * @generated from message gateway.ledger.v1.ListLedgerAuditRequest
+ * @generated from message gateway.ledger.v1.ListClearingByOperationRequest
  */
-export declare type ListLedgerAuditRequest = Message<"gateway.ledger.v1.ListLedgerAuditRequest"> & {
+export declare type ListClearingByOperationRequest = Message<"gateway.ledger.v1.ListClearingByOperationRequest"> & {
   /**
    * Empty: from the start.
    *
@@ -30,10 +30,10 @@ export declare type ListLedgerAuditRequest = Message<"gateway.ledger.v1.ListLedg
 };
 
 /**
- * Describes the message gateway.ledger.v1.ListLedgerAuditRequest.
- * Use `create(ListLedgerAuditRequestSchema)` to create a new message.
+ * Describes the message gateway.ledger.v1.ListClearingByOperationRequest.
+ * Use `create(ListClearingByOperationRequestSchema)` to create a new message.
  */
-export declare const ListLedgerAuditRequestSchema: GenMessage<ListLedgerAuditRequest>;
+export declare const ListClearingByOperationRequestSchema: GenMessage<ListClearingByOperationRequest>;
 
 /**
  * Provider clearing of one operation in one currency: debits minus credits, decimal strings.
@@ -106,6 +106,31 @@ export declare type ListClearingByOperationResponse = Message<"gateway.ledger.v1
  * Use `create(ListClearingByOperationResponseSchema)` to create a new message.
  */
 export declare const ListClearingByOperationResponseSchema: GenMessage<ListClearingByOperationResponse>;
+
+/**
+ * @generated from message gateway.ledger.v1.ListShopTotalsRequest
+ */
+export declare type ListShopTotalsRequest = Message<"gateway.ledger.v1.ListShopTotalsRequest"> & {
+  /**
+   * Empty: from the start.
+   *
+   * @generated from field: string cursor = 1;
+   */
+  cursor: string;
+
+  /**
+   * 1..1000, default 500.
+   *
+   * @generated from field: int32 limit = 2;
+   */
+  limit: number;
+};
+
+/**
+ * Describes the message gateway.ledger.v1.ListShopTotalsRequest.
+ * Use `create(ListShopTotalsRequestSchema)` to create a new message.
+ */
+export declare const ListShopTotalsRequestSchema: GenMessage<ListShopTotalsRequest>;
 
 /**
  * @generated from message gateway.ledger.v1.ShopTotal
@@ -692,7 +717,7 @@ export declare const LedgerService: GenService<{
    */
   listClearingByOperation: {
     methodKind: "unary";
-    input: typeof ListLedgerAuditRequestSchema;
+    input: typeof ListClearingByOperationRequestSchema;
     output: typeof ListClearingByOperationResponseSchema;
   },
   /**
@@ -700,7 +725,7 @@ export declare const LedgerService: GenService<{
    */
   listShopTotals: {
     methodKind: "unary";
-    input: typeof ListLedgerAuditRequestSchema;
+    input: typeof ListShopTotalsRequestSchema;
     output: typeof ListShopTotalsResponseSchema;
   },
 }>;

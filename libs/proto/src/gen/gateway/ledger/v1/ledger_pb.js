@@ -8,13 +8,13 @@ import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2
  * Describes the file gateway/ledger/v1/ledger.proto.
  */
 export const file_gateway_ledger_v1_ledger = /*@__PURE__*/
-  fileDesc("Ch5nYXRld2F5L2xlZGdlci92MS9sZWRnZXIucHJvdG8SEWdhdGV3YXkubGVkZ2VyLnYxIjcKFkxpc3RMZWRnZXJBdWRpdFJlcXVlc3QSDgoGY3Vyc29yGAEgASgJEg0KBWxpbWl0GAIgASgFIpQBChFPcGVyYXRpb25DbGVhcmluZxIUCgxvcGVyYXRpb25faWQYASABKAkSDwoHc2hvcF9pZBgCIAEoCRIQCghjdXJyZW5jeRgDIAEoCRIOCgZib29rZWQYBCABKAkSHAoUYm9va2VkX29uX2NvbXBsZXRpb24YBSABKAkSGAoQcGF5b3V0X2NvbXBsZXRlcxgGIAEoBSJwCh9MaXN0Q2xlYXJpbmdCeU9wZXJhdGlvblJlc3BvbnNlEjgKCm9wZXJhdGlvbnMYASADKAsyJC5nYXRld2F5LmxlZGdlci52MS5PcGVyYXRpb25DbGVhcmluZxITCgtuZXh0X2N1cnNvchgCIAEoCSJfCglTaG9wVG90YWwSDwoHc2hvcF9pZBgBIAEoCRIQCghjdXJyZW5jeRgCIAEoCRIZChFwcm92aWRlcl9jbGVhcmluZxgDIAEoCRIUCgxhY2NvdW50c19zdW0YBCABKAkiWwoWTGlzdFNob3BUb3RhbHNSZXNwb25zZRIsCgZ0b3RhbHMYASADKAsyHC5nYXRld2F5LmxlZGdlci52MS5TaG9wVG90YWwSEwoLbmV4dF9jdXJzb3IYAiABKAkigQEKDFF1b3RlUmVxdWVzdBIPCgdzaG9wX2lkGAEgASgJEg4KBm1ldGhvZBgCIAEoCRIRCglkaXJlY3Rpb24YAyABKAkSDgoGYW1vdW50GAQgASgJEhAKCGN1cnJlbmN5GAUgASgJEhsKE3NldHRsZW1lbnRfY3VycmVuY3kYBiABKAki2AEKDVF1b3RlUmVzcG9uc2USGQoRY29tbWlzc2lvbl9hbW91bnQYASABKAkSGQoRc2V0dGxlbWVudF9hbW91bnQYAiABKAkSGwoTc2V0dGxlbWVudF9jdXJyZW5jeRgDIAEoCRIUCgdmeF9yYXRlGAQgASgJSACIAQESFgoJZnhfc291cmNlGAUgASgJSAGIAQESLAoEdGllchgGIAEoCzIeLmdhdGV3YXkubGVkZ2VyLnYxLlByaWNpbmdUaWVyQgoKCF9meF9yYXRlQgwKCl9meF9zb3VyY2UiVQoLUHJpY2luZ1RpZXISEgoKbWluX2Ftb3VudBgBIAEoCRISCgptYXhfYW1vdW50GAIgASgJEg8KB3BlcmNlbnQYAyABKAkSDQoFZml4ZWQYBCABKAkiJQoSR2V0QmFsYW5jZXNSZXF1ZXN0Eg8KB3Nob3BfaWQYASABKAkiVQoHQmFsYW5jZRIQCghjdXJyZW5jeRgBIAEoCRIPCgdiYWxhbmNlGAIgASgJEhUKDWN1cnJlbnRfbWludXMYAyABKAkSEAoIcmVzZXJ2ZWQYBCABKAkiQwoTR2V0QmFsYW5jZXNSZXNwb25zZRIsCghiYWxhbmNlcxgBIAMoCzIaLmdhdGV3YXkubGVkZ2VyLnYxLkJhbGFuY2UikwEKEVB1dFByaWNpbmdSZXF1ZXN0Eg8KB3Nob3BfaWQYASABKAkSDgoGbWV0aG9kGAIgASgJEi0KBXBheWluGAMgAygLMh4uZ2F0ZXdheS5sZWRnZXIudjEuUHJpY2luZ1RpZXISLgoGcGF5b3V0GAQgAygLMh4uZ2F0ZXdheS5sZWRnZXIudjEuUHJpY2luZ1RpZXIiFAoSUHV0UHJpY2luZ1Jlc3BvbnNlIiUKEkxpc3RQcmljaW5nUmVxdWVzdBIPCgdzaG9wX2lkGAEgASgJIn4KDU1ldGhvZFByaWNpbmcSDgoGbWV0aG9kGAEgASgJEi0KBXBheWluGAIgAygLMh4uZ2F0ZXdheS5sZWRnZXIudjEuUHJpY2luZ1RpZXISLgoGcGF5b3V0GAMgAygLMh4uZ2F0ZXdheS5sZWRnZXIudjEuUHJpY2luZ1RpZXIiSAoTTGlzdFByaWNpbmdSZXNwb25zZRIxCgdtZXRob2RzGAEgAygLMiAuZ2F0ZXdheS5sZWRnZXIudjEuTWV0aG9kUHJpY2luZyJKChBQdXRGeFJhdGVSZXF1ZXN0EgwKBGZyb20YASABKAkSCgoCdG8YAiABKAkSDAoEcmF0ZRgDIAEoCRIOCgZzb3VyY2UYBCABKAkiEwoRUHV0RnhSYXRlUmVzcG9uc2UicQoVUG9zdEFkanVzdG1lbnRSZXF1ZXN0Eg8KB3Nob3BfaWQYASABKAkSEAoIY3VycmVuY3kYAiABKAkSDgoGYW1vdW50GAMgASgJEg4KBnJlYXNvbhgEIAEoCRIVCg1hZGp1c3RtZW50X2lkGAUgASgJIi0KFlBvc3RBZGp1c3RtZW50UmVzcG9uc2USEwoLdHJhbnNmZXJfaWQYASABKAkidQoUUmVzZXJ2ZVBheW91dFJlcXVlc3QSDwoHc2hvcF9pZBgBIAEoCRIUCgxvcGVyYXRpb25faWQYAiABKAkSGQoRc2V0dGxlbWVudF9hbW91bnQYAyABKAkSGwoTc2V0dGxlbWVudF9jdXJyZW5jeRgEIAEoCSInChVSZXNlcnZlUGF5b3V0UmVzcG9uc2USDgoGcG9zdGVkGAEgASgIMvcGCg1MZWRnZXJTZXJ2aWNlEkoKBVF1b3RlEh8uZ2F0ZXdheS5sZWRnZXIudjEuUXVvdGVSZXF1ZXN0GiAuZ2F0ZXdheS5sZWRnZXIudjEuUXVvdGVSZXNwb25zZRJcCgtHZXRCYWxhbmNlcxIlLmdhdGV3YXkubGVkZ2VyLnYxLkdldEJhbGFuY2VzUmVxdWVzdBomLmdhdGV3YXkubGVkZ2VyLnYxLkdldEJhbGFuY2VzUmVzcG9uc2USWQoKUHV0UHJpY2luZxIkLmdhdGV3YXkubGVkZ2VyLnYxLlB1dFByaWNpbmdSZXF1ZXN0GiUuZ2F0ZXdheS5sZWRnZXIudjEuUHV0UHJpY2luZ1Jlc3BvbnNlElwKC0xpc3RQcmljaW5nEiUuZ2F0ZXdheS5sZWRnZXIudjEuTGlzdFByaWNpbmdSZXF1ZXN0GiYuZ2F0ZXdheS5sZWRnZXIudjEuTGlzdFByaWNpbmdSZXNwb25zZRJWCglQdXRGeFJhdGUSIy5nYXRld2F5LmxlZGdlci52MS5QdXRGeFJhdGVSZXF1ZXN0GiQuZ2F0ZXdheS5sZWRnZXIudjEuUHV0RnhSYXRlUmVzcG9uc2USZQoOUG9zdEFkanVzdG1lbnQSKC5nYXRld2F5LmxlZGdlci52MS5Qb3N0QWRqdXN0bWVudFJlcXVlc3QaKS5nYXRld2F5LmxlZGdlci52MS5Qb3N0QWRqdXN0bWVudFJlc3BvbnNlEmIKDVJlc2VydmVQYXlvdXQSJy5nYXRld2F5LmxlZGdlci52MS5SZXNlcnZlUGF5b3V0UmVxdWVzdBooLmdhdGV3YXkubGVkZ2VyLnYxLlJlc2VydmVQYXlvdXRSZXNwb25zZRJ4ChdMaXN0Q2xlYXJpbmdCeU9wZXJhdGlvbhIpLmdhdGV3YXkubGVkZ2VyLnYxLkxpc3RMZWRnZXJBdWRpdFJlcXVlc3QaMi5nYXRld2F5LmxlZGdlci52MS5MaXN0Q2xlYXJpbmdCeU9wZXJhdGlvblJlc3BvbnNlEmYKDkxpc3RTaG9wVG90YWxzEikuZ2F0ZXdheS5sZWRnZXIudjEuTGlzdExlZGdlckF1ZGl0UmVxdWVzdBopLmdhdGV3YXkubGVkZ2VyLnYxLkxpc3RTaG9wVG90YWxzUmVzcG9uc2ViBnByb3RvMw");
+  fileDesc("Ch5nYXRld2F5L2xlZGdlci92MS9sZWRnZXIucHJvdG8SEWdhdGV3YXkubGVkZ2VyLnYxIj8KHkxpc3RDbGVhcmluZ0J5T3BlcmF0aW9uUmVxdWVzdBIOCgZjdXJzb3IYASABKAkSDQoFbGltaXQYAiABKAUilAEKEU9wZXJhdGlvbkNsZWFyaW5nEhQKDG9wZXJhdGlvbl9pZBgBIAEoCRIPCgdzaG9wX2lkGAIgASgJEhAKCGN1cnJlbmN5GAMgASgJEg4KBmJvb2tlZBgEIAEoCRIcChRib29rZWRfb25fY29tcGxldGlvbhgFIAEoCRIYChBwYXlvdXRfY29tcGxldGVzGAYgASgFInAKH0xpc3RDbGVhcmluZ0J5T3BlcmF0aW9uUmVzcG9uc2USOAoKb3BlcmF0aW9ucxgBIAMoCzIkLmdhdGV3YXkubGVkZ2VyLnYxLk9wZXJhdGlvbkNsZWFyaW5nEhMKC25leHRfY3Vyc29yGAIgASgJIjYKFUxpc3RTaG9wVG90YWxzUmVxdWVzdBIOCgZjdXJzb3IYASABKAkSDQoFbGltaXQYAiABKAUiXwoJU2hvcFRvdGFsEg8KB3Nob3BfaWQYASABKAkSEAoIY3VycmVuY3kYAiABKAkSGQoRcHJvdmlkZXJfY2xlYXJpbmcYAyABKAkSFAoMYWNjb3VudHNfc3VtGAQgASgJIlsKFkxpc3RTaG9wVG90YWxzUmVzcG9uc2USLAoGdG90YWxzGAEgAygLMhwuZ2F0ZXdheS5sZWRnZXIudjEuU2hvcFRvdGFsEhMKC25leHRfY3Vyc29yGAIgASgJIoEBCgxRdW90ZVJlcXVlc3QSDwoHc2hvcF9pZBgBIAEoCRIOCgZtZXRob2QYAiABKAkSEQoJZGlyZWN0aW9uGAMgASgJEg4KBmFtb3VudBgEIAEoCRIQCghjdXJyZW5jeRgFIAEoCRIbChNzZXR0bGVtZW50X2N1cnJlbmN5GAYgASgJItgBCg1RdW90ZVJlc3BvbnNlEhkKEWNvbW1pc3Npb25fYW1vdW50GAEgASgJEhkKEXNldHRsZW1lbnRfYW1vdW50GAIgASgJEhsKE3NldHRsZW1lbnRfY3VycmVuY3kYAyABKAkSFAoHZnhfcmF0ZRgEIAEoCUgAiAEBEhYKCWZ4X3NvdXJjZRgFIAEoCUgBiAEBEiwKBHRpZXIYBiABKAsyHi5nYXRld2F5LmxlZGdlci52MS5QcmljaW5nVGllckIKCghfZnhfcmF0ZUIMCgpfZnhfc291cmNlIlUKC1ByaWNpbmdUaWVyEhIKCm1pbl9hbW91bnQYASABKAkSEgoKbWF4X2Ftb3VudBgCIAEoCRIPCgdwZXJjZW50GAMgASgJEg0KBWZpeGVkGAQgASgJIiUKEkdldEJhbGFuY2VzUmVxdWVzdBIPCgdzaG9wX2lkGAEgASgJIlUKB0JhbGFuY2USEAoIY3VycmVuY3kYASABKAkSDwoHYmFsYW5jZRgCIAEoCRIVCg1jdXJyZW50X21pbnVzGAMgASgJEhAKCHJlc2VydmVkGAQgASgJIkMKE0dldEJhbGFuY2VzUmVzcG9uc2USLAoIYmFsYW5jZXMYASADKAsyGi5nYXRld2F5LmxlZGdlci52MS5CYWxhbmNlIpMBChFQdXRQcmljaW5nUmVxdWVzdBIPCgdzaG9wX2lkGAEgASgJEg4KBm1ldGhvZBgCIAEoCRItCgVwYXlpbhgDIAMoCzIeLmdhdGV3YXkubGVkZ2VyLnYxLlByaWNpbmdUaWVyEi4KBnBheW91dBgEIAMoCzIeLmdhdGV3YXkubGVkZ2VyLnYxLlByaWNpbmdUaWVyIhQKElB1dFByaWNpbmdSZXNwb25zZSIlChJMaXN0UHJpY2luZ1JlcXVlc3QSDwoHc2hvcF9pZBgBIAEoCSJ+Cg1NZXRob2RQcmljaW5nEg4KBm1ldGhvZBgBIAEoCRItCgVwYXlpbhgCIAMoCzIeLmdhdGV3YXkubGVkZ2VyLnYxLlByaWNpbmdUaWVyEi4KBnBheW91dBgDIAMoCzIeLmdhdGV3YXkubGVkZ2VyLnYxLlByaWNpbmdUaWVyIkgKE0xpc3RQcmljaW5nUmVzcG9uc2USMQoHbWV0aG9kcxgBIAMoCzIgLmdhdGV3YXkubGVkZ2VyLnYxLk1ldGhvZFByaWNpbmciSgoQUHV0RnhSYXRlUmVxdWVzdBIMCgRmcm9tGAEgASgJEgoKAnRvGAIgASgJEgwKBHJhdGUYAyABKAkSDgoGc291cmNlGAQgASgJIhMKEVB1dEZ4UmF0ZVJlc3BvbnNlInEKFVBvc3RBZGp1c3RtZW50UmVxdWVzdBIPCgdzaG9wX2lkGAEgASgJEhAKCGN1cnJlbmN5GAIgASgJEg4KBmFtb3VudBgDIAEoCRIOCgZyZWFzb24YBCABKAkSFQoNYWRqdXN0bWVudF9pZBgFIAEoCSItChZQb3N0QWRqdXN0bWVudFJlc3BvbnNlEhMKC3RyYW5zZmVyX2lkGAEgASgJInUKFFJlc2VydmVQYXlvdXRSZXF1ZXN0Eg8KB3Nob3BfaWQYASABKAkSFAoMb3BlcmF0aW9uX2lkGAIgASgJEhkKEXNldHRsZW1lbnRfYW1vdW50GAMgASgJEhsKE3NldHRsZW1lbnRfY3VycmVuY3kYBCABKAkiJwoVUmVzZXJ2ZVBheW91dFJlc3BvbnNlEg4KBnBvc3RlZBgBIAEoCDL/BgoNTGVkZ2VyU2VydmljZRJKCgVRdW90ZRIfLmdhdGV3YXkubGVkZ2VyLnYxLlF1b3RlUmVxdWVzdBogLmdhdGV3YXkubGVkZ2VyLnYxLlF1b3RlUmVzcG9uc2USXAoLR2V0QmFsYW5jZXMSJS5nYXRld2F5LmxlZGdlci52MS5HZXRCYWxhbmNlc1JlcXVlc3QaJi5nYXRld2F5LmxlZGdlci52MS5HZXRCYWxhbmNlc1Jlc3BvbnNlElkKClB1dFByaWNpbmcSJC5nYXRld2F5LmxlZGdlci52MS5QdXRQcmljaW5nUmVxdWVzdBolLmdhdGV3YXkubGVkZ2VyLnYxLlB1dFByaWNpbmdSZXNwb25zZRJcCgtMaXN0UHJpY2luZxIlLmdhdGV3YXkubGVkZ2VyLnYxLkxpc3RQcmljaW5nUmVxdWVzdBomLmdhdGV3YXkubGVkZ2VyLnYxLkxpc3RQcmljaW5nUmVzcG9uc2USVgoJUHV0RnhSYXRlEiMuZ2F0ZXdheS5sZWRnZXIudjEuUHV0RnhSYXRlUmVxdWVzdBokLmdhdGV3YXkubGVkZ2VyLnYxLlB1dEZ4UmF0ZVJlc3BvbnNlEmUKDlBvc3RBZGp1c3RtZW50EiguZ2F0ZXdheS5sZWRnZXIudjEuUG9zdEFkanVzdG1lbnRSZXF1ZXN0GikuZ2F0ZXdheS5sZWRnZXIudjEuUG9zdEFkanVzdG1lbnRSZXNwb25zZRJiCg1SZXNlcnZlUGF5b3V0EicuZ2F0ZXdheS5sZWRnZXIudjEuUmVzZXJ2ZVBheW91dFJlcXVlc3QaKC5nYXRld2F5LmxlZGdlci52MS5SZXNlcnZlUGF5b3V0UmVzcG9uc2USgAEKF0xpc3RDbGVhcmluZ0J5T3BlcmF0aW9uEjEuZ2F0ZXdheS5sZWRnZXIudjEuTGlzdENsZWFyaW5nQnlPcGVyYXRpb25SZXF1ZXN0GjIuZ2F0ZXdheS5sZWRnZXIudjEuTGlzdENsZWFyaW5nQnlPcGVyYXRpb25SZXNwb25zZRJlCg5MaXN0U2hvcFRvdGFscxIoLmdhdGV3YXkubGVkZ2VyLnYxLkxpc3RTaG9wVG90YWxzUmVxdWVzdBopLmdhdGV3YXkubGVkZ2VyLnYxLkxpc3RTaG9wVG90YWxzUmVzcG9uc2ViBnByb3RvMw");
 
 /**
- * Describes the message gateway.ledger.v1.ListLedgerAuditRequest.
- * Use `create(ListLedgerAuditRequestSchema)` to create a new message.
+ * Describes the message gateway.ledger.v1.ListClearingByOperationRequest.
+ * Use `create(ListClearingByOperationRequestSchema)` to create a new message.
  */
-export const ListLedgerAuditRequestSchema = /*@__PURE__*/
+export const ListClearingByOperationRequestSchema = /*@__PURE__*/
   messageDesc(file_gateway_ledger_v1_ledger, 0);
 
 /**
@@ -32,137 +32,144 @@ export const ListClearingByOperationResponseSchema = /*@__PURE__*/
   messageDesc(file_gateway_ledger_v1_ledger, 2);
 
 /**
+ * Describes the message gateway.ledger.v1.ListShopTotalsRequest.
+ * Use `create(ListShopTotalsRequestSchema)` to create a new message.
+ */
+export const ListShopTotalsRequestSchema = /*@__PURE__*/
+  messageDesc(file_gateway_ledger_v1_ledger, 3);
+
+/**
  * Describes the message gateway.ledger.v1.ShopTotal.
  * Use `create(ShopTotalSchema)` to create a new message.
  */
 export const ShopTotalSchema = /*@__PURE__*/
-  messageDesc(file_gateway_ledger_v1_ledger, 3);
+  messageDesc(file_gateway_ledger_v1_ledger, 4);
 
 /**
  * Describes the message gateway.ledger.v1.ListShopTotalsResponse.
  * Use `create(ListShopTotalsResponseSchema)` to create a new message.
  */
 export const ListShopTotalsResponseSchema = /*@__PURE__*/
-  messageDesc(file_gateway_ledger_v1_ledger, 4);
+  messageDesc(file_gateway_ledger_v1_ledger, 5);
 
 /**
  * Describes the message gateway.ledger.v1.QuoteRequest.
  * Use `create(QuoteRequestSchema)` to create a new message.
  */
 export const QuoteRequestSchema = /*@__PURE__*/
-  messageDesc(file_gateway_ledger_v1_ledger, 5);
+  messageDesc(file_gateway_ledger_v1_ledger, 6);
 
 /**
  * Describes the message gateway.ledger.v1.QuoteResponse.
  * Use `create(QuoteResponseSchema)` to create a new message.
  */
 export const QuoteResponseSchema = /*@__PURE__*/
-  messageDesc(file_gateway_ledger_v1_ledger, 6);
+  messageDesc(file_gateway_ledger_v1_ledger, 7);
 
 /**
  * Describes the message gateway.ledger.v1.PricingTier.
  * Use `create(PricingTierSchema)` to create a new message.
  */
 export const PricingTierSchema = /*@__PURE__*/
-  messageDesc(file_gateway_ledger_v1_ledger, 7);
+  messageDesc(file_gateway_ledger_v1_ledger, 8);
 
 /**
  * Describes the message gateway.ledger.v1.GetBalancesRequest.
  * Use `create(GetBalancesRequestSchema)` to create a new message.
  */
 export const GetBalancesRequestSchema = /*@__PURE__*/
-  messageDesc(file_gateway_ledger_v1_ledger, 8);
+  messageDesc(file_gateway_ledger_v1_ledger, 9);
 
 /**
  * Describes the message gateway.ledger.v1.Balance.
  * Use `create(BalanceSchema)` to create a new message.
  */
 export const BalanceSchema = /*@__PURE__*/
-  messageDesc(file_gateway_ledger_v1_ledger, 9);
+  messageDesc(file_gateway_ledger_v1_ledger, 10);
 
 /**
  * Describes the message gateway.ledger.v1.GetBalancesResponse.
  * Use `create(GetBalancesResponseSchema)` to create a new message.
  */
 export const GetBalancesResponseSchema = /*@__PURE__*/
-  messageDesc(file_gateway_ledger_v1_ledger, 10);
+  messageDesc(file_gateway_ledger_v1_ledger, 11);
 
 /**
  * Describes the message gateway.ledger.v1.PutPricingRequest.
  * Use `create(PutPricingRequestSchema)` to create a new message.
  */
 export const PutPricingRequestSchema = /*@__PURE__*/
-  messageDesc(file_gateway_ledger_v1_ledger, 11);
+  messageDesc(file_gateway_ledger_v1_ledger, 12);
 
 /**
  * Describes the message gateway.ledger.v1.PutPricingResponse.
  * Use `create(PutPricingResponseSchema)` to create a new message.
  */
 export const PutPricingResponseSchema = /*@__PURE__*/
-  messageDesc(file_gateway_ledger_v1_ledger, 12);
+  messageDesc(file_gateway_ledger_v1_ledger, 13);
 
 /**
  * Describes the message gateway.ledger.v1.ListPricingRequest.
  * Use `create(ListPricingRequestSchema)` to create a new message.
  */
 export const ListPricingRequestSchema = /*@__PURE__*/
-  messageDesc(file_gateway_ledger_v1_ledger, 13);
+  messageDesc(file_gateway_ledger_v1_ledger, 14);
 
 /**
  * Describes the message gateway.ledger.v1.MethodPricing.
  * Use `create(MethodPricingSchema)` to create a new message.
  */
 export const MethodPricingSchema = /*@__PURE__*/
-  messageDesc(file_gateway_ledger_v1_ledger, 14);
+  messageDesc(file_gateway_ledger_v1_ledger, 15);
 
 /**
  * Describes the message gateway.ledger.v1.ListPricingResponse.
  * Use `create(ListPricingResponseSchema)` to create a new message.
  */
 export const ListPricingResponseSchema = /*@__PURE__*/
-  messageDesc(file_gateway_ledger_v1_ledger, 15);
+  messageDesc(file_gateway_ledger_v1_ledger, 16);
 
 /**
  * Describes the message gateway.ledger.v1.PutFxRateRequest.
  * Use `create(PutFxRateRequestSchema)` to create a new message.
  */
 export const PutFxRateRequestSchema = /*@__PURE__*/
-  messageDesc(file_gateway_ledger_v1_ledger, 16);
+  messageDesc(file_gateway_ledger_v1_ledger, 17);
 
 /**
  * Describes the message gateway.ledger.v1.PutFxRateResponse.
  * Use `create(PutFxRateResponseSchema)` to create a new message.
  */
 export const PutFxRateResponseSchema = /*@__PURE__*/
-  messageDesc(file_gateway_ledger_v1_ledger, 17);
+  messageDesc(file_gateway_ledger_v1_ledger, 18);
 
 /**
  * Describes the message gateway.ledger.v1.PostAdjustmentRequest.
  * Use `create(PostAdjustmentRequestSchema)` to create a new message.
  */
 export const PostAdjustmentRequestSchema = /*@__PURE__*/
-  messageDesc(file_gateway_ledger_v1_ledger, 18);
+  messageDesc(file_gateway_ledger_v1_ledger, 19);
 
 /**
  * Describes the message gateway.ledger.v1.PostAdjustmentResponse.
  * Use `create(PostAdjustmentResponseSchema)` to create a new message.
  */
 export const PostAdjustmentResponseSchema = /*@__PURE__*/
-  messageDesc(file_gateway_ledger_v1_ledger, 19);
+  messageDesc(file_gateway_ledger_v1_ledger, 20);
 
 /**
  * Describes the message gateway.ledger.v1.ReservePayoutRequest.
  * Use `create(ReservePayoutRequestSchema)` to create a new message.
  */
 export const ReservePayoutRequestSchema = /*@__PURE__*/
-  messageDesc(file_gateway_ledger_v1_ledger, 20);
+  messageDesc(file_gateway_ledger_v1_ledger, 21);
 
 /**
  * Describes the message gateway.ledger.v1.ReservePayoutResponse.
  * Use `create(ReservePayoutResponseSchema)` to create a new message.
  */
 export const ReservePayoutResponseSchema = /*@__PURE__*/
-  messageDesc(file_gateway_ledger_v1_ledger, 21);
+  messageDesc(file_gateway_ledger_v1_ledger, 22);
 
 /**
  * LedgerService owns accounts, transfers, pricing and FX. Postings come from operation
