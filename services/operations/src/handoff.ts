@@ -176,6 +176,7 @@ export class HandOffDriver {
         provider,
         {
           operationId: row.id,
+          shopId: row.shop_id,
           direction: "payout",
           method: row.method ?? "",
           amount: h.amount,

@@ -63,8 +63,6 @@ export interface WithdrawalDeps {
 }
 
 const CHANNEL = "operations_withdrawals";
-/** The pool has no requisites at a provider: its slot is released by the pool consumer. */
-const NOT_AT_A_PROVIDER = new Set(["self_matching"]);
 
 interface WithdrawalRow {
   operation_id: string;
@@ -78,7 +76,8 @@ async function onCancelled(tx: postgres.TransactionSql, event: OperationEvent): 
   if (event.type !== "payment.cancelled" || !event.operation) return;
   const [row] = await tx<{ provider: string | null }[]>`
     select provider from operations.operations where id = ${event.operation.operationId}`;
-  if (!row?.provider || NOT_AT_A_PROVIDER.has(row.provider)) return;
+  // A pool payin's slot is withdrawn like any provider's requisites (`PoolConnector.cancel`).
+  if (!row?.provider) return;
   // A withdrawal the create recorded at this provider (passed over, then accepted by a
   // retry) becomes the cancel's: asked again from the start.
   await tx`
