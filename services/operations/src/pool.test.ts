@@ -177,6 +177,48 @@ describe("a payin routed to self_matching", () => {
     expect(pay?.status).toBe("pending");
     expect(pay?.externalConfirmation).toBeUndefined();
   });
+
+  it("takes matching's silence on the admit for an unknown answer, not a decline: the slot is withdrawn at the pool and the next provider asked", async () => {
+    const merchant = await shop([SELF_MATCHING, "acme"], [SELF_MATCHING]);
+    const out = (await payout(merchant, "1610.00")).operation;
+    await eventually(
+      () => poolPayout(out?.operationId ?? ""),
+      (p) => expect(p?.freeAmount).toBe("1610.00"),
+    );
+    const mop = `pay-${randomUUID()}`;
+    const id = operationIdFor(merchant.shopId, mop);
+    // A fault in matching's database fails this payin's admit: matching gives no decision.
+    await h.store.sql.unsafe(`
+      create or replace function matching.test_fail_admit() returns trigger language plpgsql
+      as $$ begin raise exception 'injected fault'; end $$`);
+    await h.store.sql.unsafe(`
+      create trigger test_fail_admit before insert on matching.slots for each row
+      when (new.payin_id = '${id}') execute function matching.test_fail_admit()`);
+    try {
+      const created = await h.operations.createOperation({
+        scope: merchant,
+        type: "payment",
+        merchantOperationId: mop,
+        clientId: "payer",
+        method: "WT_RUB_C2C",
+        amount: "1610.00",
+        currency: "RUB",
+      });
+      expect(created.operation).toMatchObject({ operationId: id, status: "pending" });
+    } finally {
+      await h.store.sql.unsafe("drop trigger test_fail_admit on matching.slots");
+    }
+    expect((await h.store.findAnyById(id))?.provider).toBe("acme");
+    // Passed over like a provider that did not answer a payin: withdrawn there (the slot
+    // it may hold released), so the pool keeps its whole remainder.
+    await eventually(
+      () => h.store.sql`
+        select status, passed_over from operations.withdrawals
+        where operation_id = ${id} and provider = ${SELF_MATCHING}`,
+      (rows) => expect(rows[0]).toMatchObject({ status: "withdrawn", passed_over: true }),
+    );
+    expect((await poolPayout(out?.operationId ?? ""))?.freeAmount).toBe("1610.00");
+  });
 });
 
 describe("a payout routed to self_matching", () => {
