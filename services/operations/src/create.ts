@@ -353,10 +353,33 @@ export async function drive(deps: CreateDeps, taken: OperationRow, deadline: num
   const routing = await deps.store.routeWithProviders(taken.shop_id, taken.method ?? "", direction);
   if (taken.cancel_requested) {
     // A cancel was accepted while the create was dead: it wins, and no provider is asked
-    // (one asked now could accept a payment nobody will pay or see).
-    return record(deps, taken, undefined);
+    // to take it (one asked now could accept a payment nobody will pay or see). The
+    // provider the dead create was asking may have taken a payin: it is withdrawn there.
+    const cancelled = await record(deps, taken, undefined);
+    const asked =
+      cancelled.status === "cancelled" && taken.type === "payment"
+        ? beingAsked(deps, taken, routing?.providers ?? [])
+        : undefined;
+    if (asked) {
+      await deps.store.sql.begin((tx) =>
+        recordPassedOver(tx, taken.id, asked, withdrawalLeaseMs(deps.attemptTimeoutMs)),
+      );
+      await deps.withdrawals?.askNow(taken.id, asked);
+    }
+    return cancelled;
   }
   return route(deps, taken, routing?.providers ?? [], routing?.names ?? [], deadline, signal);
+}
+
+/** The provider a create at this cascade position asks next (`route`'s order), if any. */
+function beingAsked(deps: CreateDeps, row: OperationRow, providers: (ProviderConfig | undefined)[]) {
+  return providers.find(
+    (p) =>
+      p !== undefined &&
+      !row.routing_passed.includes(p.name) &&
+      deps.connectorFor(p.kind) !== undefined &&
+      p.methods.includes(row.method ?? ""),
+  )?.name;
 }
 
 /**

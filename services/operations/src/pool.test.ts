@@ -9,7 +9,13 @@ import { operationIdFor } from "./create.ts";
 import { SELF_MATCHING } from "./pool.ts";
 import { listProviderFacts } from "./provider-facts.ts";
 import { applyProviderResult } from "./provider-results.ts";
-import { eventually, failureOf, type OperationsHarness, startHarness } from "./test-support.ts";
+import {
+  eventually,
+  failureOf,
+  insertAbandonedRouting,
+  type OperationsHarness,
+  startHarness,
+} from "./test-support.ts";
 
 // The self-matching pool as a route entry, over real matching, ledger, receipts and
 // sandbox services. The pool is shared by every shop of a method, so each test uses
@@ -218,6 +224,52 @@ describe("a payin routed to self_matching", () => {
       (rows) => expect(rows[0]).toMatchObject({ status: "withdrawn", passed_over: true }),
     );
     expect((await poolPayout(out?.operationId ?? ""))?.freeAmount).toBe("1610.00");
+  });
+
+  it("has its slot freed when a cancel wins over a create that died after the pool admitted it", async () => {
+    const merchant = await shop([SELF_MATCHING], [SELF_MATCHING]);
+    const out = (await payout(merchant, "1620.00")).operation;
+    await eventually(
+      () => poolPayout(out?.operationId ?? ""),
+      (p) => expect(p?.freeAmount).toBe("1620.00"),
+    );
+    const req = {
+      scope: merchant,
+      type: "payment",
+      merchantOperationId: `pay-${randomUUID()}`,
+      clientId: "payer",
+      method: "WT_RUB_C2C",
+      amount: "1620.00",
+      currency: "RUB",
+    };
+    // A create in progress (its deadline ahead) whose admit the pool answered; then its
+    // process died, and a cancel was accepted meanwhile.
+    const id = await insertAbandonedRouting(h.store, merchant, req, new Date(Date.now() + 60_000));
+    await h.matching.admit({
+      payinId: id,
+      shopId: merchant.shopId,
+      method: "WT_RUB_C2C",
+      currency: "RUB",
+      amount: "1620.00",
+      slotLifetimeMs: 600_000n,
+    });
+    expect((await poolPayout(out?.operationId ?? ""))?.freeAmount).toBe("0.00");
+    const cancel = await h.operations.cancelOperation({
+      scope: merchant,
+      id: { case: "operationId", value: id },
+      reason: "payer left",
+    });
+    expect(cancel.outcome).toBe("cancelled");
+    await h.store.sql`
+      update operations.operations set routing_deadline = now() - interval '1 minute' where id = ${id}`;
+
+    // A retry takes the dead create over: the cancel wins, and the slot is released.
+    const retry = await h.operations.createOperation(req);
+    expect(retry.operation?.status).toBe("cancelled");
+    await eventually(
+      () => poolPayout(out?.operationId ?? ""),
+      (p) => expect(p).toMatchObject({ freeAmount: "1620.00", reservedAmount: "0.00" }),
+    );
   });
 });
 
