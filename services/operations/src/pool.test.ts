@@ -5,6 +5,8 @@ import { Code } from "@connectrpc/connect";
 import { createLogger } from "@gw/log";
 import { Decimal } from "@gw/money";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { PoolConnector } from "./connectors/pool.ts";
+import { POOL_PROVIDER } from "./connectors/pool-provider.ts";
 import { operationIdFor } from "./create.ts";
 import { SELF_MATCHING } from "./pool.ts";
 import { listProviderFacts } from "./provider-facts.ts";
@@ -670,4 +672,25 @@ describe("a hand-off to a provider that does not answer", () => {
       where subject like '%payout.rejected' and position(${Buffer.from(id)} in payload) > 0`;
     expect(events[0]?.n).toBe(1);
   }, 45_000);
+});
+
+describe("the pool's connector", () => {
+  it("answers the status question with the pool payout: pending while open, not_found for a payout never put in", async () => {
+    const connector = new PoolConnector({
+      store: h.store,
+      matching: h.matching,
+      connectorFor: () => undefined,
+      callbackBaseUrl: "",
+      attemptTimeoutMs: 1_000,
+      slotLifetimeMs: 600_000,
+      windowMs: WINDOW_MS,
+      logger: createLogger("pool-test", "silent"),
+    });
+    const payee = await shop([SELF_MATCHING], [SELF_MATCHING]);
+    // Phone rails, the last test of the file: no other test's payin can land in it.
+    const id = (await payout(payee, "1740.00", "WT_RUB_PHONE")).operation?.operationId ?? "";
+    const signal = AbortSignal.timeout(5_000);
+    expect(await connector.status(POOL_PROVIDER, id, signal)).toEqual({ status: "pending" });
+    expect(await connector.status(POOL_PROVIDER, randomUUID(), signal)).toEqual({ status: "not_found" });
+  });
 });

@@ -111,5 +111,5 @@ export class PoolConnector implements Connector {
 /** A definite "no" of matching (an error it answered with a code), as opposed to no answer. */
 function isRefusal(err: unknown): boolean {
   const code = ConnectError.from(err).code;
-  return code === Code.FailedPrecondition || code === Code.InvalidArgument || code === Code.NotFound;
+  return code === Code.FailedPrecondition || code === Code.InvalidArgument;
 }
