@@ -37,16 +37,15 @@ export const CONSUMER_SUBJECTS = {
     "operations.payout.rejected",
   ],
   /**
-   * The pool: terminal payments confirm or free their slots; the first event of a payin
-   * (pending, awaiting confirmation) frees a slot the pool holds for a payin another
-   * provider took.
+   * The pool: completed and rejected payments confirm or free their slots (a cancelled
+   * one's slot is freed by its withdrawal); the first event of a payin (pending, awaiting
+   * confirmation) frees a slot the pool holds for a payin another provider took.
    */
   "operations-pool-payins": [
     "operations.payment.pending",
     "operations.payment.awaiting_confirmation",
     "operations.payment.completed",
     "operations.payment.rejected",
-    "operations.payment.cancelled",
   ],
   /** The pool: matching's payout events. */
   "operations-pool-payouts": ["matching.pool_payout.>"],

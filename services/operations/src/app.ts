@@ -10,7 +10,8 @@ import { ReceiptsService } from "@gw/proto/gateway/receipts/v1/receipts_pb";
 import { createServiceClient } from "@gw/rpc";
 import { startGrpcService } from "@gw/runtime";
 import type { OperationsConfig } from "./config.ts";
-import { connectorFor } from "./connectors/index.ts";
+import { connectorRegistry } from "./connectors/index.ts";
+import { PoolConnector } from "./connectors/pool.ts";
 import { ephemeralLinkSecret } from "./flexible.ts";
 import { OperationsHandlers } from "./handlers.ts";
 import { HandOffDriver } from "./handoff.ts";
@@ -47,13 +48,15 @@ export function startOperations(config: OperationsConfig) {
       const pool: PoolDeps = {
         store,
         matching: createServiceClient(MatchingService, config.MATCHING_URL),
-        connectorFor,
+        connectorFor: (kind) => connectorFor(kind),
         callbackBaseUrl,
         attemptTimeoutMs: config.PROVIDER_ATTEMPT_TIMEOUT_MS,
         slotLifetimeMs: config.POOL_SLOT_LIFETIME_MS,
         windowMs: config.POOL_WINDOW_MS,
         logger: logger.child({ component: "pool" }),
       };
+      // The pool is one more provider behind the connector port (kind `self_matching`).
+      const connectorFor = connectorRegistry({ [SELF_MATCHING]: new PoolConnector(pool) });
       const withdrawals = new WithdrawalDriver(
         { store, connectorFor, logger: logger.child({ component: "withdrawals" }) },
         {

@@ -17,9 +17,9 @@ import {
   RouteNotConfiguredError,
   ValidationError,
 } from "./lifecycle/errors.ts";
-import { type OperationRow, TERMINAL, toOperation } from "./model.ts";
+import { type OperationRow, TERMINAL } from "./model.ts";
 import { recordRefusedPayout, reserveBeforeRouting } from "./payout-reserve.ts";
-import { afterRecord, POOL_PROVIDER, type PoolDeps, poolAnswer, SELF_MATCHING } from "./pool.ts";
+import type { PoolDeps } from "./pool.ts";
 import { applyProviderResult } from "./provider-results.ts";
 import type { DataPatch, OperationPatch, OperationStore } from "./repository/operations.ts";
 import { quietPeriodMs, resolveUnknown } from "./unknown-outcome.ts";
@@ -121,7 +121,10 @@ export interface CreateDeps {
   /** How long after a create was sent a provider's `not_found` is believed (`quietPeriodMs`). */
   notFoundQuietMs?: number | undefined;
   logger: Logger;
-  /** The self-matching pool, for routes that name `self_matching` (absent: that entry is skipped). */
+  /**
+   * The self-matching pool, for the reconciler and flexible links (routing reaches it as
+   * a provider, through `connectorFor`).
+   */
   pool?: PoolDeps;
   /**
    * Asks a passed-over payin's withdrawal at once (absent: the withdrawal driver of any
@@ -352,13 +355,33 @@ export async function drive(deps: CreateDeps, taken: OperationRow, deadline: num
   const routing = await deps.store.routeWithProviders(taken.shop_id, taken.method ?? "", direction);
   if (taken.cancel_requested) {
     // A cancel was accepted while the create was dead: it wins, and no provider is asked
-    // (one asked now could accept a payment nobody will pay or see). A slot the dead
-    // create may have reserved in the pool is freed.
+    // to take it (one asked now could accept a payment nobody will pay or see). The
+    // provider the dead create was asking may have taken a payin: it is withdrawn there.
     const cancelled = await record(deps, taken, undefined);
-    if (deps.pool && routing?.names.includes(SELF_MATCHING)) await afterRecord(deps.pool, cancelled);
+    const asked =
+      cancelled.status === "cancelled" && taken.type === "payment"
+        ? beingAsked(deps, taken, routing?.providers ?? [])
+        : undefined;
+    if (asked) {
+      await deps.store.transaction((tx) =>
+        recordPassedOver(tx, taken.id, asked, withdrawalLeaseMs(deps.attemptTimeoutMs)),
+      );
+      await deps.withdrawals?.askNow(taken.id, asked);
+    }
     return cancelled;
   }
   return route(deps, taken, routing?.providers ?? [], routing?.names ?? [], deadline, signal);
+}
+
+/** The provider a create at this cascade position asks next (`route`'s order), if any. */
+function beingAsked(deps: CreateDeps, row: OperationRow, providers: (ProviderConfig | undefined)[]) {
+  return providers.find(
+    (p) =>
+      p !== undefined &&
+      !row.routing_passed.includes(p.name) &&
+      deps.connectorFor(p.kind) !== undefined &&
+      p.methods.includes(row.method ?? ""),
+  )?.name;
 }
 
 /**
@@ -431,32 +454,8 @@ async function route(
     if (accepted) break;
     const remaining = deadline - Date.now();
     if (remaining <= 0 || signal.aborted) break;
-    if (!provider && names[i] === SELF_MATCHING && deps.pool) {
-      // The pool answers like a provider: admitted (or, for a payout, taken) or declined.
-      try {
-        const answer = await poolAnswer(
-          deps.pool,
-          row,
-          AbortSignal.any([signal, AbortSignal.timeout(remaining)]),
-        );
-        if (answer.outcome === "accepted") {
-          accepted = { provider: POOL_PROVIDER, answer };
-          break;
-        }
-        deps.logger.info(
-          { operationId: row.id, provider: SELF_MATCHING, reason: answer.reason },
-          "provider declined",
-        );
-      } catch (err) {
-        deps.logger.warn(
-          { operationId: row.id, provider: SELF_MATCHING, err: String(err) },
-          "provider did not answer",
-        );
-      }
-      continue;
-    }
     if (!provider) {
-      // Unknown names (and `self_matching` without the pool wired) take no payment.
+      // Unknown names take no payment.
       deps.logger.warn({ operationId: row.id, provider: names[i] }, "provider not available for routing");
       continue;
     }
@@ -468,6 +467,7 @@ async function route(
       provider,
       {
         operationId: row.id,
+        shopId: row.shop_id,
         direction: row.type === "payment" ? "payin" : "payout",
         method: row.method ?? "",
         amount: row.expected_amount ?? "",
@@ -516,7 +516,6 @@ async function route(
     else row = await passOver(deps, row, provider.name, resolution.reason);
   }
   const recorded = await record(deps, row, accepted);
-  if (accepted?.provider === POOL_PROVIDER && deps.pool) await afterRecord(deps.pool, recorded);
   if (accepted?.result && recorded.provider === accepted.provider.name) {
     const result = accepted.result;
     const provider = accepted.provider.name;

@@ -146,6 +146,7 @@ export class HandOffDriver {
         provider,
         {
           operationId: row.id,
+          shopId: row.shop_id,
           direction: "payout",
           method: row.method ?? "",
           amount: h.amount,

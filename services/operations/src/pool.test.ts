@@ -5,6 +5,8 @@ import { Code } from "@connectrpc/connect";
 import { createLogger } from "@gw/log";
 import { Decimal } from "@gw/money";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { PoolConnector } from "./connectors/pool.ts";
+import { POOL_PROVIDER } from "./connectors/pool-provider.ts";
 import { operationIdFor } from "./create.ts";
 import { SELF_MATCHING } from "./pool.ts";
 import { listProviderFacts } from "./provider-facts.ts";
@@ -13,6 +15,7 @@ import {
   eventually,
   failureOf,
   forceTransition,
+  insertAbandonedRouting,
   type OperationsHarness,
   startHarness,
 } from "./test-support.ts";
@@ -187,6 +190,96 @@ describe("a payin routed to self_matching", () => {
     const pay = (await payment(merchant, "77.00")).operation;
     expect(pay?.status).toBe("pending");
     expect(pay?.externalConfirmation).toBeUndefined();
+  });
+
+  it("takes matching's silence on the admit for an unknown answer, not a decline: the slot is withdrawn at the pool and the next provider asked", async () => {
+    const merchant = await shop([SELF_MATCHING, "acme"], [SELF_MATCHING]);
+    // Phone rails: the payout this leaves open until its window ends takes no card payin
+    // of the tests that follow (the pool is shared, best fit wins).
+    const out = (await payout(merchant, "1610.00", "WT_RUB_PHONE")).operation;
+    await eventually(
+      () => poolPayout(out?.operationId ?? ""),
+      (p) => expect(p?.freeAmount).toBe("1610.00"),
+    );
+    const mop = `pay-${randomUUID()}`;
+    const id = operationIdFor(merchant.shopId, mop);
+    // A fault in matching's database fails this payin's admit: matching gives no decision.
+    await h.sql.unsafe(`
+      create or replace function matching.test_fail_admit() returns trigger language plpgsql
+      as $$ begin raise exception 'injected fault'; end $$`);
+    await h.sql.unsafe(`
+      create trigger test_fail_admit before insert on matching.slots for each row
+      when (new.payin_id = '${id}') execute function matching.test_fail_admit()`);
+    try {
+      const created = await h.operations.createOperation({
+        scope: merchant,
+        type: "payment",
+        merchantOperationId: mop,
+        clientId: "payer",
+        method: "WT_RUB_PHONE",
+        amount: "1610.00",
+        currency: "RUB",
+      });
+      expect(created.operation).toMatchObject({ operationId: id, status: "pending" });
+    } finally {
+      await h.sql.unsafe("drop trigger test_fail_admit on matching.slots");
+    }
+    expect((await h.store.findAnyById(id))?.provider).toBe("acme");
+    // Passed over like a provider that did not answer a payin: withdrawn there (the slot
+    // it may hold released), so the pool keeps its whole remainder.
+    await eventually(
+      () => h.sql`
+        select status, passed_over from operations.withdrawals
+        where operation_id = ${id} and provider = ${SELF_MATCHING}`,
+      (rows) => expect(rows[0]).toMatchObject({ status: "withdrawn", passed_over: true }),
+    );
+    expect((await poolPayout(out?.operationId ?? ""))?.freeAmount).toBe("1610.00");
+  });
+
+  it("has its slot freed when a cancel wins over a create that died after the pool admitted it", async () => {
+    const merchant = await shop([SELF_MATCHING], [SELF_MATCHING]);
+    const out = (await payout(merchant, "1620.00", "WT_RUB_PHONE")).operation;
+    await eventually(
+      () => poolPayout(out?.operationId ?? ""),
+      (p) => expect(p?.freeAmount).toBe("1620.00"),
+    );
+    const req = {
+      scope: merchant,
+      type: "payment",
+      merchantOperationId: `pay-${randomUUID()}`,
+      clientId: "payer",
+      method: "WT_RUB_PHONE",
+      amount: "1620.00",
+      currency: "RUB",
+    };
+    // A create in progress (its deadline ahead) whose admit the pool answered; then its
+    // process died, and a cancel was accepted meanwhile.
+    const id = await insertAbandonedRouting(h.store, merchant, req, new Date(Date.now() + 60_000));
+    await h.matching.admit({
+      payinId: id,
+      shopId: merchant.shopId,
+      method: "WT_RUB_PHONE",
+      currency: "RUB",
+      amount: "1620.00",
+      slotLifetimeMs: 600_000n,
+    });
+    expect((await poolPayout(out?.operationId ?? ""))?.freeAmount).toBe("0.00");
+    const cancel = await h.operations.cancelOperation({
+      scope: merchant,
+      id: { case: "operationId", value: id },
+      reason: "payer left",
+    });
+    expect(cancel.outcome).toBe("cancelled");
+    await h.sql`
+      update operations.operations set routing_deadline = now() - interval '1 minute' where id = ${id}`;
+
+    // A retry takes the dead create over: the cancel wins, and the slot is released.
+    const retry = await h.operations.createOperation(req);
+    expect(retry.operation?.status).toBe("cancelled");
+    await eventually(
+      () => poolPayout(out?.operationId ?? ""),
+      (p) => expect(p).toMatchObject({ freeAmount: "1620.00", reservedAmount: "0.00" }),
+    );
   });
 });
 
@@ -585,4 +678,25 @@ describe("a hand-off to a provider that does not answer", () => {
       where subject like '%payout.rejected' and position(${Buffer.from(id)} in payload) > 0`;
     expect(events[0]?.n).toBe(1);
   }, 45_000);
+});
+
+describe("the pool's connector", () => {
+  it("answers the status question with the pool payout: pending while open, not_found for a payout never put in", async () => {
+    const connector = new PoolConnector({
+      store: h.store,
+      matching: h.matching,
+      connectorFor: () => undefined,
+      callbackBaseUrl: "",
+      attemptTimeoutMs: 1_000,
+      slotLifetimeMs: 600_000,
+      windowMs: WINDOW_MS,
+      logger: createLogger("pool-test", "silent"),
+    });
+    const payee = await shop([SELF_MATCHING], [SELF_MATCHING]);
+    // Phone rails, the last test of the file: no other test's payin can land in it.
+    const id = (await payout(payee, "1740.00", "WT_RUB_PHONE")).operation?.operationId ?? "";
+    const signal = AbortSignal.timeout(5_000);
+    expect(await connector.status(POOL_PROVIDER, id, signal)).toEqual({ status: "pending" });
+    expect(await connector.status(POOL_PROVIDER, randomUUID(), signal)).toEqual({ status: "not_found" });
+  });
 });

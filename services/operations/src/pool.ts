@@ -17,7 +17,8 @@ import {
   PoolPayoutEventSchema,
 } from "@gw/proto/gateway/matching/v1/matching_pb";
 import { type OperationEvent, OperationEventSchema } from "@gw/proto/gateway/operations/v1/operations_pb";
-import type { Connector, ProviderAnswer, ProviderConfig } from "./connectors/connector.ts";
+import type { Connector, ProviderAnswer } from "./connectors/connector.ts";
+import { SELF_MATCHING } from "./connectors/pool-provider.ts";
 import { matchingRefusal } from "./dependency-errors.ts";
 import { recordHandOff } from "./handoff.ts";
 import { ConcurrentChangeError } from "./lifecycle/errors.ts";
@@ -27,7 +28,8 @@ import type { Tx } from "./repository/db.ts";
 import type { OperationStore } from "./repository/operations.ts";
 
 /**
- * The self-matching pool as a route entry. Operations owns every state change of the
+ * The self-matching pool as a route entry, reached through its connector
+ * (connectors/pool.ts) like any provider. Operations owns every state change of the
  * operations involved; the matching service owns the pool's numbers (slots, remainders,
  * contributions). See docs/architecture.md, "Self-matching pool".
  *
@@ -35,28 +37,21 @@ import type { OperationStore } from "./repository/operations.ts";
  *   amount, for `POOL_SLOT_LIFETIME_MS`): it answers `awaiting_confirmation` with the
  *   payout's destination as requisites, a receipt required, and the slot's expiry as
  *   `expires_at`. `amount_unavailable` is a decline: the next route entry is asked.
- * - A payout routed to `self_matching` is recorded `pending` (the ledger reserves its
- *   total) and then put into the pool (`AddPayout`, window `POOL_WINDOW_MS`), right after
- *   the create and again from its `payout.pending` event until that succeeds.
- * - The durable consumer `operations-pool` applies, exactly once, what follows:
+ *   Matching's silence is `unknown`: the slot is withdrawn (released) like a provider's
+ *   requisites, and so is the slot of a cancelled pool payin (withdrawals.ts).
+ * - A payout routed to `self_matching` is put into the pool (`AddPayout`, window
+ *   `POOL_WINDOW_MS`) by the create, and recorded `pending` (the ledger reserves its
+ *   total); again from its `payout.pending` event until the add succeeds.
+ * - The durable consumers `operations-pool-*` apply, exactly once, what follows:
  *   a pool payin that completed confirms its slot (`ConfirmSlot`) with its actual amount;
- *   one rejected, cancelled or expired releases its slot; `pool_payout.completed`
+ *   one rejected or expired releases its slot; `pool_payout.completed`
  *   completes the payout with one leg (receipt item) per contribution;
  *   `pool_payout.handed_off` records the hand-off of the remainder to the providers after
  *   the pool in the payout route, which `HandOffDriver` then asks outside the transaction.
  */
 
 /** The route entry that names the pool. */
-export const SELF_MATCHING = "self_matching";
-
-/** The pool as the router sees it: a provider that is not registered through the admin API. */
-export const POOL_PROVIDER: ProviderConfig = {
-  name: SELF_MATCHING,
-  kind: SELF_MATCHING,
-  baseUrl: "",
-  credentials: "",
-  methods: [],
-};
+export { SELF_MATCHING };
 
 /** Matching calls are single-statement; this bounds a slow one. */
 const MATCHING_TIMEOUT_MS = 5_000;
@@ -74,16 +69,31 @@ export interface PoolDeps {
 
 const isPooled = (row: Pick<OperationRow, "provider">) => row.provider === SELF_MATCHING;
 
+/** What the pool needs to know of an operation it is asked to take. */
+export type PoolEntry = Pick<
+  OperationRow,
+  | "id"
+  | "type"
+  | "shop_id"
+  | "method"
+  | "currency"
+  | "expected_amount"
+  | "number"
+  | "name"
+  | "bankname"
+  | "created_at"
+>;
+
 /**
  * The pool's answer to a create routed to it. Payins: `Admit`; an admitted slot is an
  * acceptance with the payout's destination, a receipt required and the slot's expiry.
  * `amount_unavailable` (or a slot of this payin for another amount or already released)
- * is a decline. Payouts: always accepted (the pool takes any payout); `AddPayout` follows
- * once the row is `pending` (`afterRecord`). Transport errors throw: "no answer".
+ * is a decline. Payouts: always accepted (the pool takes any payout; `addPayout` puts it
+ * in). Transport errors throw: "no answer".
  */
 export async function poolAnswer(
   pool: PoolDeps,
-  row: OperationRow,
+  row: PoolEntry,
   signal: AbortSignal,
 ): Promise<ProviderAnswer> {
   if (row.type === "payout") return { outcome: "accepted", receiptRequired: false };
@@ -118,27 +128,8 @@ export async function poolAnswer(
   }
 }
 
-/**
- * After the routing outcome of an operation the pool accepted was recorded: a payout now
- * `pending` goes into the pool; a payin whose create lost to a cancel frees its slot.
- * Failures are logged: the payout's `payout.pending` event (and the reconciler) retries its
- * `AddPayout`, and the `payment.cancelled` event releases the slot.
- */
-export async function afterRecord(pool: PoolDeps, row: OperationRow): Promise<void> {
-  try {
-    if (row.type === "payout" && row.status === "pending") await addPayout(pool, row);
-    else if (row.type === "payment" && row.status === "cancelled")
-      await releaseSlot(pool, row.id, "cancelled");
-  } catch (err) {
-    pool.logger.warn(
-      { operationId: row.id, err: String(err) },
-      "pool: step after routing failed; will retry",
-    );
-  }
-}
-
 /** Puts a pending payout into the pool; idempotent on its id. */
-export async function addPayout(pool: PoolDeps, row: OperationRow): Promise<PoolPayout | undefined> {
+export async function addPayout(pool: PoolDeps, row: PoolEntry): Promise<PoolPayout | undefined> {
   const res = await pool.matching.addPayout(
     {
       operationId: row.id,
@@ -159,9 +150,13 @@ export async function releaseSlot(
   pool: PoolDeps,
   payinId: string,
   reason: "expired" | "rejected" | "cancelled",
+  signal?: AbortSignal,
 ): Promise<void> {
   try {
-    await pool.matching.releaseSlot({ payinId, reason }, { timeoutMs: MATCHING_TIMEOUT_MS });
+    await pool.matching.releaseSlot(
+      { payinId, reason },
+      { timeoutMs: MATCHING_TIMEOUT_MS, ...(signal ? { signal } : {}) },
+    );
   } catch (err) {
     const refusal = matchingRefusal(err);
     if (refusal === "not_found") return;
@@ -308,11 +303,14 @@ export async function nobodyTookIt(pool: PoolDeps, tx: Tx, row: OperationRow): P
   if (!next) throw new ConcurrentChangeError("payout changed concurrently; retry");
 }
 
-const TERMINAL_PAYMENT_EVENTS = new Set(["payment.completed", "payment.rejected", "payment.cancelled"]);
+const TERMINAL_PAYMENT_EVENTS = new Set(["payment.completed", "payment.rejected"]);
 
 const ROUTED_PAYMENT_EVENTS = new Set(["payment.pending", "payment.awaiting_confirmation"]);
 
-/** What the consumer does with one operation event of a pooled payin. */
+/**
+ * What the consumer does with one operation event of a pooled payin. A cancelled one's
+ * slot is released by its withdrawal (withdrawals.ts, `PoolConnector.cancel`).
+ */
 async function onPaymentEvent(pool: PoolDeps, tx: Tx, event: OperationEvent) {
   const routed = ROUTED_PAYMENT_EVENTS.has(event.type);
   if (!routed && !TERMINAL_PAYMENT_EVENTS.has(event.type)) return;
@@ -325,8 +323,6 @@ async function onPaymentEvent(pool: PoolDeps, tx: Tx, event: OperationEvent) {
   switch (row.status) {
     case "completed":
       return onPayinCompleted(pool, row);
-    case "cancelled":
-      return releaseSlot(pool, row.id, "cancelled");
     case "rejected": {
       const expired = row.expires_at !== null && row.expires_at.getTime() <= Date.now();
       return releaseSlot(pool, row.id, expired ? "expired" : "rejected");

@@ -19,6 +19,7 @@ import { metricsRegistry } from "@gw/rpc";
 import { Gauge } from "prom-client";
 import { v7 as uuidv7 } from "uuid";
 import type { ProviderLeg } from "./connectors/connector.ts";
+import { SELF_MATCHING } from "./connectors/pool-provider.ts";
 import { DomainError, DomainErrorCode } from "./lifecycle/errors.ts";
 import type { OperationRow } from "./model.ts";
 import type { Db as Tx } from "./repository/db.ts";
@@ -340,8 +341,8 @@ async function shopFigures(
   };
 }
 
-/** The pool's provider name (pool.ts's `SELF_MATCHING`, not imported: pool.ts imports this module). */
-const POOL = "self_matching";
+/** The pool's provider name. */
+const POOL = SELF_MATCHING;
 
 /**
  * A receipt proved a payment the gateway had already cancelled, rejected or expired. A

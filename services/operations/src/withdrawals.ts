@@ -70,14 +70,12 @@ export interface WithdrawalDeps {
   logger: Logger;
 }
 
-/** The pool has no requisites at a provider: its slot is released by the pool consumer. */
-const NOT_AT_A_PROVIDER = new Set(["self_matching"]);
-
 /** Records the withdrawal of a cancelled payment, in the consumer's transaction. */
 async function onCancelled(tx: Tx, event: OperationEvent): Promise<void> {
   if (event.type !== "payment.cancelled" || !event.operation) return;
   const provider = await providerOfOperation(tx, event.operation.operationId);
-  if (!provider || NOT_AT_A_PROVIDER.has(provider)) return;
+  // A pool payin's slot is withdrawn like any provider's requisites (`PoolConnector.cancel`).
+  if (!provider) return;
   await insertWithdrawal(tx, event.operation.operationId, provider);
 }
 

@@ -17,6 +17,8 @@ export interface ProviderConfig {
 export interface ProviderCreateRequest {
   /** The gateway's operation_id, the provider's reference for the operation. */
   operationId: string;
+  /** The merchant's shop (the pool records it with a payout and a slot). */
+  shopId: string;
   direction: "payin" | "payout";
   method: string;
   /** Decimal string, scale 2. */

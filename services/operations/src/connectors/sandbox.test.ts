@@ -54,6 +54,7 @@ async function provider(name: string, settings: Record<string, unknown> = {}): P
 function createRequest(overrides: Partial<ProviderCreateRequest> = {}): ProviderCreateRequest {
   return {
     operationId: randomUUID(),
+    shopId: randomUUID(),
     direction: "payin",
     method: "WT_RUB_C2C",
     amount: "1000.00",

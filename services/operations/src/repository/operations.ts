@@ -5,6 +5,7 @@ import { Decimal } from "@gw/money";
 import type { ReceiptItem } from "@gw/proto/gateway/operations/v1/operations_pb";
 import type postgres from "postgres";
 import type { ProviderConfig } from "../connectors/connector.ts";
+import { builtInProvider } from "../connectors/pool-provider.ts";
 import { operationEvent } from "../events.ts";
 import { type Applied, apply, type Fact, type LifecyclePatch, stateOf } from "../lifecycle/apply.ts";
 import { isDomainError, LegsDisagreeError, LifecycleViolationError } from "../lifecycle/errors.ts";
@@ -227,12 +228,15 @@ export class OperationStore {
     const byName = new Map((row.providers ?? []).map((p) => [p.name, p]));
     return {
       route: { payin: row.payin, payout: row.payout, settlementCurrency: row.settlement_currency },
-      providers: names.map((n) => byName.get(n)),
+      providers: names.map((n) => byName.get(n) ?? builtInProvider(n)),
       names,
     };
   }
 
+  /** A registered provider, or the built-in one of that name (the pool). */
   async provider(name: string): Promise<ProviderConfig | undefined> {
+    const builtIn = builtInProvider(name);
+    if (builtIn) return builtIn;
     const [row] = await this.#sql<ProviderConfig[]>`
       select name, kind, base_url as "baseUrl", credentials, methods from operations.providers where name = ${name}`;
     return row;

@@ -1,0 +1,22 @@
+import { METHODS } from "@gw/money";
+import type { ProviderConfig } from "./connector.ts";
+
+/** The route entry, provider name and connector kind of the self-matching pool. */
+export const SELF_MATCHING = "self_matching";
+
+/**
+ * The pool as a provider: built in, never registered through the admin API (which
+ * refuses the name), reached through its connector (`PoolConnector`, kind
+ * `self_matching`) like any other provider. It takes every method.
+ */
+export const POOL_PROVIDER: Readonly<ProviderConfig> = Object.freeze({
+  name: SELF_MATCHING,
+  kind: SELF_MATCHING,
+  baseUrl: "",
+  credentials: "",
+  methods: Object.keys(METHODS),
+});
+
+/** The built-in provider of that name (the pool), or undefined. */
+export const builtInProvider = (name: string): ProviderConfig | undefined =>
+  name === SELF_MATCHING ? { ...POOL_PROVIDER, methods: [...POOL_PROVIDER.methods] } : undefined;
