@@ -99,7 +99,7 @@ export function startOperations(config: OperationsConfig) {
           : ephemeralLinkSecret(),
       });
       const reconciler = new Reconciler(
-        { ...deps, logger: logger.child({ component: "reconciler" }) },
+        { ...deps, receipts, logger: logger.child({ component: "reconciler" }) },
         reconcilerOptions(config),
       );
       const deadLetters = new DeadLetterHandlers({

@@ -438,7 +438,7 @@ export async function reconcilePooled(
   if (row.type === "payment") {
     if (!row.expires_at || row.expires_at.getTime() > Date.now()) return "pending";
     if (row.status === "manual_check") return "pending";
-    const next = await pool.store.transition(row, { status: "rejected" }, { emit: true });
+    const { row: next } = await pool.store.applyFact(row, { kind: "expired" });
     if (!next) return "unchanged";
     await releaseSlot(pool, row.id, "expired");
     return "expired";
