@@ -17,9 +17,10 @@ import {
   ValidationError,
 } from "./lifecycle/errors.ts";
 import { type OperationRow, TERMINAL, toOperation } from "./model.ts";
-import { recordRefusedPayout, reserveBeforeRouting } from "./payout-reserve.ts";
+import { reserveBeforeRouting } from "./payout-reserve.ts";
 import { afterRecord, POOL_PROVIDER, type PoolDeps, poolAnswer, SELF_MATCHING } from "./pool.ts";
 import { applyProviderResult } from "./provider-results.ts";
+import { recordRefusal } from "./refusals.ts";
 import type { OperationPatch, OperationStore } from "./store.ts";
 import { quietPeriodMs, resolveUnknown } from "./unknown-outcome.ts";
 import { recordPassedOver, type WithdrawalDriver, withdrawalLeaseMs } from "./withdrawals.ts";
@@ -385,7 +386,7 @@ type Accepted = {
  * Tries the providers in order, from where the last driver stopped (`routing_passed`,
  * `routing_unresolved`); records the outcome. A payout's reserve is posted before any
  * provider is asked (`reserveBeforeRouting`), and its refusal releases it
- * (`recordRefusedPayout`).
+ * (`recordRefusal`, as a payin's refusal releases a pool slot it may hold).
  *
  * A provider's `unknown` answer (timeout, reset, 5xx, unreadable) is never taken for a
  * decline. For a payout the provider is asked its status, with backoff, until it answers
@@ -606,11 +607,9 @@ async function record(
       );
     } else if (!accepted) {
       const patch: OperationPatch = { status: "rejected", routing_deadline: null };
-      // A refused payout's reserve is released by its internal event, queued with it.
-      next =
-        current.type === "payout"
-          ? await recordRefusedPayout(deps.store, current, patch)
-          : await deps.store.transition(current, patch, { emit: false });
+      // What the routing may hold (a payout's reserve, a payin's pool slot) is released by
+      // the refusal's internal event, queued with it.
+      next = await recordRefusal(deps.store, current, patch);
       if (next) throw notAccepted();
     } else {
       const { provider, answer } = accepted;

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { operationIdFor } from "./create.ts";
 import { SELF_MATCHING } from "./pool.ts";
 import { listProviderFacts } from "./provider-facts.ts";
-import { eventually, type OperationsHarness, startHarness } from "./test-support.ts";
+import { eventually, failureOf, type OperationsHarness, startHarness } from "./test-support.ts";
 
 // A pool slot lives as long as its payment: matching never ends it on its own clock, so a
 // payment that completes always settles it, and an overpayment settles the slot for its
@@ -205,5 +205,45 @@ describe("a pool slot lives as long as its payment", () => {
     );
     const freed = await h.matching.getPoolPayout({ operationId: out });
     expect(freed.payout).toMatchObject({ freeAmount: "733.19", reservedAmount: "0.00" });
+  });
+
+  it("is released when its payin's create was refused after an Admit that answered too late", async () => {
+    const merchant = await shop([SELF_MATCHING]);
+    const out = (await payout(merchant, "745.61")).operation?.operationId ?? "";
+    await eventually(
+      () => h.matching.getPoolPayout({ operationId: out }).catch(() => undefined),
+      (p) => expect(p?.payout?.freeAmount).toBe("745.61"),
+    );
+    // The pool admitted the payin, but the create never saw the answer; asked again (here
+    // for another amount, which the slot does not fit), the pool declines and nobody else
+    // is on the route: the create is refused, no event is announced.
+    const mop = `pay-${randomUUID()}`;
+    const id = operationIdFor(merchant.shopId, mop);
+    await h.matching.admit({
+      payinId: id,
+      shopId: merchant.shopId,
+      method: "WT_RUB_C2C",
+      currency: "RUB",
+      amount: "745.61",
+      slotLifetimeMs: 600_000n,
+    });
+    const create = (amount: string) =>
+      h.operations.createOperation({
+        scope: merchant,
+        type: "payment",
+        merchantOperationId: mop,
+        clientId: "payer",
+        method: "WT_RUB_C2C",
+        amount,
+        currency: "RUB",
+      });
+    expect((await failureOf(create("745.62"))).info?.code).toBe("no_provider_accepted");
+    expect(await row(id)).toMatchObject({ status: "rejected", provider: null });
+    await eventually(
+      () => slotStatus(id),
+      (s) => expect(s).toBe("released"),
+    );
+    const freed = await h.matching.getPoolPayout({ operationId: out });
+    expect(freed.payout).toMatchObject({ freeAmount: "745.61", reservedAmount: "0.00" });
   });
 });

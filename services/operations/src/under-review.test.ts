@@ -166,7 +166,9 @@ describe("a pool payin whose receipt is under review", () => {
       });
     expect((await confirm(notPdf())).operation?.status).toBe("manual_check");
     expect(await row(payinId)).toMatchObject({ status: "manual_check", review_started_at: null });
-    const { operation } = await confirm(await receiptPdf(receiptSpec("sberbank", "card", { amount: "1519.61" })));
+    const { operation } = await confirm(
+      await receiptPdf(receiptSpec("sberbank", "card", { amount: "1519.61" })),
+    );
     expect(operation?.status).toBe("completed");
     expect((await row(payinId)).review_started_at).toBeNull();
     await eventually(

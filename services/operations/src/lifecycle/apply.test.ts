@@ -223,7 +223,8 @@ describe("the lifecycle table", () => {
     const reviewing = operationIn("awaiting_confirmation", { review_started_at: new Date(0) });
     expect(apply(reviewing, { kind: "expired" })).toBeInstanceOf(ConcurrentChangeError);
     expect(
-      changed(apply(operationIn("awaiting_confirmation"), { kind: "review_started", at: new Date(0) })).change,
+      changed(apply(operationIn("awaiting_confirmation"), { kind: "review_started", at: new Date(0) }))
+        .change,
     ).toMatchObject({ to: "awaiting_confirmation", patch: { review_started_at: new Date(0) } });
     for (const verdict of ["completed", "rejected", "manual_check"] as const)
       expect(
