@@ -277,6 +277,10 @@ export class PoolStore {
    * when that finds nothing is the amount unavailable.
    */
   async admit(input: AdmitInput): Promise<{ slot: SlotRow; created: boolean } | PoolRefusal> {
+    // A payin is admitted only while operations routes it, so a released slot of it was
+    // left by an earlier routing (a refused create, now retried): it is forgotten and the
+    // payin admitted afresh. Operations never releases the slot of a later routing.
+    await this.#sql`delete from matching.slots where payin_id = ${input.payinId} and status = 'released'`;
     for (const skipLocked of [true, false]) {
       let admitted: SlotRow | undefined;
       try {
