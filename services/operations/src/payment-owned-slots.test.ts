@@ -1,8 +1,14 @@
 import { randomUUID } from "node:crypto";
+import { fromBinary } from "@bufbuild/protobuf";
+import { createLogger } from "@gw/log";
+import { OperationEventSchema } from "@gw/proto/gateway/operations/v1/operations_pb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { connectorFor } from "./connectors/index.ts";
 import { operationIdFor } from "./create.ts";
-import { SELF_MATCHING } from "./pool.ts";
+import { operationEvent } from "./events.ts";
+import { type PoolDeps, poolConsumers, SELF_MATCHING } from "./pool.ts";
 import { listProviderFacts } from "./provider-facts.ts";
+import { PAYMENT_REFUSED } from "./refusals.ts";
 import { eventually, failureOf, type OperationsHarness, startHarness } from "./test-support.ts";
 
 // A pool slot lives as long as its payment: matching never ends it on its own clock, so a
@@ -207,16 +213,21 @@ describe("a pool slot lives as long as its payment", () => {
     expect(freed.payout).toMatchObject({ freeAmount: "733.19", reservedAmount: "0.00" });
   });
 
-  it("is released when its payin's create was refused after an Admit that answered too late", async () => {
+  it("is released when its payin's create was refused after an Admit that answered too late, and a late release never touches the slot of a retry the pool took", async () => {
     const merchant = await shop([SELF_MATCHING]);
     const out = (await payout(merchant, "745.61")).operation?.operationId ?? "";
-    await eventually(
-      () => h.matching.getPoolPayout({ operationId: out }).catch(() => undefined),
-      (p) => expect(p?.payout?.freeAmount).toBe("745.61"),
-    );
-    // The pool admitted the payin, but the create never saw the answer; asked again (here
-    // for another amount, which the slot does not fit), the pool declines and nobody else
-    // is on the route: the create is refused, no event is announced.
+    const other = (await payout(merchant, "745.60")).operation?.operationId ?? "";
+    for (const [id, amount] of [
+      [out, "745.61"],
+      [other, "745.60"],
+    ] as const)
+      await eventually(
+        () => h.matching.getPoolPayout({ operationId: id }).catch(() => undefined),
+        (p) => expect(p?.payout?.freeAmount).toBe(amount),
+      );
+    // The pool admitted the payin, but the create never saw the answer; asked again, the
+    // pool answers that slot, which does not fit the payin (here: another amount), so it
+    // declines, and nobody else is on the route: the create is refused, nothing announced.
     const mop = `pay-${randomUUID()}`;
     const id = operationIdFor(merchant.shopId, mop);
     await h.matching.admit({
@@ -227,23 +238,53 @@ describe("a pool slot lives as long as its payment", () => {
       amount: "745.61",
       slotLifetimeMs: 600_000n,
     });
-    const create = (amount: string) =>
+    const create = () =>
       h.operations.createOperation({
         scope: merchant,
         type: "payment",
         merchantOperationId: mop,
         clientId: "payer",
         method: "WT_RUB_C2C",
-        amount,
+        amount: "745.60",
         currency: "RUB",
       });
-    expect((await failureOf(create("745.62"))).info?.code).toBe("no_provider_accepted");
-    expect(await row(id)).toMatchObject({ status: "rejected", provider: null });
+    expect((await failureOf(create())).info?.code).toBe("no_provider_accepted");
+    const refused = await row(id);
+    expect(refused).toMatchObject({ status: "rejected", provider: null });
     await eventually(
       () => slotStatus(id),
       (s) => expect(s).toBe("released"),
     );
     const freed = await h.matching.getPoolPayout({ operationId: out });
     expect(freed.payout).toMatchObject({ freeAmount: "745.61", reservedAmount: "0.00" });
+
+    // The merchant retries: the pool admits the payin afresh, into the payout that fits.
+    const retry = await create();
+    expect(retry.operation).toMatchObject({ operationId: id, status: "awaiting_confirmation" });
+    expect(await slotStatus(id)).toBe("reserved");
+    // The refusal's event delivered again now (late) leaves the retry's slot alone.
+    const late = fromBinary(
+      OperationEventSchema,
+      operationEvent(h.store.prefix, refused, [], PAYMENT_REFUSED).payload,
+    );
+    const { applier } = poolConsumers(poolDeps()).payins;
+    await h.store.transaction((tx) => applier.handle(tx, late));
+    expect(await slotStatus(id)).toBe("reserved");
+    expect((await h.matching.getPoolPayout({ operationId: other })).payout).toMatchObject({
+      freeAmount: "0.00",
+      reservedAmount: "745.60",
+    });
   });
+});
+
+/** The pool as the operations service has it, for handing its consumer an event directly. */
+const poolDeps = (): PoolDeps => ({
+  store: h.store,
+  matching: h.matching,
+  connectorFor,
+  callbackBaseUrl: "",
+  attemptTimeoutMs: 1_000,
+  slotLifetimeMs: 600_000,
+  windowMs: 600_000,
+  logger: createLogger("operations-test", "silent"),
 });
