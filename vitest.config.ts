@@ -25,6 +25,7 @@ export default defineConfig({
             "deploy/src/**/*.test.ts",
             "sdk/*/src/**/*.test.ts",
             "scripts/**/*.test.ts",
+            "tooling/scripts/*.test.ts",
           ],
         },
       },

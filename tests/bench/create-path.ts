@@ -2,20 +2,25 @@
  * The create path under load: `POST /v1/payment` through the whole stack (edge →
  * operations → ledger quote → sandbox provider → one statement recording the outcome and
  * its event), at rising concurrency, next to pgbench running the same SQL that the
- * gateway's own services run for one create, against the same database. Prints
- * throughput, p50/p99 and the ratio. Not a test: nothing here asserts a time.
+ * gateway's own services run for one create, against the same database. Then a replay
+ * of one key (same key, same body), `POST /v1/get_operation_state` and `GET /v1/balances`
+ * at the best create concurrency. Prints throughput, p50/p99, the ratio, and the CPU
+ * every process of the stack spent per call in each window (`process-cpu.ts`), the figure
+ * that holds up on a busy machine. Not a test: nothing here asserts a time.
  *
  *   pnpm --filter @gw/tests bench [--duration=5000] [--levels=1,16,64]
  */
 import { execFile } from "node:child_process";
 import { randomUUID } from "node:crypto";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
-import { measure } from "@gw/bench";
+import { type Measurement, measure } from "@gw/bench";
+import postgres from "postgres";
 import { Agent, request } from "undici";
 import { startTestStack } from "../src/stack.ts";
+import { type CpuSnapshot, cpuBetween, cpuPerCall, formatCpuTable, snapshotCpu } from "./process-cpu.ts";
 
 const run = promisify(execFile);
 const arg = (name: string, fallback: string) =>
@@ -78,9 +83,11 @@ async function pgbenchCreatePath(databaseUrl: string, shopId: string, keyHash: s
 }
 
 const stack = await startTestStack({ extraEnv: { LOG_LEVEL: "warn" } });
+const sql = postgres(stack.databaseUrl, { max: 1, onnotice: () => {} });
 try {
   const shop = await stack.provisionShop({ name: "bench" });
   const agent = new Agent({ connections: 256, pipelining: 1, keepAliveTimeout: 30_000 });
+  const headers = { "x-api-key": shop.apiKey, "content-type": "application/json" };
   const body = (mop: string) =>
     JSON.stringify({
       merchant_operation_id: mop,
@@ -89,41 +96,107 @@ try {
       amount: "1000.00",
       currency: "RUB",
     });
-  const create = async () => {
-    const res = await request(`${stack.urls.edge}/v1/payment`, {
-      method: "POST",
+  const call = async (method: "GET" | "POST", route: string, payload?: string) => {
+    const res = await request(`${stack.urls.edge}${route}`, {
+      method,
       dispatcher: agent,
-      headers: { "x-api-key": shop.apiKey, "content-type": "application/json" },
-      body: body(randomUUID()),
+      headers,
+      ...(payload === undefined ? {} : { body: payload }),
     });
     const text = await res.body.text();
     if (res.statusCode !== 200) throw new Error(`${res.statusCode} ${text.slice(0, 200)}`);
+    return text;
   };
+  const create = () => call("POST", "/v1/payment", body(randomUUID()));
 
+  // What every process spends with nothing to do (pollers, timers, heartbeats), per
+  // second, after one create has warmed the stack up; it is taken off each window.
+  await create();
+  await new Promise((r) => setTimeout(r, 1000));
+  const idleMs = 3000;
+  const idleStart = await snapshotCpu(stack, sql);
+  await new Promise((r) => setTimeout(r, idleMs));
+  const idlePerSecond = new Map(
+    [...cpuBetween(idleStart, await snapshotCpu(stack, sql))].map(([l, s]) => [l, s / (idleMs / 1000)]),
+  );
+
+  // CPU of every process over each measured window, per call of that window.
+  const cpuColumns: { name: string; perCall: Map<string, number> }[] = [];
+  const step = async (name: string, loop: () => Promise<unknown>, concurrency: number) => {
+    let before: CpuSnapshot | undefined;
+    let after: CpuSnapshot | undefined;
+    const m = await measure(loop, {
+      concurrency,
+      durationMs,
+      warmupMs: 1000,
+      onWindowStart: async () => {
+        before = await snapshotCpu(stack, sql);
+      },
+      onWindowEnd: async () => {
+        after = await snapshotCpu(stack, sql);
+      },
+    });
+    cpuColumns.push({ name, perCall: cpuPerCall(before!, after!, m.calls, m.durationMs, idlePerSecond) });
+    return m;
+  };
+  const row = (label: string, m: Measurement) =>
+    `${label.padStart(24)} | ${String(m.concurrency).padStart(9)} | ${m.callsPerSec.toFixed(0).padStart(7)} | ${m.p50Ms.toFixed(1).padStart(7)} | ${m.p99Ms.toFixed(1).padStart(7)} | ${m.errors}${m.firstError ? ` (${m.firstError})` : ""}`;
+
+  console.log(`load average at start: ${(await readFile("/proc/loadavg", "utf8")).trim()}`);
   console.log(`POST /v1/payment through the whole stack (${durationMs} ms per level)`);
-  console.log("in flight | creates/s |  p50 ms |  p99 ms | errors");
+  console.log(`${"step".padStart(24)} | in flight |  call/s |  p50 ms |  p99 ms | errors`);
   const results = [];
   for (const concurrency of levels) {
-    const m = await measure(create, { concurrency, durationMs, warmupMs: 1000 });
+    const m = await step(`create@${concurrency}`, create, concurrency);
     results.push(m);
-    console.log(
-      `${String(concurrency).padStart(9)} | ${m.callsPerSec.toFixed(0).padStart(9)} | ${m.p50Ms.toFixed(1).padStart(7)} | ${m.p99Ms.toFixed(1).padStart(7)} | ${m.errors}${m.firstError ? ` (${m.firstError})` : ""}`,
-    );
+    console.log(row("create", m));
   }
+  const best = results.reduce((a, b) => (b.callsPerSec > a.callsPerSec ? b : a));
+
+  // The reads and the replay, at the concurrency of the best create level.
+  const mop = randomUUID();
+  const created = JSON.parse(await call("POST", "/v1/payment", body(mop))) as { operation_id: string };
+  const replay = await step("replay", () => call("POST", "/v1/payment", body(mop)), best.concurrency);
+  console.log(row("replay (same key, body)", replay));
+  const stateBody = JSON.stringify({ operation_id: created.operation_id });
+  const state = await step(
+    "get_state",
+    () => call("POST", "/v1/get_operation_state", stateBody),
+    best.concurrency,
+  );
+  console.log(row("get_operation_state", state));
+  const balances = await step("balances", () => call("GET", "/v1/balances"), best.concurrency);
+  console.log(row("GET /v1/balances", balances));
+
+  console.log(
+    "\nCPU per call by process over each window, less its idle CPU (/proc/<pid>/stat utime+stime; postgres: the backends of this database; the relays run inside operations and matching):",
+  );
+  console.log(
+    `idle CPU ms per second: ${[...idlePerSecond].map(([l, s]) => `${l} ${(s * 1000).toFixed(1)}`).join(", ")}`,
+  );
+  console.log(formatCpuTable(cpuColumns));
   const { createHash } = await import("node:crypto");
   const keyHash = createHash("sha256").update(shop.apiKey).digest("hex");
-  const best = results.reduce((a, b) => (b.callsPerSec > a.callsPerSec ? b : a));
   // The running stack holds about 60 of the server's 100 connections in its pools, so
   // pgbench gets 16 clients; its throughput is flat well before that on two cores.
   const clients = Math.min(16, best.concurrency);
-  const pg = await pgbenchCreatePath(stack.databaseUrl, shop.shopId, keyHash, clients);
+  // pgbench needs 16 connections more; on a server other work also uses it may get none.
+  const pg = await pgbenchCreatePath(stack.databaseUrl, shop.shopId, keyHash, clients).catch((err: Error) => {
+    console.log(`pgbench failed: ${err.message.split("\n").slice(-2).join(" ")}`);
+    return { tps: Number.NaN, latency: Number.NaN };
+  });
   console.log(
     `pgbench, the same create-path SQL (6 statements: 2 row writes + 1 outbox row) at ${clients} clients: ${pg.tps.toFixed(0)} creates/s (avg ${pg.latency.toFixed(2)} ms)`,
   );
   console.log(
     `ratio: the stack's best (${best.concurrency} in flight) is ${(best.callsPerSec / pg.tps).toFixed(3)} × what Postgres alone does for the same SQL`,
   );
+  console.log(
+    `replay rate ${(replay.callsPerSec / best.callsPerSec).toFixed(2)} × the best create rate; get_operation_state ${state.callsPerSec.toFixed(0)}/s; balances ${balances.callsPerSec.toFixed(0)}/s`,
+  );
+  console.log(`load average at end: ${(await readFile("/proc/loadavg", "utf8")).trim()}`);
   await agent.close();
 } finally {
+  await sql.end();
   await stack.stop();
 }

@@ -16,6 +16,7 @@
  * - `webhooks_once`: every terminal operation has one terminal event, delivered, and
  *   received with a valid signature (when the run's receivers are given).
  */
+import { CONSUMER_SUBJECTS, subjectsRegex } from "@gw/events";
 import { Decimal } from "@gw/money";
 import type { Books } from "@gw/sandbox-provider/books";
 import type postgres from "postgres";
@@ -259,25 +260,25 @@ export async function checkConservation(input: ConservationInput): Promise<Invar
     ...(await sql`select 'ledger outbox unpublished' as why, id::text as event_id from ledger.outbox where published_at is null`),
     ...(await sql`select 'matching outbox unpublished' as why, id::text as event_id from matching.outbox where published_at is null`),
     ...(await sql`select 'receipts outbox unpublished' as why, id::text as event_id from receipts.outbox where published_at is null`),
-    // Each consumer against the subjects it reads: operation events (ledger postings,
-    // webhooks, withdrawals of cancelled payments) and provider facts (ledger suspense).
+    // Each consumer against the subjects it reads (CONSUMER_SUBJECTS): an event is in a
+    // consumer's inbox exactly when its subject is on that consumer's list.
     ...(await sql`select 'not applied by ledger' as why, e.id::text as event_id from operations.outbox e
-                  where e.subject like '%.operations.%' and not exists
+                  where e.subject ~ ${subjectsRegex(CONSUMER_SUBJECTS.ledger)} and not exists
                     (select 1 from ledger.inbox i where i.consumer = 'ledger' and i.event_id = e.id)`),
     ...(await sql`select 'not applied by ledger-provider-facts' as why, e.id::text as event_id from operations.outbox e
-                  where e.subject like '%.provider_facts.%' and not exists
+                  where e.subject ~ ${subjectsRegex(CONSUMER_SUBJECTS["ledger-provider-facts"])} and not exists
                     (select 1 from ledger.inbox i where i.consumer = 'ledger-provider-facts' and i.event_id = e.id)`),
     ...(await sql`select 'not applied by webhooks' as why, e.id::text as event_id from operations.outbox e
-                  where e.subject like '%.operations.%' and not exists
+                  where e.subject ~ ${subjectsRegex(CONSUMER_SUBJECTS.webhooks)} and not exists
                     (select 1 from webhooks.inbox i where i.consumer = 'webhooks' and i.event_id = e.id)`),
     ...(await sql`select 'not applied by operations-withdrawals' as why, e.id::text as event_id from operations.outbox e
-                  where e.subject like '%.operations.payment.cancelled' and not exists
+                  where e.subject ~ ${subjectsRegex(CONSUMER_SUBJECTS["operations-withdrawals"])} and not exists
                     (select 1 from operations.inbox i where i.consumer = 'operations-withdrawals' and i.event_id = e.id)`),
     ...(await sql`select 'not applied by operations-pool-payins' as why, e.id::text as event_id from operations.outbox e
-                  where e.subject like '%.operations.payment.%' and not exists
+                  where e.subject ~ ${subjectsRegex(CONSUMER_SUBJECTS["operations-pool-payins"])} and not exists
                     (select 1 from operations.inbox i where i.consumer = 'operations-pool-payins' and i.event_id = e.id)`),
     ...(await sql`select 'not applied by operations-pool-payouts' as why, e.id::text as event_id from matching.outbox e
-                  where e.subject like '%.matching.pool_payout.%' and not exists
+                  where e.subject ~ ${subjectsRegex(CONSUMER_SUBJECTS["operations-pool-payouts"])} and not exists
                     (select 1 from operations.inbox i where i.consumer = 'operations-pool-payouts' and i.event_id = e.id)`),
     ...(await sql`select 'webhook delivery still pending' as why, event_id::text from webhooks.deliveries where status = 'pending'`),
     ...(await sql`select 'create still routing' as why, id::text as event_id from operations.operations where status = 'routing'`),

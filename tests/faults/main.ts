@@ -17,6 +17,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { chmodSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
+import { CONSUMER_SUBJECTS, subjectsRegex } from "@gw/events";
 import { receiptPdf, receiptSpec } from "@gw/receipts/src/testing/receipt-factory.ts";
 import { AdminClient } from "@gw/stack/admin-client";
 import { requestJson } from "@gw/stack/http-json";
@@ -41,11 +42,17 @@ const TAMPER = process.argv.includes("--tamper");
 const PROVIDER_FAULTS = process.argv.includes("--provider-faults");
 const print = (line: string) => process.stdout.write(`${line}\n`);
 /**
- * Subjects of the operation events the webhooks service turns into deliveries (its
- * DELIVERED_EVENT_TYPES): awaiting_confirmation, manual_check and the terminal ones.
+ * Each consumer's subjects as a Postgres regex: an event is in a consumer's inbox exactly
+ * when its subject is on the consumer's list (the webhooks list is also the event types
+ * it turns into deliveries).
  */
-const DELIVERED_SUBJECTS =
-  "\\.operations\\.(payment\\.(awaiting_confirmation|completed|rejected|cancelled|manual_check)|payout\\.(completed|rejected))$";
+const READS = {
+  ledger: subjectsRegex([...CONSUMER_SUBJECTS.ledger, ...CONSUMER_SUBJECTS["ledger-provider-facts"]]),
+  webhooks: subjectsRegex(CONSUMER_SUBJECTS.webhooks),
+  poolPayins: subjectsRegex(CONSUMER_SUBJECTS["operations-pool-payins"]),
+  poolPayouts: subjectsRegex(CONSUMER_SUBJECTS["operations-pool-payouts"]),
+};
+const DELIVERED_SUBJECTS = READS.webhooks;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const uuid = () => crypto.randomUUID();
 
@@ -403,13 +410,13 @@ try {
              (select count(*) from ledger.outbox where published_at is null)::int as ledger_unpublished,
              (select count(*) from matching.outbox where published_at is null)::int as matching_unpublished,
              (select count(*) from receipts.outbox where published_at is null)::int as receipts_unpublished,
-             (select count(*) from operations.outbox e where e.subject like '%.operations.payment.%' and not exists
+             (select count(*) from operations.outbox e where e.subject ~ ${READS.poolPayins} and not exists
                 (select 1 from operations.inbox i where i.consumer = 'operations-pool-payins' and i.event_id = e.id))::int as pool_payins_unapplied,
-             (select count(*) from matching.outbox e where e.subject like '%.matching.pool_payout.%' and not exists
+             (select count(*) from matching.outbox e where e.subject ~ ${READS.poolPayouts} and not exists
                 (select 1 from operations.inbox i where i.consumer = 'operations-pool-payouts' and i.event_id = e.id))::int as pool_payouts_unapplied,
-             (select count(*) from operations.outbox e where e.subject like '%.operations.%' and not exists
+             (select count(*) from operations.outbox e where e.subject ~ ${READS.webhooks} and not exists
                 (select 1 from webhooks.inbox i where i.consumer = 'webhooks' and i.event_id = e.id))::int as webhooks_unapplied,
-             (select count(*) from operations.outbox e where not exists
+             (select count(*) from operations.outbox e where e.subject ~ ${READS.ledger} and not exists
                 (select 1 from ledger.inbox i where i.consumer in ('ledger', 'ledger-provider-facts') and i.event_id = e.id))::int as ledger_unapplied,
              (select count(*) from webhooks.deliveries where status = 'pending')::int as deliveries_pending,
              (select count(*) from operations.operations where status = 'routing')::int as routing,
@@ -546,14 +553,14 @@ try {
                 limit 20`,
     },
     {
-      name: "every operation event applied once by webhooks (in its inbox; one delivery per delivered type; no terminal webhook twice)",
+      name: "every operation event webhooks reads applied once (in its inbox; one delivery per delivered type; no terminal webhook twice)",
       tamper: (tx) =>
         tx`delete from webhooks.inbox where event_id = (select event_id from webhooks.inbox limit 1)`,
       examined: () =>
-        count(sql`select count(*)::int as n from operations.outbox where subject like '%.operations.%'`),
+        count(sql`select count(*)::int as n from operations.outbox where subject ~ ${READS.webhooks}`),
       violations: async () => [
         ...(await sql`select 'not in the webhooks inbox' as why, o.id, o.subject from operations.outbox o
-                      where o.subject like '%.operations.%'
+                      where o.subject ~ ${READS.webhooks}
                         and not exists (select 1 from webhooks.inbox i where i.consumer = 'webhooks' and i.event_id = o.id)
                       limit 10`),
         ...(await sql`select 'no delivery row' as why, o.id, o.subject from operations.outbox o
@@ -576,11 +583,11 @@ try {
         ),
       violations: async () => [
         ...(await sql`select 'payment event not in operations-pool-payins' as why, o.id, o.subject from operations.outbox o
-                      where o.subject like '%.operations.payment.%' and not exists
+                      where o.subject ~ ${READS.poolPayins} and not exists
                         (select 1 from operations.inbox i where i.consumer = 'operations-pool-payins' and i.event_id = o.id)
                       limit 10`),
         ...(await sql`select 'pool event not in operations-pool-payouts' as why, o.id, o.subject from matching.outbox o
-                      where o.subject like '%.matching.pool_payout.%' and not exists
+                      where o.subject ~ ${READS.poolPayouts} and not exists
                         (select 1 from operations.inbox i where i.consumer = 'operations-pool-payouts' and i.event_id = o.id)
                       limit 10`),
       ],
@@ -600,13 +607,14 @@ try {
                 limit 20`,
     },
     {
-      name: "every operation event applied once by the ledger (in its inbox; transfers and reserve match the status)",
+      name: "every operation event the ledger reads applied once (in its inbox; transfers and reserve match the status)",
       tamper: (tx) =>
         tx`delete from ledger.inbox where event_id = (select event_id from ledger.inbox limit 1)`,
-      examined: () => count(sql`select count(*)::int as n from operations.outbox`),
+      examined: () =>
+        count(sql`select count(*)::int as n from operations.outbox where subject ~ ${READS.ledger}`),
       violations: async () => [
         ...(await sql`select 'not in the ledger inbox' as why, o.id, o.subject from operations.outbox o
-                      where not exists (select 1 from ledger.inbox i
+                      where o.subject ~ ${READS.ledger} and not exists (select 1 from ledger.inbox i
                         where i.consumer = case when o.subject like '%.provider_facts.%' then 'ledger-provider-facts' else 'ledger' end
                           and i.event_id = o.id)
                       limit 10`),

@@ -5,6 +5,7 @@
  * suite (`--provider-faults`) and the short run in the normal test run.
  */
 import { createHash, randomBytes } from "node:crypto";
+import { CONSUMER_SUBJECTS, subjectsRegex } from "@gw/events";
 import type { Books } from "@gw/sandbox-provider/books";
 import { AdminClient } from "@gw/stack/admin-client";
 import { HttpError, requestJson } from "@gw/stack/http-json";
@@ -20,6 +21,12 @@ export async function readBooks(sandboxUrl: string, controlToken?: string): Prom
 }
 
 /** A number in [0, 1) from the parts: the load's seeded choices. */
+/** The subjects the ledger and webhooks consumers read, as Postgres regexes: only those reach their inboxes. */
+const READS_LEDGER = subjectsRegex([
+  ...CONSUMER_SUBJECTS.ledger,
+  ...CONSUMER_SUBJECTS["ledger-provider-facts"],
+]);
+const READS_WEBHOOKS = subjectsRegex(CONSUMER_SUBJECTS.webhooks);
 const roll = (...parts: (string | number)[]) =>
   createHash("sha256").update(parts.join("\u0000")).digest().readUInt32BE(0) / 2 ** 32;
 
@@ -192,10 +199,10 @@ export async function quiesce(sql: postgres.Sql, timeoutMs: number): Promise<Rec
     const [row] = await sql<Record<string, number>[]>`
       select (select count(*) from operations.outbox where published_at is null)::int as operations_unpublished,
              (select count(*) from ledger.outbox where published_at is null)::int as ledger_unpublished,
-             (select count(*) from operations.outbox e where not exists
+             (select count(*) from operations.outbox e where e.subject ~ ${READS_LEDGER} and not exists
                 (select 1 from ledger.inbox i where i.consumer in ('ledger', 'ledger-provider-facts')
                   and i.event_id = e.id))::int as ledger_unapplied,
-             (select count(*) from operations.outbox e where e.subject like '%.operations.%' and not exists
+             (select count(*) from operations.outbox e where e.subject ~ ${READS_WEBHOOKS} and not exists
                 (select 1 from webhooks.inbox i where i.consumer = 'webhooks' and i.event_id = e.id))::int as webhooks_unapplied,
              (select count(*) from webhooks.deliveries where status = 'pending')::int as deliveries_pending,
              (select count(*) from operations.operations where status = 'routing')::int as routing,

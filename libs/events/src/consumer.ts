@@ -5,6 +5,7 @@ import {
   AckPolicy,
   type ConsumerConfig,
   type ConsumerMessages,
+  type ConsumerUpdateConfig,
   DeliverPolicy,
   JetStreamApiError,
   type JsMsg,
@@ -17,6 +18,7 @@ import { errorText, recordDeadLetter, watchDeadLetters } from "./dead-letters.ts
 import { eventsConsumed, eventsDeadLettered } from "./metrics.ts";
 import { type Nats, streamName } from "./nats.ts";
 import { REQUEST_ID_EVENT_HEADER } from "./outbox.ts";
+import { subjectMatches } from "./subscriptions.ts";
 
 export interface ConsumerOptions<T> {
   nats: Nats;
@@ -96,6 +98,39 @@ function eventIdOf(m: JsMsg): string {
   return uuidv5(`${m.info.stream}:${m.seq}`, SEQUENCE_ID_NAMESPACE);
 }
 
+/** Whether the server takes several filter subjects on one consumer (nats-server 2.10 and later). */
+function supportsFilterSubjects(nats: Nats): boolean {
+  const [major = 0, minor = 0] = (nats.nc.info?.version ?? "0.0").split(".").map(Number);
+  return major > 2 || (major === 2 && minor >= 10);
+}
+
+/** The narrowest single filter that covers every one of `filters` (their common tokens, then `>`). */
+export function coveringFilter(filters: readonly string[]): string {
+  const split = filters.map((f) => f.split("."));
+  const common: string[] = [];
+  for (let i = 0; ; i++) {
+    const token = split[0]?.[i];
+    // The last token of a filter cannot be shared: `a.b` and `a.b.c` need `a.>`.
+    if (token === undefined || token === "*" || token === ">") break;
+    if (!split.every((t) => t[i] === token && t.length > i + 1)) break;
+    common.push(token);
+  }
+  return [...common, ">"].join(".");
+}
+
+/**
+ * A consumer's configuration as an update: the durable name and the deliver policy are
+ * fixed at creation and left out, and the filter form it does not use is cleared, since
+ * the client merges the update into the consumer's current configuration and the server
+ * refuses one that holds both `filter_subject` and `filter_subjects`.
+ */
+function configUpdate(config: Partial<ConsumerConfig>): ConsumerUpdateConfig {
+  const { durable_name: _name, deliver_policy: _policy, ...rest } = config;
+  return config.filter_subjects === undefined
+    ? { ...rest, filter_subjects: undefined }
+    : { ...rest, filter_subject: undefined };
+}
+
 /** Reads W3C trace headers from NATS message headers. */
 const natsHeadersGetter: TextMapGetter<MsgHdrs | undefined> = {
   keys: (carrier) => (carrier === undefined ? [] : carrier.keys()),
@@ -116,6 +151,16 @@ export async function runConsumer<T>(options: ConsumerOptions<T>): Promise<Runni
   }
   const stream = streamName(prefix);
   const filters = options.subjects.map((s) => `${prefix}.${s}`);
+  // One subject goes in `filter_subject`, which every server accepts; several need
+  // `filter_subjects`, which needs nats-server 2.10 (the client refuses it before). An
+  // older server gets the narrowest single filter that covers them all, and the
+  // messages outside the list are acked here without a transaction.
+  const serverFilters =
+    filters.length === 1 || supportsFilterSubjects(nats) ? filters : [coveringFilter(filters)];
+  const outsideList =
+    serverFilters.length === filters.length
+      ? undefined
+      : (subject: string) => !filters.some((f) => subjectMatches(f, subject));
   const config: Partial<ConsumerConfig> = {
     durable_name: durable,
     ack_policy: AckPolicy.Explicit,
@@ -123,17 +168,18 @@ export async function runConsumer<T>(options: ConsumerOptions<T>): Promise<Runni
     ack_wait: nanos(options.ackWaitMs ?? 30_000),
     max_ack_pending: options.maxAckPending ?? 1000,
     max_deliver: -1,
-    // One subject goes in `filter_subject`, which every server accepts; several need
-    // `filter_subjects`, which needs nats-server 2.10 (the client refuses it before).
-    ...(filters.length === 1 ? { filter_subject: filters[0] } : { filter_subjects: filters }),
+    ...(serverFilters.length === 1
+      ? { filter_subject: serverFilters[0] }
+      : { filter_subjects: serverFilters }),
   };
   try {
     await nats.jsm.consumers.add(stream, config);
   } catch (err) {
-    // The durable exists with another configuration (an older version of this service);
-    // anything else (no stream, no connection) is a real failure.
+    // The durable exists with another configuration (an older version of this service,
+    // for example one that read more subjects): it is updated in place, keeping its
+    // position in the stream. Anything else (no stream, no connection) is a real failure.
     if (!(err instanceof JetStreamApiError)) throw err;
-    await nats.jsm.consumers.update(stream, durable, config);
+    await nats.jsm.consumers.update(stream, durable, configUpdate(config));
   }
   const consumer = await nats.js.consumers.get(stream, durable);
   let messages: ConsumerMessages | undefined;
@@ -144,6 +190,11 @@ export async function runConsumer<T>(options: ConsumerOptions<T>): Promise<Runni
   // that wrote the event (the `traceparent` the outbox stored), with the event id and
   // the request id in the log context.
   const processOne = (m: JsMsg) => {
+    if (outsideList?.(m.subject)) {
+      m.ack();
+      eventsConsumed.inc({ consumer: durable, outcome: "not_subscribed" });
+      return;
+    }
     const eventId = eventIdOf(m);
     const requestId = m.headers?.has(REQUEST_ID_EVENT_HEADER) ? m.headers.get(REQUEST_ID_EVENT_HEADER) : "";
     return inSpan(

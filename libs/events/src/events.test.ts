@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { connect, createTestDatabase, type Database, type Sql, type TestDatabase } from "@gw/db";
 import { createLogger } from "@gw/log";
 import { metricsRegistry } from "@gw/rpc";
-import { StorageType } from "@nats-io/jetstream";
+import { AckPolicy, DeliverPolicy, StorageType } from "@nats-io/jetstream";
 import { nanos } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { randomPrefix, readStream, until } from "../test-fixtures/helpers.ts";
@@ -239,6 +239,97 @@ describe("enqueueEvent and OutboxRelay", () => {
 });
 
 describe("runConsumer", () => {
+  it("hands its handler only the subjects on its list: the others cost no inbox row, and are acked", async () => {
+    const { prefix, stream } = await freshStream();
+    const { schema } = await freshSchema();
+    const handled: string[] = [];
+    const consumer = await runConsumer({
+      nats,
+      prefix,
+      durable: "narrow",
+      subjects: ["operations.payment.completed", "operations.payout.pending"],
+      sql,
+      schema,
+      logger,
+      decode: (d) => new TextDecoder().decode(d),
+      async handle(tx, body, eventId) {
+        handled.push(body);
+        await countApplication(tx, schema, eventId);
+      },
+    });
+    const published = ["payment.pending", "payment.completed", "payout.pending", "payout.completed"].map(
+      (t) => event(prefix, t),
+    );
+    try {
+      for (const e of published) await nats.js.publish(e.subject, e.payload, { msgID: e.id });
+      await until(
+        async () =>
+          (await nats.jsm.consumers.info(stream, "narrow")).num_ack_pending +
+          (await nats.jsm.consumers.info(stream, "narrow")).num_pending,
+        (n) => n === 0,
+        { what: "every message acked" },
+      );
+      await until(
+        async () => (await sql`select count(*)::int as n from ${sql(schema)}.inbox`)[0]?.n as number,
+        (n) => n === 2,
+        { what: "the two subscribed events in the inbox" },
+      );
+    } finally {
+      await consumer.stop();
+    }
+    expect(handled.sort()).toEqual(["payment.completed", "payout.pending"]);
+    const inbox = await sql<{ event_id: string }[]>`select event_id from ${sql(schema)}.inbox`;
+    expect(inbox.map((r) => r.event_id).sort()).toEqual([published[1]!.id, published[2]!.id].sort());
+  });
+
+  it("updates a durable consumer left with an older configuration in place, keeping its position", async () => {
+    const { prefix, stream } = await freshStream();
+    const { schema } = await freshSchema();
+    // An older version of the service: every operation event, and a larger ack window.
+    await nats.jsm.consumers.add(stream, {
+      durable_name: "upgraded",
+      ack_policy: AckPolicy.Explicit,
+      deliver_policy: DeliverPolicy.All,
+      filter_subject: `${prefix}.operations.>`,
+      max_ack_pending: 1000,
+    });
+    const before = await nats.jsm.consumers.info(stream, "upgraded");
+    const handled: string[] = [];
+    const consumer = await runConsumer({
+      nats,
+      prefix,
+      durable: "upgraded",
+      subjects: ["operations.payment.cancelled"],
+      maxAckPending: 1,
+      sql,
+      schema,
+      logger,
+      decode: (d) => new TextDecoder().decode(d),
+      async handle(tx, body, eventId) {
+        handled.push(body);
+        await countApplication(tx, schema, eventId);
+      },
+    });
+    try {
+      const after = await nats.jsm.consumers.info(stream, "upgraded");
+      expect(after.created).toBe(before.created);
+      expect(after.config.filter_subject).toBe(`${prefix}.operations.payment.cancelled`);
+      expect(after.config.max_ack_pending).toBe(1);
+      for (const e of [event(prefix, "payment.pending"), event(prefix, "payment.cancelled")])
+        await nats.js.publish(e.subject, e.payload, { msgID: e.id });
+      await until(
+        async () => (await sql`select count(*)::int as n from ${sql(schema)}.inbox`)[0]?.n as number,
+        (n) => n === 1,
+        { what: "the cancelled payment in the inbox" },
+      );
+      // The server no longer hands out the pending payment at all.
+      expect((await nats.jsm.consumers.info(stream, "upgraded")).num_pending).toBe(0);
+    } finally {
+      await consumer.stop();
+    }
+    expect(handled).toEqual(["payment.cancelled"]);
+  });
+
   it("applies each event once, retries a failed handler, and records every id in the inbox", async () => {
     const { prefix, stream } = await freshStream();
     const { schema } = await freshSchema();

@@ -1,5 +1,6 @@
 export {
   type ConsumerOptions,
+  coveringFilter,
   DEFAULT_RETRY,
   type RetryPolicy,
   type RunningConsumer,
@@ -22,3 +23,4 @@ export {
 export { connectNats, ensureStream, type Nats, streamName } from "./nats.ts";
 export { enqueueEvent, eventHeaders, type OutboxRow, REQUEST_ID_EVENT_HEADER } from "./outbox.ts";
 export { OutboxRelay, type OutboxRelayOptions } from "./relay.ts";
+export { CONSUMER_SUBJECTS, subjectMatches, subjectsRegex } from "./subscriptions.ts";

@@ -40,6 +40,8 @@ function relayLockKey(schema: string): string {
  */
 export class OutboxRelay {
   readonly #o: Required<OutboxRelayOptions>;
+  /** `relayLockKey(schema)`, computed once rather than hashed for every batch. */
+  readonly #lockKey: string;
   #running = false;
   #wake: (() => void) | undefined;
   #loop: Promise<void> | undefined;
@@ -53,6 +55,7 @@ export class OutboxRelay {
 
   constructor(options: OutboxRelayOptions) {
     this.#o = { batchSize: 256, pollMs: 1000, retentionMs: 24 * 3600 * 1000, ...options };
+    this.#lockKey = relayLockKey(options.schema);
   }
 
   /** Events published by this relay since start. */
@@ -84,7 +87,7 @@ export class OutboxRelay {
     const count = await sql.begin(async (tx) => {
       const [lock] = await tx<
         { ok: boolean }[]
-      >`select pg_try_advisory_xact_lock(${relayLockKey(schema)}::bigint) as ok`;
+      >`select pg_try_advisory_xact_lock(${this.#lockKey}::bigint) as ok`;
       this.#otherReplicaBusy = !lock?.ok;
       if (this.#otherReplicaBusy) return 0;
       const rows = await tx<

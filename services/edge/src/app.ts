@@ -25,6 +25,7 @@ import type { EdgeConfig } from "./config.ts";
 import type { EdgeClients, EdgeDeps, Probe } from "./deps.ts";
 import type { EdgeEnv } from "./env.ts";
 import { ApiError, errorResponse, loggableCause, notFound, toApiError } from "./errors.ts";
+import { KeyCache } from "./key-cache.ts";
 import { adminAuth } from "./middleware/admin-auth.ts";
 import { apiKeyAuth } from "./middleware/api-key.ts";
 import { jsonBody } from "./middleware/body.ts";
@@ -61,7 +62,7 @@ export const migrationsFolder = fileURLToPath(new URL("../drizzle", import.meta.
  * token) before anything reads the body, then the bounded JSON body, then the route.
  */
 export function buildApp(deps: EdgeDeps): OpenAPIHono<EdgeEnv> {
-  const store = new EdgeStore(deps.db);
+  const store = new EdgeStore(deps.db, deps.keyCache);
   const app = new OpenAPIHono<EdgeEnv>({
     defaultHook: (result) => {
       if (!result.success) throw validationError(result.error);
@@ -131,7 +132,7 @@ export function buildApp(deps: EdgeDeps): OpenAPIHono<EdgeEnv> {
   app.onError((err, c) => {
     const { error, expected } = toApiError(err);
     if (!expected) {
-      (c.get("logger") ?? deps.logger).error(
+      deps.logger.error(
         { err: loggableCause(err), request_id: c.get("requestId"), status: error.status },
         "request failed",
       );
@@ -168,6 +169,8 @@ export async function startEdge(
   const { sql, db } = connect(config.DATABASE_URL, { max: config.DB_POOL_MAX, application: "edge" });
   await migrateSchema(sql, db as Database, "edge", migrationsFolder);
   const nats = await connectNats(config.NATS_URL, "edge");
+  const keyCache = new KeyCache(nats.nc, config.EVENTS_PREFIX, logger);
+  await keyCache.start();
 
   const clients: EdgeClients = overrides.clients ?? {
     operations: createServiceClient(OperationsService, config.OPERATIONS_URL),
@@ -196,6 +199,7 @@ export async function startEdge(
 
   const app = buildApp({
     db,
+    keyCache,
     logger,
     clients,
     adminToken: config.ADMIN_TOKEN,
@@ -244,6 +248,7 @@ export async function startEdge(
           server.close(() => resolve());
           server.closeIdleConnections();
         });
+        keyCache.stop();
         await nats.nc.drain().catch(() => {});
         await sql.end({ timeout: 5 });
         await new Promise((r) => metrics.close(r));

@@ -9,6 +9,7 @@ import type { ProviderFactsService } from "@gw/proto/gateway/operations/v1/provi
 import type { ReceiptsService } from "@gw/proto/gateway/receipts/v1/receipts_pb";
 import type { WebhooksService } from "@gw/proto/gateway/webhooks/v1/webhooks_pb";
 import type { AdmissionLimits } from "./admission.ts";
+import type { KeyCache } from "./key-cache.ts";
 
 /** The services with event consumers, each serving the dead letters of its own schema. */
 export const DEAD_LETTER_HOLDERS = ["operations", "ledger", "webhooks"] as const;
@@ -35,6 +36,8 @@ export type Probe = () => Promise<boolean>;
 /** What `buildApp` needs; `startEdge` builds the real ones, tests may pass their own clients. */
 export interface EdgeDeps {
   db: Database;
+  /** The replica's cache of live API keys; without it every request reads its key from Postgres. */
+  keyCache?: KeyCache;
   logger: Logger;
   clients: EdgeClients;
   adminToken: string;

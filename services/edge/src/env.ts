@@ -1,5 +1,3 @@
-import type { Logger } from "@gw/log";
-
 /** The shop a `/v1` request acts for, resolved from its API key and nothing else. */
 export interface Scope {
   merchantId: string;
@@ -12,7 +10,6 @@ export interface Scope {
 /** The typed Hono context variables every edge route can read. */
 export interface EdgeVariables {
   requestId: string;
-  logger: Logger;
   /** Set by the API key middleware on every `/v1` route. */
   scope: Scope;
   /** The parsed JSON body, set by the body middleware; undefined when the request had none. */

@@ -3,6 +3,7 @@ import { and, desc, eq, isNull, sql } from "drizzle-orm";
 import { v7 as uuidv7 } from "uuid";
 import { apiKeys, merchants, shopSettings, shops } from "./db/schema.ts";
 import type { Scope } from "./env.ts";
+import type { KeyCache } from "./key-cache.ts";
 import { issueApiKey } from "./keys.ts";
 
 /** The switches of a shop the edge applies itself, with their defaults for a shop never configured. */
@@ -37,9 +38,12 @@ export class EdgeStore {
   readonly #db: Database;
   /** The key lookup runs on every request: built once, so a request pays only its round trip. */
   readonly #scopeOfKey;
+  readonly #keyCache: KeyCache | undefined;
 
-  constructor(db: Database) {
+  /** `keyCache`: the replica's cache of live keys (`startEdge`); without it every lookup reads Postgres. */
+  constructor(db: Database, keyCache?: KeyCache) {
     this.#db = db;
+    this.#keyCache = keyCache;
     this.#scopeOfKey = db
       .select({
         keyId: apiKeys.id,
@@ -55,13 +59,13 @@ export class EdgeStore {
   }
 
   /**
-   * The scope of a live key, or undefined for an unknown or revoked one. One query over
-   * the unique index on the hash, run on every request: there is no cache, so a
-   * revocation holds from the very next request on every replica.
+   * The scope of a live key, or undefined for an unknown or revoked one: one query over
+   * the unique index on the hash, or the replica's `KeyCache`, whose invalidation makes a
+   * revocation hold from the very next request on every replica.
    */
   async scopeOfKey(keyHash: string): Promise<Scope | undefined> {
-    const rows = await this.#scopeOfKey.execute({ keyHash });
-    return rows[0];
+    const load = async (): Promise<Scope | undefined> => (await this.#scopeOfKey.execute({ keyHash }))[0];
+    return this.#keyCache === undefined ? load() : this.#keyCache.scopeOf(keyHash, load);
   }
 
   async createMerchant(name: string): Promise<string> {
@@ -147,6 +151,8 @@ export class EdgeStore {
         revokedAt: apiKeys.revokedAt,
         permissions: apiKeys.permissions,
       });
+    // After the commit, before the answer: every replica's cache forgets its keys.
+    if (rows[0] !== undefined) await this.#keyCache?.invalidateAll();
     return rows[0];
   }
 

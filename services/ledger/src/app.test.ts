@@ -90,6 +90,10 @@ const operation = (
     ...fields,
   });
 
+/** A small completed payment of its own: an event the ledger reads, to know it has passed the ones before. */
+const settledMarker = () =>
+  operation({ type: "payment", status: "completed", actualAmount: "1.00", settlementAmount: "1.00" });
+
 /** Publishes an OperationEvent to the stream, as the operations outbox relay does; returns its id. */
 async function publish(shopId: string, op: Operation, eventId: string = randomUUID()): Promise<string> {
   const type = `${op.type}.${op.status}`;
@@ -385,7 +389,7 @@ describe("the operation event consumer", () => {
     expect(await accountBalance(shopId, "RUB", "provider_clearing")).toBe("-50.00");
   });
 
-  it("moves no money for events that are not settlements", async () => {
+  it("is never handed events that move no money: no posting, no inbox transaction", async () => {
     const shopId = randomUUID();
     const op = operation({
       type: "payment",
@@ -393,9 +397,12 @@ describe("the operation event consumer", () => {
       settlementAmount: "965.00",
       commissionAmount: "35.00",
     });
-    await processed(await publish(shopId, op));
+    const pending = await publish(shopId, op);
+    // The stream is applied in order: once a later event is in, the pending one was passed over.
+    await processed(await publish(randomUUID(), settledMarker()));
     expect(await rub(shopId)).toMatchObject({ balance: "0.00" });
     expect(await sql`select 1 from ledger.accounts where owner = ${shopId}`).toHaveLength(0);
+    expect(await sql`select 1 from ledger.inbox where event_id = ${pending}`).toHaveLength(0);
   });
 
   it("posts every event once when the durable consumer is recreated and the stream is redelivered", async () => {
@@ -417,12 +424,14 @@ describe("the operation event consumer", () => {
     client = createServiceClient(LedgerService, `http://127.0.0.1:${service.port}`);
     // One consumer handles the stream in order, so once an event published now is processed,
     // every earlier event has been delivered again and handled.
-    const marker = operation({ type: "payment", status: "pending" });
+    const marker = settledMarker();
     await processed(await publish(randomUUID(), marker));
     const redelivered = await nats.jsm.consumers.info(streamName(prefix), CONSUMER);
     expect(redelivered.delivered.stream_seq).toBeGreaterThan(1);
 
-    const after = await sql<{ n: string }[]>`select count(*)::text as n from ledger.postings`;
+    const after = await sql<{ n: string }[]>`
+      select count(*)::text as n from ledger.postings p
+      where p.transfer_id not in (select id from ledger.transfers where operation_id = ${marker.operationId})`;
     expect(after[0]?.n).toBe(before[0]?.n);
     expect((await rub(shopId))?.balance).toBe("9.00");
   });

@@ -1,6 +1,12 @@
 import { fileURLToPath } from "node:url";
 import { fromBinary } from "@bufbuild/protobuf";
-import { DeadLetterHandlers, type EventApplier, type RunningConsumer, runConsumer } from "@gw/events";
+import {
+  CONSUMER_SUBJECTS,
+  DeadLetterHandlers,
+  type EventApplier,
+  type RunningConsumer,
+  runConsumer,
+} from "@gw/events";
 import { DeadLetterService } from "@gw/proto/gateway/deadletters/v1/dead_letters_pb";
 import { LedgerService } from "@gw/proto/gateway/ledger/v1/ledger_pb";
 import { type OperationEvent, OperationEventSchema } from "@gw/proto/gateway/operations/v1/operations_pb";
@@ -50,7 +56,7 @@ export function startLedger(config: GrpcServiceConfig) {
             ...postings,
             nats,
             prefix: config.EVENTS_PREFIX,
-            subjects: ["operations.>"],
+            subjects: [...CONSUMER_SUBJECTS.ledger],
             sql,
             schema: "ledger",
             logger,

@@ -1,6 +1,7 @@
 import { fromBinary } from "@bufbuild/protobuf";
 import type { Sql } from "@gw/db";
 import {
+  CONSUMER_SUBJECTS,
   type EventApplier,
   type Nats,
   type RetryPolicy,
@@ -182,7 +183,7 @@ export function startSuspenseConsumer(options: {
     ...suspenseApplier,
     nats: options.nats,
     prefix: options.prefix,
-    subjects: ["provider_facts.>"],
+    subjects: [...CONSUMER_SUBJECTS["ledger-provider-facts"]],
     sql: options.sql,
     schema: "ledger",
     logger: options.logger,

@@ -2,7 +2,7 @@ import { isCurrency, isMethod } from "@gw/money";
 import type { PutProviderRequest, PutRouteRequest } from "@gw/proto/gateway/operations/v1/operations_pb";
 import type { Connector } from "./connectors/connector.ts";
 import { ValidationError } from "./lifecycle/errors.ts";
-import type { OperationStore } from "./store.ts";
+import type { OperationStore } from "./repository/operations.ts";
 
 /**
  * The admin writes of the configuration operations owns: providers and a shop's routes.

@@ -1,6 +1,6 @@
 import type { ListRoutesRequest } from "@gw/proto/gateway/operations/v1/operations_pb";
 import { ValidationError } from "./lifecycle/errors.ts";
-import type { OperationStore } from "./store.ts";
+import type { OperationStore } from "./repository/operations.ts";
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 

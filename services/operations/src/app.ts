@@ -18,7 +18,7 @@ import { nobodyTookIt, type PoolDeps, poolConsumers, SELF_MATCHING, startPoolCon
 import { reportOpenProviderFacts } from "./provider-facts.ts";
 import { ProviderFactsHandlers } from "./provider-facts-handlers.ts";
 import { Reconciler, reconcilerOptions } from "./reconciler.ts";
-import { OperationStore } from "./store.ts";
+import { OperationStore } from "./repository/operations.ts";
 import { quietPeriodMs } from "./unknown-outcome.ts";
 import { startWithdrawalConsumer, WithdrawalDriver, withdrawalApplier } from "./withdrawals.ts";
 
@@ -34,7 +34,7 @@ export function startOperations(config: OperationsConfig) {
     config,
     setup: ({ sql, nats, logger, retry }) => {
       const store = new OperationStore(sql, config.EVENTS_PREFIX);
-      reportOpenProviderFacts(sql);
+      reportOpenProviderFacts(store);
       const ledger = createServiceClient(LedgerService, config.LEDGER_URL);
       const relay = new OutboxRelay({ sql, schema: "operations", js: nats.js, logger });
       const callbackBaseUrl = config.PROVIDER_CALLBACK_BASE_URL.replace(/\/+$/, "");
@@ -115,11 +115,7 @@ export function startOperations(config: OperationsConfig) {
           router.service(DeadLetterService, deadLetters);
           router.service(
             ProviderFactsService,
-            withErrorCatalogue(
-              ProviderFactsService,
-              new ProviderFactsHandlers({ sql, prefix: config.EVENTS_PREFIX, logger }),
-              logger,
-            ),
+            withErrorCatalogue(ProviderFactsService, new ProviderFactsHandlers({ store, logger }), logger),
           );
         },
         start: async () => {

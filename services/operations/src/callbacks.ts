@@ -8,7 +8,7 @@ import {
   ValidationError,
 } from "./lifecycle/errors.ts";
 import { applyProviderResult } from "./provider-results.ts";
-import type { OperationStore } from "./store.ts";
+import type { OperationStore } from "./repository/operations.ts";
 
 /**
  * `HandleProviderCallback`: a provider's callback, verified by its connector, recorded

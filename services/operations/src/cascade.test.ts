@@ -87,7 +87,7 @@ describe("a routing row taken over by another driver", () => {
     // Driver A takes the row over, then stalls past its own deadline and grace ...
     const a = await h.store.takeOverRouting(abandoned, 60_000, 5_000);
     if (!a) throw new Error("driver A did not get the row");
-    await h.store.sql`
+    await h.sql`
       update operations.operations set routing_deadline = now() - interval '1 hour' where id = ${id}`;
     const stale = await h.store.findAnyById(id);
     if (!stale) throw new Error("row vanished");

@@ -144,7 +144,7 @@ describe("confirm_payment", () => {
     const first = await confirm(op.operationId, file);
     expect(first.operation).toMatchObject({ status: "manual_check", manualCheckReason: "not_terminal" });
     // A row without a reason (written by an older version, or repaired by hand) reads as potential_fake.
-    await h.store.sql`
+    await h.sql`
       update operations.operations set manual_check_reason = null where id = ${op.operationId}`;
     const read = await h.operations.getOperation({
       scope: shop,
@@ -153,7 +153,7 @@ describe("confirm_payment", () => {
     expect(read.operation).toMatchObject({ status: "manual_check", manualCheckReason: "potential_fake" });
     // A recorded review without a reason, answered again for the same file, is applied as
     // potential_fake, and the row now records it.
-    await h.store.sql`
+    await h.sql`
       update receipts.receipt_reviews set manual_check_reason = null where operation_id = ${op.operationId}`;
     const replay = await confirm(op.operationId, file);
     expect(replay.replayed).toBe(true);

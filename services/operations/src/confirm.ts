@@ -23,7 +23,7 @@ import {
 import { isTerminal, type LegRow, type OperationRow, toOperation } from "./model.ts";
 import { recordReceiptFact } from "./provider-facts.ts";
 import { receiptsOf } from "./receipts-of.ts";
-import type { OperationStore } from "./store.ts";
+import type { OperationStore } from "./repository/operations.ts";
 
 /**
  * Receipt confirmation: a payer's receipt goes to the receipts service, whose verdict
@@ -185,7 +185,7 @@ export async function applyReview(
           { operationId, status: row.status, receiptId: review.receiptId, source },
           "receipt for a payment already over",
         );
-        await d.store.sql.begin((own) => recordReceiptFact(d, own, row, review));
+        await d.store.transaction((own) => recordReceiptFact(d, own, row, review));
       }
       throw notAwaiting(row);
     }

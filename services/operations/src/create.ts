@@ -9,6 +9,7 @@ import { v5 as uuidv5 } from "uuid";
 import { BANKS_BY_CURRENCY } from "./banks.ts";
 import type { Connector, ProviderAnswer, ProviderConfig, ProviderResult } from "./connectors/connector.ts";
 import { ledgerRefusal } from "./dependency-errors.ts";
+import type { Fact } from "./lifecycle/apply.ts";
 import {
   DependencyUnavailableError,
   IdempotencyConflictError,
@@ -21,7 +22,7 @@ import { reserveBeforeRouting } from "./payout-reserve.ts";
 import { afterRecord, POOL_PROVIDER, type PoolDeps, poolAnswer, SELF_MATCHING } from "./pool.ts";
 import { applyProviderResult } from "./provider-results.ts";
 import { recordRefusal } from "./refusals.ts";
-import type { OperationPatch, OperationStore } from "./store.ts";
+import type { DataPatch, OperationPatch, OperationStore } from "./repository/operations.ts";
 import { quietPeriodMs, resolveUnknown } from "./unknown-outcome.ts";
 import { recordPassedOver, type WithdrawalDriver, withdrawalLeaseMs } from "./withdrawals.ts";
 
@@ -241,17 +242,18 @@ async function resume(
   if (row.request_hash === null) {
     // A cancel arrived first: this create completes as a cancelled payment (spec rule 5).
     if (input.type !== "payment") throw conflict();
-    const adopted = await deps.store.transition(
+    const { row: adopted } = await deps.store.applyFact(
       row,
+      { kind: "create_adopted", type: input.type, requestHash: hash },
       {
-        request_hash: hash,
-        method: input.method,
-        currency: input.currency,
-        expected_amount: input.amount,
-        client_id: input.clientId,
-        client_ip: input.clientIp ?? null,
+        data: {
+          method: input.method,
+          currency: input.currency,
+          expected_amount: input.amount,
+          client_id: input.clientId,
+          client_ip: input.clientIp ?? null,
+        },
       },
-      { emit: true },
     );
     const now = adopted ?? (await deps.store.findByMop(input.shopId, input.mop));
     if (!now || now.request_hash !== hash) throw conflict();
@@ -327,7 +329,6 @@ async function retryRefused(
   const quote = await quoteFor(deps, input, routing.route.settlementCurrency, deadline, signal);
   const taken = await deps.store.reopen(row, {
     ...quote,
-    status: "routing",
     routing_deadline: await deps.store.deadlineIn(Math.max(0, deadline - Date.now())),
     routing_passed: [],
     routing_unresolved: null,
@@ -503,7 +504,12 @@ async function route(
       { operationId: row.id, provider: provider.name, reason: answer.reason },
       "provider did not answer a payout; asking its status before anyone else",
     );
-    row = await persist(deps, row, { routing_unresolved: provider.name });
+    row = await persist(
+      deps,
+      row,
+      { routing_unresolved: provider.name },
+      { kind: "provider_unknown", provider: provider.name },
+    );
     const quietUntil = sentAt + quietPeriodMs(deps);
     const resolution = await resolveUnknown(deps, connector, provider, row.id, deadline, quietUntil, signal);
     if (resolution.outcome === "unresolved") throw unresolved();
@@ -515,7 +521,7 @@ async function route(
   if (accepted?.result && recorded.provider === accepted.provider.name) {
     const result = accepted.result;
     const provider = accepted.provider.name;
-    await deps.store.sql.begin((tx) => applyProviderResult(deps, tx, provider, result, "reconciler"));
+    await deps.store.transaction((tx) => applyProviderResult(deps, tx, provider, result, "reconciler"));
     return (await deps.store.findAnyById(recorded.id)) ?? recorded;
   }
   return recorded;
@@ -541,6 +547,7 @@ function passOver(deps: CreateDeps, row: OperationRow, name: string, reason: str
       routing_passed: [...new Set([...row.routing_passed, name])],
       routing_unresolved: row.routing_unresolved === name ? null : row.routing_unresolved,
     },
+    { kind: "provider_declined", provider: name },
     withdraw ? name : undefined,
   );
 }
@@ -556,17 +563,19 @@ async function persist(
   deps: CreateDeps,
   row: OperationRow,
   patch: Pick<OperationPatch, "routing_passed" | "routing_unresolved">,
+  fact: Extract<Fact, { kind: "provider_declined" | "provider_unknown" }>,
   withdrawAt?: string,
 ): Promise<OperationRow> {
   let current = row;
   for (let attempt = 0; attempt < 10; attempt++) {
-    const next = withdrawAt
-      ? await deps.store.sql.begin(async (tx) => {
-          const moved = await deps.store.transition(current, patch, { emit: false, tx });
-          if (moved) await recordPassedOver(tx, row.id, withdrawAt, withdrawalLeaseMs(deps.attemptTimeoutMs));
+    const { row: next } = withdrawAt
+      ? await deps.store.transaction(async (tx) => {
+          const moved = await deps.store.applyFact(current, fact, { data: patch, tx });
+          if (moved.row)
+            await recordPassedOver(tx, row.id, withdrawAt, withdrawalLeaseMs(deps.attemptTimeoutMs));
           return moved;
         })
-      : await deps.store.transition(current, patch, { emit: false });
+      : await deps.store.applyFact(current, fact, { data: patch });
     if (next) return next;
     const now = await deps.store.findAnyById(row.id);
     if (now?.status !== "routing" || !sameDeadline(now, row)) throw unresolved();
@@ -593,39 +602,30 @@ async function record(
   for (let attempt = 0; attempt < 10; attempt++) {
     let next: OperationRow | undefined;
     if (current.status !== "routing") return current;
-    if (current.cancel_requested) {
-      // The cancel won: no requisites are ever stored, so none can be shown.
-      next = await deps.store.transition(
-        current,
-        {
-          status: "cancelled",
-          cancelled_by_command: true,
-          provider: accepted?.provider.name ?? null,
-          routing_deadline: null,
-        },
-        { emit: true },
-      );
-    } else if (!accepted) {
-      const patch: OperationPatch = { status: "rejected", routing_deadline: null };
-      // What the routing may hold (a payout's reserve, a payin's pool slot) is released by
-      // the refusal's internal event, queued with it.
-      next = await recordRefusal(deps.store, current, patch);
-      if (next) throw notAccepted();
+    if (!accepted) {
+      // Nobody accepted: refused, or cancelled when a cancel arrived meanwhile. What the
+      // routing may hold (a payout's reserve, a payin's pool slot) is released by the
+      // refusal's internal event, queued with it.
+      next = await recordRefusal(deps.store, current, { routing_deadline: null });
+      if (next && !current.cancel_requested) throw notAccepted();
     } else {
       const { provider, answer } = accepted;
-      const patch: OperationPatch = {
-        provider: provider.name,
-        receipt_required: answer.receiptRequired,
-        expires_at: answer.expiresAt ?? null,
-        routing_deadline: null,
-        status: current.type === "payment" && answer.receiptRequired ? "awaiting_confirmation" : "pending",
-      };
-      if (current.type === "payment" && answer.requisites) {
-        patch.number = answer.requisites.number;
-        patch.name = answer.requisites.name ?? null;
-        patch.bankname = answer.requisites.bankname ?? null;
+      // Accepted: pending or awaiting confirmation, or cancelled when a cancel arrived
+      // meanwhile (the cancel won: no requisites are ever stored, so none can be shown).
+      const data: DataPatch = { routing_deadline: null };
+      if (!current.cancel_requested) {
+        data.expires_at = answer.expiresAt ?? null;
+        if (current.type === "payment" && answer.requisites) {
+          data.number = answer.requisites.number;
+          data.name = answer.requisites.name ?? null;
+          data.bankname = answer.requisites.bankname ?? null;
+        }
       }
-      next = await deps.store.transition(current, patch, { emit: true });
+      ({ row: next } = await deps.store.applyFact(
+        current,
+        { kind: "provider_accepted", provider: provider.name, receiptRequired: answer.receiptRequired },
+        { data },
+      ));
     }
     if (next) return next;
     current = (await deps.store.findAnyById(claimed.id)) ?? current;

@@ -3,7 +3,7 @@ import { Code } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { operationIdFor } from "./create.ts";
 import { SELF_MATCHING } from "./pool.ts";
-import { failureOf, type OperationsHarness, startHarness } from "./test-support.ts";
+import { eventually, failureOf, type OperationsHarness, startHarness } from "./test-support.ts";
 
 // Flexible links over real operations, matching and ledger: the create's three answers,
 // the page credential, and the payer's confirmation (created, refreshed choice,
@@ -160,7 +160,7 @@ describe("flexible links", () => {
     });
     expect(answer.outcome).toBe("rejected");
     expect(answer.operation?.status).toBe("rejected");
-    const outbox = await h.store.sql<{ subject: string }[]>`
+    const outbox = await h.sql<{ subject: string }[]>`
       select subject from operations.outbox where subject like '%payment.rejected'`;
     expect(outbox.length).toBeGreaterThanOrEqual(1);
     const state = await h.operations.getOperation({ scope: shop, id: { case: "operationId", value: id } });
@@ -174,23 +174,23 @@ describe("flexible links", () => {
     const id = operationIdFor(shop.shopId, mop);
     // A database fault on the payment's routing outcome: the first attempt fails after
     // the pool admitted the amount and after its payment row was claimed.
-    await h.store.sql.unsafe(`
+    await h.sql.unsafe(`
       create or replace function operations.test_fail_outcome() returns trigger language plpgsql
       as $$ begin raise exception 'injected fault'; end $$`);
-    await h.store.sql.unsafe(`
+    await h.sql.unsafe(`
       create trigger test_fail_outcome before update on operations.operations for each row
       when (new.id = '${id}' and new.status <> 'routing') execute function operations.test_fail_outcome()`);
     try {
       await failureOf(link("1210.00", mop));
     } finally {
-      await h.store.sql.unsafe("drop trigger test_fail_outcome on operations.operations");
+      await h.sql.unsafe("drop trigger test_fail_outcome on operations.operations");
     }
     const slots = () =>
-      h.store.sql<{ amount: string; status: string }[]>`
+      h.sql<{ amount: string; status: string }[]>`
         select amount::text as amount, status from matching.slots where payin_id = ${id}`;
     expect(await slots()).toEqual([{ amount: "1210.00", status: "reserved" }]);
     // The first attempt's budget is over, as a create that died leaves it.
-    await h.store.sql`
+    await h.sql`
       update operations.operations set routing_deadline = now() - interval '1 minute' where id = ${id}`;
 
     const retry = await link("1210.00", mop);
@@ -215,21 +215,21 @@ describe("flexible links", () => {
     const id = operationIdFor(shop.shopId, mop);
     // The payment row's claim stalls past the create budget (a slow database): the
     // router has no time left to ask the pool, and records that nobody accepted.
-    await h.store.sql.unsafe(`
+    await h.sql.unsafe(`
       create or replace function operations.test_stall_claim() returns trigger language plpgsql
       as $$ begin perform pg_sleep(${(h.config.CREATE_BUDGET_MS + 500) / 1000}); return new; end $$`);
-    await h.store.sql.unsafe(`
+    await h.sql.unsafe(`
       create trigger test_stall_claim before insert on operations.operations for each row
       when (new.id = '${id}') execute function operations.test_stall_claim()`);
     let first: Awaited<ReturnType<typeof failureOf>>;
     try {
       first = await failureOf(link("1320.00", mop));
     } finally {
-      await h.store.sql.unsafe("drop trigger test_stall_claim on operations.operations");
+      await h.sql.unsafe("drop trigger test_stall_claim on operations.operations");
     }
     expect(first.info?.code).toBe("no_provider_accepted");
     // The slot is free again: the payout's whole amount can be admitted by someone else.
-    const slot = await h.store.sql<{ status: string }[]>`
+    const slot = await h.sql<{ status: string }[]>`
       select status from matching.slots where payin_id = ${id}`;
     expect(slot.map((s) => s.status)).toEqual(["released"]);
     const pool = await h.matching.getPoolPayout({ operationId: payoutId });
@@ -256,9 +256,8 @@ describe("flexible links", () => {
     await untilInPool(out.operation?.operationId ?? "");
     const created = await link("750.00");
     const id = created.link?.operationId ?? "";
-    await h.store
-      .sql`update operations.flexible_links set expires_at = now() - interval '1 second' where operation_id = ${id}`;
-    const before = await h.store.sql<{ n: number }[]>`select count(*)::int as n from operations.outbox`;
+    await h.sql`update operations.flexible_links set expires_at = now() - interval '1 second' where operation_id = ${id}`;
+    const before = await h.sql<{ n: number }[]>`select count(*)::int as n from operations.outbox`;
     const answer = await h.operations.confirmFlexibleAmount({
       operationId: id,
       k: created.k ?? "",
@@ -267,7 +266,7 @@ describe("flexible links", () => {
     expect(answer.outcome).toBe("expired");
     expect(answer.operation).toBeUndefined();
     expect(await h.store.findAnyById(id)).toBeUndefined();
-    const after = await h.store.sql<{ n: number }[]>`select count(*)::int as n from operations.outbox`;
+    const after = await h.sql<{ n: number }[]>`select count(*)::int as n from operations.outbox`;
     expect(after[0]?.n).toBe(before[0]?.n);
   });
   it("queues exactly one payment.rejected when a confirmation that rejected is retried after a failure", async () => {
@@ -292,23 +291,23 @@ describe("flexible links", () => {
     }
     // A database fault after the payment was rejected and announced, on the link's move
     // to rejected: the confirmation fails and the payer's page retries it.
-    await h.store.sql.unsafe(`
+    await h.sql.unsafe(`
       create or replace function operations.test_fail_link() returns trigger language plpgsql
       as $$ begin raise exception 'injected fault'; end $$`);
-    await h.store.sql.unsafe(`
+    await h.sql.unsafe(`
       create trigger test_fail_link before update on operations.flexible_links for each row
       when (new.operation_id = '${id}' and new.status = 'rejected') execute function operations.test_fail_link()`);
     try {
       await failureOf(h.operations.confirmFlexibleAmount({ operationId: id, k, amount: "900.00" }));
     } finally {
-      await h.store.sql.unsafe("drop trigger test_fail_link on operations.flexible_links");
+      await h.sql.unsafe("drop trigger test_fail_link on operations.flexible_links");
     }
     const answer = await h.operations.confirmFlexibleAmount({ operationId: id, k, amount: "900.00" });
     expect(answer.outcome).toBe("rejected");
     expect(answer.operation?.status).toBe("rejected");
     const again = await h.operations.confirmFlexibleAmount({ operationId: id, k, amount: "900.00" });
     expect(again.outcome).toBe("rejected");
-    const rejected = await h.store.sql<{ n: number }[]>`
+    const rejected = await h.sql<{ n: number }[]>`
       select count(*)::int as n from operations.outbox
       where subject like '%payment.rejected' and position(${Buffer.from(id)} in payload) > 0`;
     expect(rejected[0]?.n).toBe(1);
@@ -345,5 +344,89 @@ describe("flexible links", () => {
       k: held.k ?? "",
     });
     expect(page.link?.status).toBe("amount_selection");
+  });
+
+  it("holds no lock on the link while its create waits on matching: another writer takes the row at once", async () => {
+    const mop = `flex-${randomUUID()}`;
+    const id = operationIdFor(shop.shopId, mop);
+    let pending: Promise<string> | undefined;
+    // This transaction holds a lock matching's admission waits on, so the create's call
+    // to matching hangs (until its timeout) while the test looks at the link's row.
+    const seen = await h.sql.begin(async (tx) => {
+      await tx`lock table matching.slots in access exclusive mode`;
+      pending = link("1999.00", mop).then(
+        () => "answered",
+        (err: unknown) => `failed: ${String(err)}`,
+      );
+      await eventually(
+        () => h.sql<{ n: number }[]>`
+          select count(*)::int as n from pg_stat_activity
+          where wait_event_type = 'Lock' and query ilike '%with pick as%' and pid <> pg_backend_pid()`,
+        (rows) => expect(rows[0]?.n).toBeGreaterThan(0),
+      );
+      // The admission is waiting: the link's row must be free to any other writer.
+      return h.sql
+        .begin(async (other) => {
+          const rows = await other`
+            select status from operations.flexible_links where operation_id = ${id} for update nowait`;
+          return `free: ${rows[0]?.status}`;
+        })
+        .catch((err: { code?: string }) => `locked: ${err.code}`);
+    });
+    await pending;
+    expect(seen).toBe("free: deciding");
+  });
+
+  it("lets the next confirmation decide a link whose confirming process died holding its claim", async () => {
+    // Amounts above every other test's payouts: 5000.00 neither closes 5050.00 nor leaves
+    // the 100.00 minimum, so the payer chooses.
+    const out = await payout("5050.00");
+    await untilInPool(out.operation?.operationId ?? "");
+    const created = await h.operations.createFlexibleLink({
+      scope: shop,
+      merchantOperationId: `flex-${randomUUID()}`,
+      clientId: "payer",
+      method: "WT_RUB_PHONE",
+      currency: "RUB",
+      recommendedAmount: "5000.00",
+      minAmount: "100.00",
+      maxAmount: "6000.00",
+      optIn: true,
+      picker: "ranges",
+    });
+    expect(created.link?.status).toBe("amount_selection");
+    const id = created.link?.operationId ?? "";
+    // What a confirmation killed between its claim and its write leaves: a claim, lapsed.
+    await h.sql`
+      update operations.flexible_links
+      set claim = ${randomUUID()}, claimed_until = now() - interval '1 second'
+      where operation_id = ${id}`;
+    const chosen = await h.operations.confirmFlexibleAmount({
+      operationId: id,
+      k: created.k ?? "",
+      amount: "5050.00",
+    });
+    expect(chosen.outcome).toBe("created");
+    expect(chosen.link?.status).toBe("created");
+    const [row] = await h.sql<{ status: string; claim: string | null }[]>`
+      select status, claim from operations.flexible_links where operation_id = ${id}`;
+    expect(row).toEqual({ status: "created", claim: null });
+  });
+
+  it("lets a create's retry decide a link whose deciding process died holding its claim", async () => {
+    const mop = `flex-${randomUUID()}`;
+    const first = await link("1950.00", mop);
+    const id = first.link?.operationId ?? "";
+    // What a create killed between its claim and its decision leaves: `deciding`, claimed, lapsed.
+    await h.sql`
+      update operations.flexible_links
+      set status = 'deciding', claim = ${randomUUID()}, claimed_until = now() - interval '1 second'
+      where operation_id = ${id}`;
+    const retried = await link("1950.00", mop);
+    expect(retried.link?.status).toBe(first.link?.status);
+    expect(retried.link?.status).not.toBe("deciding");
+    const [row] = await h.sql<{ status: string; claim: string | null }[]>`
+      select status, claim from operations.flexible_links where operation_id = ${id}`;
+    expect(row).toEqual({ status: retried.link?.status, claim: null });
   });
 });

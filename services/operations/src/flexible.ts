@@ -1,4 +1,5 @@
 import { createHash, createHmac, randomBytes, timingSafeEqual } from "node:crypto";
+import { setTimeout as sleep } from "node:timers/promises";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { Client } from "@connectrpc/connect";
 import { type Decimal, isMethod, METHODS, parseRequestAmount } from "@gw/money";
@@ -10,7 +11,6 @@ import type {
   GetFlexibleLinkRequest,
   GetPoolCoverageRequest,
 } from "@gw/proto/gateway/operations/v1/operations_pb";
-import type postgres from "postgres";
 import { stringify } from "safe-stable-stringify";
 import { type CreateDeps, type CreateInput, conflict, createOperation, operationIdFor } from "./create.ts";
 import { matchingRefusal } from "./dependency-errors.ts";
@@ -24,6 +24,7 @@ import {
 } from "./lifecycle/errors.ts";
 import { type OperationRow, toOperation } from "./model.ts";
 import { SELF_MATCHING } from "./pool.ts";
+import type { LinkRow } from "./repository/links.ts";
 
 /**
  * Flexible payment links (`POST /v1/payment/link/flexible`) and the pool coverage the
@@ -44,27 +45,6 @@ export interface FlexibleDeps extends CreateDeps {
 }
 
 type Answer = MessageInitShape<typeof FlexibleLinkResponseSchema>;
-
-/** The row of a flexible link as postgres.js returns it. */
-interface LinkRow {
-  operation_id: string;
-  shop_id: string;
-  merchant_id: string;
-  merchant_operation_id: string;
-  request_hash: string;
-  client_id: string;
-  client_ip: string | null;
-  method: string;
-  currency: string;
-  recommended_amount: string;
-  min_amount: string | null;
-  max_amount: string | null;
-  picker: string;
-  k_hash: string;
-  /** `deciding`: written, decision not taken yet (an attempt failed or is under way). */
-  status: "deciding" | "amount_selection" | "created" | "rejected";
-  expires_at: Date;
-}
 
 /** The widest bounds a request amount can have: what an absent bound means. */
 const LOWEST = "0.01";
@@ -270,15 +250,8 @@ async function admit(
   }
 }
 
-/** Timestamps come back as text from the driver here: the row with a Date. */
-const hydrate = (row: LinkRow | undefined): LinkRow | undefined =>
-  row && { ...row, expires_at: new Date(row.expires_at) };
-
-async function findLink(d: FlexibleDeps, id: string): Promise<LinkRow | undefined> {
-  const [row] = await d.store.sql<
-    LinkRow[]
-  >`select * from operations.flexible_links where operation_id = ${id}`;
-  return hydrate(row);
+function findLink(d: FlexibleDeps, id: string): Promise<LinkRow | undefined> {
+  return d.store.links.find(id);
 }
 
 /** The stored answer of a link: what a retry of the create, or the page, sees. */
@@ -347,57 +320,98 @@ export async function createFlexibleLink(
     // attempt that fails after the pool's Admit leaves a link that a retry with the same
     // body decides again (reusing the slot and any payment of that attempt), never an
     // operation row without its link, which answered idempotency_conflict.
-    await d.store.sql`
-      insert into operations.flexible_links (operation_id, shop_id, merchant_id, merchant_operation_id,
-        request_hash, client_id, client_ip, method, currency, recommended_amount, min_amount, max_amount,
-        picker, k_hash, status, expires_at)
-      values (${id}, ${input.shopId}, ${input.merchantId}, ${input.mop}, ${hash}, ${input.clientId},
-        ${input.clientIp ?? null}, ${input.method}, ${input.currency}, ${input.recommended},
-        ${input.min ?? null}, ${input.max ?? null}, ${req.picker || "amount"},
-        ${sha256(k).toString("hex")}, 'deciding', now() + ${`${d.linkLifetimeMs} milliseconds`}::interval)
-      on conflict do nothing`;
+    await d.store.links.insert(
+      {
+        operation_id: id,
+        shop_id: input.shopId,
+        merchant_id: input.merchantId,
+        merchant_operation_id: input.mop,
+        request_hash: hash,
+        client_id: input.clientId,
+        client_ip: input.clientIp ?? null,
+        method: input.method,
+        currency: input.currency,
+        recommended_amount: input.recommended,
+        min_amount: input.min ?? null,
+        max_amount: input.max ?? null,
+        picker: req.picker || "amount",
+        k_hash: sha256(k).toString("hex"),
+      },
+      d.linkLifetimeMs,
+    );
   }
 
-  // The decision is taken under the link's row lock: a concurrent attempt waits and then
-  // replays it. A failure rolls the decision back and leaves the link `deciding`.
-  const decided = await d.store.sql.begin(async (tx) => {
-    const [locked] = await tx<LinkRow[]>`
-      select * from operations.flexible_links where operation_id = ${id} for update`;
-    const row = hydrate(locked);
-    if (!row) throw new DependencyUnavailableError("create raced; retry");
-    if (row.request_hash !== hash) throw conflict();
-    if (row.status !== "deciding") return undefined;
-    const decide = async (status: LinkRow["status"]) => {
-      await tx`update operations.flexible_links set status = ${status}, updated_at = now() where operation_id = ${id}`;
-      return { ...row, status };
-    };
-    // An earlier attempt that got as far as the payment: that payment is the outcome
-    // (replayed, still routing, or its error again), at the amount it was created with.
-    const earlier = await d.store.findByMop(input.shopId, input.mop);
-    const slotAmount = earlier?.expected_amount ?? (await admit(d, input, id, input.recommended));
-    if (slotAmount !== undefined) {
-      const { row: op } = await createOrRelease(d, createInput(input, slotAmount), signal);
-      return {
-        link: linkMessage(await decide("created")),
-        operation: toOperation(op),
-        k,
-        replayed: false,
-      } satisfies Answer;
+  // The decision is taken under a claim of the link (one committed statement; no lock is
+  // held across the calls to matching): a concurrent attempt waits for it and replays
+  // it. A failure ends the claim and leaves the link `deciding`; a claim whose process
+  // died lapses after `claimMs` and the next attempt decides again.
+  const waitUntil = Date.now() + claimMs(d);
+  for (;;) {
+    const row = await d.store.links.claim(id, "deciding", claimMs(d));
+    if (!row) {
+      const now = await findLink(d, id);
+      if (!now) throw new DependencyUnavailableError("create raced; retry");
+      if (now.status !== "deciding") return replay(now);
+      if (now.request_hash !== hash) throw conflict();
+      await waitForClaim(waitUntil, signal);
+      continue;
     }
-    const intervals = await intervalsFor(d, input);
-    if (intervals.length === 0)
-      return { link: linkMessage(await decide("rejected")), k, replayed: false } satisfies Answer;
+    const claim = row.claim ?? "";
+    try {
+      if (row.request_hash !== hash) throw conflict();
+      const decided = await decideLink(d, input, row, k, signal);
+      if (await d.store.links.decide(id, claim, decided.status)) return decided.answer;
+      // The claim lapsed and another attempt decided meanwhile: its decision stands.
+      const now = await findLink(d, id);
+      if (!now || now.status === "deciding") throw new DependencyUnavailableError("create raced; retry");
+      return replay(now);
+    } finally {
+      await d.store.links.release(id, claim).catch(() => {});
+    }
+  }
+}
+
+/**
+ * How long one attempt may hold a link's claim: the create's budget and the matching
+ * calls around it, with a margin. Waiting attempts wait as long.
+ */
+const claimMs = (d: FlexibleDeps) => d.budgetMs + 3 * READ_TIMEOUT_MS + 5_000;
+
+/** Waits a little for another attempt's claim to end; 503 once `until` has passed. */
+async function waitForClaim(until: number, signal: AbortSignal): Promise<void> {
+  if (signal.aborted || Date.now() >= until)
+    throw new DependencyUnavailableError("the link is being decided; retry");
+  await sleep(CLAIM_POLL_MS, undefined, { signal }).catch(() => {});
+}
+const CLAIM_POLL_MS = 50;
+
+/** A `deciding` link's decision (its caller holds the claim): created, amount_selection or rejected. */
+async function decideLink(
+  d: FlexibleDeps,
+  input: FlexibleInput,
+  row: LinkRow,
+  k: string,
+  signal: AbortSignal,
+): Promise<{ status: LinkRow["status"]; answer: Answer }> {
+  const decided = (status: LinkRow["status"]) => linkMessage({ ...row, status });
+  // An earlier attempt that got as far as the payment: that payment is the outcome
+  // (replayed, still routing, or its error again), at the amount it was created with.
+  const earlier = await d.store.findByMop(input.shopId, input.mop);
+  const slotAmount = earlier?.expected_amount ?? (await admit(d, input, row.operation_id, input.recommended));
+  if (slotAmount !== undefined) {
+    const { row: op } = await createOrRelease(d, createInput(input, slotAmount), signal);
     return {
-      link: linkMessage(await decide("amount_selection")),
-      k,
-      intervals,
-      replayed: false,
-    } satisfies Answer;
-  });
-  if (decided) return decided;
-  const raced = await findLink(d, id);
-  if (!raced) throw new DependencyUnavailableError("create raced; retry");
-  return replay(raced);
+      status: "created",
+      answer: { link: decided("created"), operation: toOperation(op), k, replayed: false },
+    };
+  }
+  const intervals = await intervalsFor(d, input);
+  if (intervals.length === 0)
+    return { status: "rejected", answer: { link: decided("rejected"), k, replayed: false } };
+  return {
+    status: "amount_selection",
+    answer: { link: decided("amount_selection"), k, intervals, replayed: false },
+  };
 }
 
 /**
@@ -443,12 +457,15 @@ export async function getFlexibleLink(d: FlexibleDeps, req: GetFlexibleLinkReque
 }
 
 /**
- * The payer confirmed an amount on the hosted page. Under the link's row lock: an expired
+ * The payer confirmed an amount on the hosted page. Under a claim of the link (no lock
+ * held across the calls to matching; a concurrent confirmation waits for it, then
+ * answers its decision or decides again): an expired
  * link creates nothing and emits nothing (`expired`); an amount that can be admitted
  * creates the payment at that amount (`created`); one taken meanwhile answers
  * `amount_unavailable` with the amounts available now, or, when nothing is left, creates
  * the payment as `rejected` with the ordinary rejected event (`rejected`). A decided link
- * answers its decision again.
+ * answers its decision again. A claim whose process died lapses after `claimMs`: the
+ * next confirmation decides again (the payment, if one was created, is found by its key).
  */
 export async function confirmFlexibleAmount(
   d: FlexibleDeps,
@@ -456,76 +473,101 @@ export async function confirmFlexibleAmount(
   signal: AbortSignal,
 ): Promise<Answer> {
   const found = await authorised(d, req.operationId, req.k);
-  return d.store.sql.begin(async (tx) => {
-    const [locked] = await tx<LinkRow[]>`
-      select * from operations.flexible_links where operation_id = ${found.operation_id} for update`;
-    const row = hydrate(locked);
-    if (!row) throw new FlexibleLinkNotFoundError();
-    if (row.status !== "amount_selection")
-      return { ...(await answerOf(d, row, undefined, true)), outcome: row.status };
-    if (row.expires_at.getTime() <= Date.now())
-      return { link: linkMessage(row), outcome: "expired", replayed: false } satisfies Answer;
-    const amount = amountOf(req.amount, "amount");
-    const input = inputOf(row);
-    if ((input.min && amount.lt(input.min)) || (input.max && amount.gt(input.max)))
-      throw invalid("amount", "amount must lie within the link's bounds");
-    const chosen = amount.toFixed(2);
-    const slotAmount = await admit(d, input, row.operation_id, chosen);
-    if (slotAmount !== undefined) {
-      const { row: op } = await createOrRelease(d, createInput(input, slotAmount), signal);
-      await tx`update operations.flexible_links set status = 'created', updated_at = now() where operation_id = ${row.operation_id}`;
-      return {
-        link: linkMessage({ ...row, status: "created" }),
-        operation: toOperation(op),
-        outcome: "created",
-        replayed: false,
-      };
+  const waitUntil = Date.now() + claimMs(d);
+  for (;;) {
+    const row = await d.store.links.claim(found.operation_id, "amount_selection", claimMs(d));
+    if (!row) {
+      const now = await findLink(d, found.operation_id);
+      if (!now) throw new FlexibleLinkNotFoundError();
+      if (now.status !== "amount_selection")
+        return { ...(await answerOf(d, now, undefined, true)), outcome: now.status };
+      await waitForClaim(waitUntil, signal);
+      continue;
     }
-    const intervals = await intervalsFor(d, input);
-    if (intervals.length > 0)
-      return {
-        link: linkMessage(row),
-        outcome: "amount_unavailable",
-        intervals,
-        replayed: false,
-      } satisfies Answer;
-    // Taken in the last moment and nothing left: the payment exists, rejected, with the
-    // ordinary rejected event (a create nobody accepted records `rejected` without one).
-    const op = await rejectedPayment(d, tx, createInput(input, chosen), signal);
-    await tx`update operations.flexible_links set status = 'rejected', updated_at = now() where operation_id = ${row.operation_id}`;
+    const claim = row.claim ?? "";
+    try {
+      return await confirmClaimed(d, row, claim, req, signal);
+    } finally {
+      await d.store.links.release(row.operation_id, claim).catch(() => {});
+    }
+  }
+}
+
+/** The confirmation of a link in `amount_selection` whose claim `claim` the caller holds. */
+async function confirmClaimed(
+  d: FlexibleDeps,
+  row: LinkRow,
+  claim: string,
+  req: ConfirmFlexibleAmountRequest,
+  signal: AbortSignal,
+): Promise<Answer> {
+  if (row.expires_at.getTime() <= Date.now())
+    return { link: linkMessage(row), outcome: "expired", replayed: false } satisfies Answer;
+  const amount = amountOf(req.amount, "amount");
+  const input = inputOf(row);
+  if ((input.min && amount.lt(input.min)) || (input.max && amount.gt(input.max)))
+    throw invalid("amount", "amount must lie within the link's bounds");
+  const chosen = amount.toFixed(2);
+  const slotAmount = await admit(d, input, row.operation_id, chosen);
+  if (slotAmount !== undefined) {
+    const { row: op } = await createOrRelease(d, createInput(input, slotAmount), signal);
+    if (!(await d.store.links.decide(row.operation_id, claim, "created")))
+      throw new DependencyUnavailableError("link changed meanwhile; retry");
     return {
-      link: linkMessage({ ...row, status: "rejected" }),
+      link: linkMessage({ ...row, status: "created" }),
       operation: toOperation(op),
-      outcome: "rejected",
+      outcome: "created",
       replayed: false,
     };
-  });
+  }
+  const intervals = await intervalsFor(d, input);
+  if (intervals.length > 0)
+    return {
+      link: linkMessage(row),
+      outcome: "amount_unavailable",
+      intervals,
+      replayed: false,
+    } satisfies Answer;
+  // Taken in the last moment and nothing left: the payment exists, rejected, with the
+  // ordinary rejected event (a create nobody accepted records `rejected` without one).
+  const op = await rejectedPayment(d, row.operation_id, claim, createInput(input, chosen), signal);
+  return {
+    link: linkMessage({ ...row, status: "rejected" }),
+    operation: toOperation(op),
+    outcome: "rejected",
+    replayed: false,
+  };
 }
 
 /**
  * Creates the payment through the ordinary path, which records it `rejected` without an
- * event, then announces it. The announcement is written in the link's transaction (`tx`,
- * which holds the link's row lock and moves it from `amount_selection` to `rejected`):
- * it commits with that move or not at all, so a confirmation retried after a failure
- * announces the payment again only if the first announcement rolled back, and exactly one
- * `payment.rejected` is ever queued.
+ * event, then announces it. The announcement is written in one short transaction (no
+ * call out in it) with the link's move from `amount_selection` to `rejected`, conditional
+ * on the caller's claim: it commits with that move or not at all, so a confirmation
+ * retried after a failure announces the payment again only if the first announcement
+ * rolled back, and exactly one `payment.rejected` is ever queued.
  */
 async function rejectedPayment(
   d: FlexibleDeps,
-  tx: postgres.TransactionSql,
+  linkId: string,
+  claim: string,
   input: CreateInput,
   signal: AbortSignal,
 ): Promise<OperationRow> {
+  let admitted: OperationRow | undefined;
   try {
-    const { row } = await createOperation(d, input, signal, { forLink: true });
-    return row; // admitted after all (an amount freed meanwhile)
+    ({ row: admitted } = await createOperation(d, input, signal, { forLink: true })); // an amount freed meanwhile
   } catch (err) {
     if (!(err instanceof NoProviderAcceptedError)) throw err;
   }
-  const row = await d.store.findByMop(input.shopId, input.mop, tx);
-  if (!row) throw new DependencyUnavailableError("payment not recorded; retry");
-  if (row.status !== "rejected") return row;
-  const announced = await d.store.transition(row, {}, { emit: true, tx });
-  if (!announced) throw new DependencyUnavailableError("payment changed meanwhile; retry");
-  return announced;
+  return d.store.transaction(async (tx) => {
+    const row = admitted ?? (await d.store.findByMop(input.shopId, input.mop, tx));
+    if (!row) throw new DependencyUnavailableError("payment not recorded; retry");
+    if (!(await d.store.links.decide(linkId, claim, "rejected", tx)))
+      throw new DependencyUnavailableError("link changed meanwhile; retry");
+    if (admitted || row.status !== "rejected") return row;
+    const { row: announced } = await d.store.applyFact(row, { kind: "refusal_announced" }, { tx });
+    if (!announced) throw new DependencyUnavailableError("payment changed meanwhile; retry");
+    return announced;
+  });
 }

@@ -1,11 +1,11 @@
 import { setTimeout as sleep } from "node:timers/promises";
-import type { Sql } from "@gw/db";
 import type { Logger } from "@gw/log";
-import type postgres from "postgres";
 import type { Connector } from "./connectors/connector.ts";
 import { isTerminal, type OperationRow } from "./model.ts";
 import { NotifiedLoop } from "./notified-loop.ts";
-import type { OperationStore } from "./store.ts";
+import type { Tx } from "./repository/db.ts";
+import { HANDOFF_CHANNEL, type HandOffRow, insertHandOff } from "./repository/handoffs.ts";
+import type { OperationStore } from "./repository/operations.ts";
 
 /**
  * The hand-off of a pool payout's remainder, driven outside any transaction. See
@@ -46,30 +46,17 @@ export interface HandOffOptions {
   notFoundQuietMs: number;
 }
 
-export const HANDOFF_CHANNEL = "operations_pool_handoffs";
-
-interface HandOffRow {
-  operation_id: string;
-  amount: string;
-  candidates: string[];
-  position: number;
-  attempts: number;
-}
-
 /** How `handOff` ends a payout nobody took: a partial of what the pool paid, or rejected. */
-export type NobodyTookIt = (tx: postgres.TransactionSql, row: OperationRow) => Promise<void>;
+export type NobodyTookIt = (tx: Tx, row: OperationRow) => Promise<void>;
 
 /** Records the decision in the consumer's transaction; the driver is woken at its commit. */
-export async function recordHandOff(
-  tx: postgres.TransactionSql,
+export function recordHandOff(
+  tx: Tx,
   operationId: string,
   amount: string,
   candidates: string[],
 ): Promise<void> {
-  await tx`
-    insert into operations.pool_handoffs (operation_id, amount, candidates)
-    values (${operationId}, ${amount}, ${candidates}) on conflict do nothing`;
-  await tx`select pg_notify(${HANDOFF_CHANNEL}, '')`;
+  return insertHandOff(tx, operationId, amount, candidates);
 }
 
 const eligible = (row: OperationRow | undefined, selfMatching: string): row is OperationRow =>
@@ -97,17 +84,13 @@ export class HandOffDriver {
     this.#selfMatching = selfMatching;
     this.#nobodyTookIt = nobodyTookIt;
     this.#loop = new NotifiedLoop({
-      sql: pool.store.sql,
+      store: pool.store,
       channel: HANDOFF_CHANNEL,
       intervalMs: options.intervalMs,
       batchSize: options.batchSize,
       pass: () => this.runOnce(),
       onError: (err) => pool.logger.error({ err: String(err) }, "pool: hand-off pass failed"),
     });
-  }
-
-  get #sql(): Sql {
-    return this.#pool.store.sql;
   }
 
   start(): Promise<void> {
@@ -120,21 +103,10 @@ export class HandOffDriver {
 
   /** One pass: leases the due hand-offs and asks each its provider once. Returns how many. */
   async runOnce(): Promise<number> {
-    const sql = this.#sql;
     // Held long enough for one ask (the create, the quiet period, the status question)
     // and its recording; a crash delays the row by this much.
     const leaseMs = 2 * this.#pool.attemptTimeoutMs + this.#o.notFoundQuietMs + 30_000;
-    const due = await sql<HandOffRow[]>`
-      update operations.pool_handoffs h
-      set next_attempt_at = now() + make_interval(secs => ${leaseMs}::double precision / 1000)
-      from (
-        select operation_id from operations.pool_handoffs
-        where status = 'asking' and next_attempt_at <= now()
-        order by next_attempt_at limit ${this.#o.batchSize}
-        for update skip locked
-      ) d
-      where h.operation_id = d.operation_id
-      returning h.operation_id, h.amount::text as amount, h.candidates, h.position, h.attempts`;
+    const due = await this.#pool.store.handoffs.lease(leaseMs, this.#o.batchSize);
     await Promise.all(
       due.map((h) =>
         this.#drive(h).catch((err: unknown) =>
@@ -154,9 +126,7 @@ export class HandOffDriver {
     const row = await store.findAnyById(h.operation_id);
     if (!eligible(row, this.#selfMatching)) {
       // Settled meanwhile by another path: nothing to hand off any more.
-      await this.#sql`
-        update operations.pool_handoffs set status = 'superseded', updated_at = now()
-        where operation_id = ${h.operation_id} and status = 'asking'`;
+      await store.handoffs.supersede(h.operation_id);
       return;
     }
     const name = h.candidates[h.position] ?? "";
@@ -220,23 +190,15 @@ export class HandOffDriver {
         { operationId: row.id, provider: name, attempts, delayMs, err: String(err) },
         "pool: hand-off provider did not answer; asking again later",
       );
-      await this.#sql`
-        update operations.pool_handoffs
-        set attempts = ${attempts}, updated_at = now(),
-          next_attempt_at = now() + make_interval(secs => ${delayMs}::double precision / 1000)
-        where operation_id = ${h.operation_id} and status = 'asking' and position = ${h.position}`;
+      await store.handoffs.retryLater(h, attempts, delayMs);
       return;
     }
     if (!accepted) {
       logger.info({ operationId: row.id, provider: name }, "pool: hand-off declined");
       return this.#passOver(h);
     }
-    await this.#sql.begin(async (tx) => {
-      const taken = await tx`
-        update operations.pool_handoffs set status = 'accepted', provider = ${name}, updated_at = now()
-        where operation_id = ${h.operation_id} and status = 'asking' and position = ${h.position}
-        returning 1`;
-      if (taken.length === 0) return; // recorded by another driver already
+    await store.transaction(async (tx) => {
+      if (!(await store.handoffs.accept(tx, h, name))) return; // recorded by another driver already
       const locked = await store.lock(h.operation_id, tx);
       if (!eligible(locked, this.#selfMatching)) {
         logger.error(
@@ -245,7 +207,11 @@ export class HandOffDriver {
         );
         return;
       }
-      const next = await store.transition(locked, { provider: name }, { emit: false, tx });
+      const { row: next } = await store.applyFact(
+        locked,
+        { kind: "handed_off", provider: name, from: this.#selfMatching },
+        { tx },
+      );
       if (!next) throw new Error("payout changed concurrently; retry");
       logger.info(
         { operationId: h.operation_id, provider: name, amount: h.amount },
@@ -257,19 +223,12 @@ export class HandOffDriver {
   /** The candidate at `position` will not take it: the next one is asked, or nobody took it. */
   async #passOver(h: HandOffRow): Promise<void> {
     if (h.position + 1 < h.candidates.length) {
-      await this.#sql`
-        update operations.pool_handoffs
-        set position = ${h.position + 1}, attempts = 0, next_attempt_at = now(), updated_at = now()
-        where operation_id = ${h.operation_id} and status = 'asking' and position = ${h.position}`;
+      await this.#pool.store.handoffs.advance(h);
       this.#loop.wake();
       return;
     }
-    await this.#sql.begin(async (tx) => {
-      const ended = await tx`
-        update operations.pool_handoffs set status = 'exhausted', updated_at = now()
-        where operation_id = ${h.operation_id} and status = 'asking' and position = ${h.position}
-        returning 1`;
-      if (ended.length === 0) return;
+    await this.#pool.store.transaction(async (tx) => {
+      if (!(await this.#pool.store.handoffs.exhaust(tx, h))) return;
       const locked = await this.#pool.store.lock(h.operation_id, tx);
       if (!eligible(locked, this.#selfMatching)) return;
       this.#pool.logger.info({ operationId: h.operation_id }, "pool: no provider took the remainder");

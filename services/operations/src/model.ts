@@ -8,7 +8,7 @@ import type { legs, operationsTable } from "./db/schema.ts";
 type CamelToSnake<S extends string> = S extends `${infer H}${infer T}`
   ? `${H extends Lowercase<H> ? H : `_${Lowercase<H>}`}${CamelToSnake<T>}`
   : S;
-type SnakeKeys<T> = { [K in keyof T as K extends string ? CamelToSnake<K> : never]: T[K] };
+export type SnakeKeys<T> = { [K in keyof T as K extends string ? CamelToSnake<K> : never]: T[K] };
 
 /**
  * An `operations.operations` row as postgres.js returns it, typed from the drizzle schema

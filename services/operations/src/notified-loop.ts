@@ -1,8 +1,8 @@
-import type { Sql } from "@gw/db";
+import type { OperationStore } from "./repository/operations.ts";
 
 /** What a `NotifiedLoop` runs and how often. */
 export interface NotifiedLoopOptions {
-  sql: Sql;
+  store: Pick<OperationStore, "listen">;
   /** The Postgres channel whose NOTIFY (sent at the commit that makes work due) wakes the loop. */
   channel: string;
   /** How long an idle loop sleeps between passes when nothing notifies it. */
@@ -39,8 +39,7 @@ export class NotifiedLoop {
   }
 
   async start(): Promise<void> {
-    const listener = await this.#o.sql.listen(this.#o.channel, () => this.wake());
-    this.#unlisten = () => listener.unlisten();
+    this.#unlisten = await this.#o.store.listen(this.#o.channel, () => this.wake());
     this.#loop ??= this.#run();
   }
 

@@ -3,7 +3,7 @@ import { type ReceiptDeps, receiptEvidence } from "./confirm.ts";
 import { isRefusedCreate } from "./create.ts";
 import { OperationNotFoundError, ValidationError } from "./lifecycle/errors.ts";
 import { type OperationRow, toOperation } from "./model.ts";
-import type { OperationStore } from "./store.ts";
+import type { OperationStore } from "./repository/operations.ts";
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 

@@ -285,7 +285,7 @@ describe("cancel", () => {
     const isHeld = new Promise<void>((r) => {
       held = r;
     });
-    const holder = h.store.sql.begin(async (tx) => {
+    const holder = h.sql.begin(async (tx) => {
       await tx`select id from operations.operations where id = ${operationId} for update`;
       held();
       await released;
@@ -311,7 +311,7 @@ describe("cancel", () => {
     expect(again.outcome).toBe("cancelled");
     expect(again.operation?.version).toBe(retry.operation?.version);
     // Whether the timed-out attempt committed after all or the retry did, it happened once.
-    const events = await h.store.sql<{ n: number }[]>`
+    const events = await h.sql<{ n: number }[]>`
       select count(*)::int as n from operations.outbox
       where subject like '%.operations.payment.cancelled'
         and position(convert_to(${operationId}, 'UTF8') in payload) > 0`;

@@ -11,7 +11,7 @@ import { bankDetails } from "./banks.ts";
 import { credentialMatches } from "./flexible.ts";
 import { OperationNotFoundError, ValidationError } from "./lifecycle/errors.ts";
 import type { OperationRow } from "./model.ts";
-import type { OperationStore } from "./store.ts";
+import type { OperationStore } from "./repository/operations.ts";
 
 /**
  * The payer's hosted page (checkout) reads a payment through `GetPaymentPage`. The page

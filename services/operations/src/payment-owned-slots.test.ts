@@ -9,7 +9,13 @@ import { operationEvent } from "./events.ts";
 import { type PoolDeps, poolConsumers, SELF_MATCHING } from "./pool.ts";
 import { listProviderFacts } from "./provider-facts.ts";
 import { PAYMENT_REFUSED } from "./refusals.ts";
-import { eventually, failureOf, type OperationsHarness, startHarness } from "./test-support.ts";
+import {
+  eventually,
+  failureOf,
+  forceTransition,
+  type OperationsHarness,
+  startHarness,
+} from "./test-support.ts";
 
 // A pool slot lives as long as its payment: matching never ends it on its own clock, so a
 // payment that completes always settles it, and an overpayment settles the slot for its
@@ -75,10 +81,11 @@ const row = async (id: string) => {
 /** What the receipt flow does when a receipt proves a payment: a leg and `completed` with its event. */
 async function completeByReceipt(operationId: string, amount: string) {
   const before = await row(operationId);
-  await h.store.sql`
+  await h.sql`
     insert into operations.legs (id, operation_id, provider, provider_leg_id, amount, completed_at)
     values (${randomUUID()}, ${before.id}, ${SELF_MATCHING}, ${`receipt:${randomUUID()}`}, ${amount}, now())`;
-  const next = await h.store.transition(
+  const next = await forceTransition(
+    h.store,
     before,
     { status: "completed", actual_amount: amount },
     { emit: true },
@@ -87,7 +94,7 @@ async function completeByReceipt(operationId: string, amount: string) {
 }
 
 const slotStatus = async (payinId: string) => {
-  const [s] = await h.store.sql<
+  const [s] = await h.sql<
     { status: string }[]
   >`select status from matching.slots where payin_id = ${payinId}`;
   return s?.status;
@@ -113,13 +120,17 @@ describe("a pool slot lives as long as its payment", () => {
       expect(pay?.status).toBe("awaiting_confirmation");
       const id = pay?.operationId ?? "";
       if (c.status === "manual_check") {
-        const moved = await h.store.transition(await row(id), { status: "manual_check" }, { emit: true });
+        const moved = await forceTransition(
+          h.store,
+          await row(id),
+          { status: "manual_check" },
+          { emit: true },
+        );
         expect(moved?.status).toBe("manual_check");
       }
       // The slot's own expiry passes while the payment is alive (its payable window is the
       // payment's: operations ends the slot when the payment itself expires).
-      await h.store
-        .sql`update matching.slots set expires_at = now() - interval '1 second' where payin_id = ${id}`;
+      await h.sql`update matching.slots set expires_at = now() - interval '1 second' where payin_id = ${id}`;
       pairs.push({ out, pay: id });
     }
     // Several sweeps of matching pass.
@@ -134,7 +145,7 @@ describe("a pool slot lives as long as its payment", () => {
       );
       expect(await slotStatus(pay)).toBe("confirmed");
     }
-    const facts = await listProviderFacts(h.store.sql, { limit: 500 });
+    const facts = await listProviderFacts(h.store, { limit: 500 });
     expect(facts.filter((f) => pairs.some((p) => p.pay === f.operationId))).toEqual([]);
   });
 
@@ -154,7 +165,7 @@ describe("a pool slot lives as long as its payment", () => {
     const pooled = (await h.matching.getPoolPayout({ operationId: out })).payout;
     expect(pooled?.contributions.map((c) => [c.payinId, c.amount])).toEqual([[pay, "812.34"]]);
     const facts = await eventually(
-      async () => (await listProviderFacts(h.store.sql, { limit: 500 })).filter((f) => f.operationId === pay),
+      async () => (await listProviderFacts(h.store, { limit: 500 })).filter((f) => f.operationId === pay),
       (f) => expect(f).toHaveLength(1),
     );
     expect(facts[0]).toMatchObject({
@@ -166,7 +177,7 @@ describe("a pool slot lives as long as its payment", () => {
     });
     // The ledger books the excess on the payin shop's suspense account.
     await eventually(
-      () => h.store.sql<{ kind: string }[]>`
+      () => h.sql<{ kind: string }[]>`
         select t.kind from ledger.transfers t where t.operation_id = ${pay} and t.kind like 'provider_fact%'`,
       (t) => expect(t).toHaveLength(1),
     );
@@ -268,7 +279,7 @@ describe("a pool slot lives as long as its payment", () => {
       operationEvent(h.store.prefix, refused, [], PAYMENT_REFUSED).payload,
     );
     const { applier } = poolConsumers(poolDeps()).payins;
-    await h.store.transaction((tx) => applier.handle(tx, late));
+    await h.store.transaction((tx) => applier.handle(tx, late, randomUUID()));
     expect(await slotStatus(id)).toBe("reserved");
     expect((await h.matching.getPoolPayout({ operationId: other })).payout).toMatchObject({
       freeAmount: "0.00",

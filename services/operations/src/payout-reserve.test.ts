@@ -34,7 +34,7 @@ const balance = async (shopId: string) => {
 
 const transfers = async (operationId: string) =>
   (
-    await h.store.sql<{ kind: string }[]>`
+    await h.sql<{ kind: string }[]>`
       select kind from ledger.transfers where operation_id = ${operationId} order by created_at, key`
   ).map((t) => t.kind);
 
@@ -89,7 +89,7 @@ describe("a payout's reserve is posted before any provider is asked", () => {
     expect(await balance(merchant.shopId)).toMatchObject({ balance: "-250.00", reserved: "250.00" });
     await pause(500);
     expect(await transfers(id)).toEqual(["payout_reserve", "payout_release", "payout_reserve"]);
-    const [reserves] = await h.store.sql<{ n: number }[]>`
+    const [reserves] = await h.sql<{ n: number }[]>`
       select count(*)::int as n from ledger.payout_reserves where operation_id = ${id}`;
     expect(reserves?.n).toBe(1);
   });

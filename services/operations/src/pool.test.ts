@@ -9,7 +9,13 @@ import { operationIdFor } from "./create.ts";
 import { SELF_MATCHING } from "./pool.ts";
 import { listProviderFacts } from "./provider-facts.ts";
 import { applyProviderResult } from "./provider-results.ts";
-import { eventually, failureOf, type OperationsHarness, startHarness } from "./test-support.ts";
+import {
+  eventually,
+  failureOf,
+  forceTransition,
+  type OperationsHarness,
+  startHarness,
+} from "./test-support.ts";
 
 // The self-matching pool as a route entry, over real matching, ledger, receipts and
 // sandbox services. The pool is shared by every shop of a method, so each test uses
@@ -94,10 +100,15 @@ const payout = (s: Shop, amount: string, method = "WT_RUB_C2C") =>
 async function completeByReceipt(operationId: string, amount: string) {
   const row = await h.store.findAnyById(operationId);
   if (!row) throw new Error("no row");
-  await h.store.sql`
+  await h.sql`
     insert into operations.legs (id, operation_id, provider, provider_leg_id, amount, completed_at)
     values (${randomUUID()}, ${row.id}, ${SELF_MATCHING}, ${`receipt:${randomUUID()}`}, ${amount}, now())`;
-  const next = await h.store.transition(row, { status: "completed", actual_amount: amount }, { emit: true });
+  const next = await forceTransition(
+    h.store,
+    row,
+    { status: "completed", actual_amount: amount },
+    { emit: true },
+  );
   if (!next) throw new Error("row changed");
 }
 
@@ -231,10 +242,10 @@ describe("a payout routed to self_matching", () => {
     const mop = `out-${randomUUID()}`;
     const id = operationIdFor(payee.shopId, mop);
     // A fault in matching's database refuses this payout's AddPayout, whoever sends it.
-    await h.store.sql.unsafe(`
+    await h.sql.unsafe(`
       create or replace function matching.test_refuse_payout() returns trigger language plpgsql
       as $$ begin raise exception 'injected fault'; end $$`);
-    await h.store.sql.unsafe(`
+    await h.sql.unsafe(`
       create trigger test_refuse_payout before insert on matching.pool_payouts for each row
       when (new.operation_id = '${id}') execute function matching.test_refuse_payout()`);
     try {
@@ -253,7 +264,7 @@ describe("a payout routed to self_matching", () => {
       // Recorded pending (the ledger reserves it), but not in the pool.
       expect((await failureOf(h.matching.getPoolPayout({ operationId: id }))).code).toBe(Code.NotFound);
     } finally {
-      await h.store.sql.unsafe("drop trigger test_refuse_payout on matching.pool_payouts");
+      await h.sql.unsafe("drop trigger test_refuse_payout on matching.pool_payouts");
     }
     // No reconciler runs here (its delay is 30 min): the payout.pending event's redelivery
     // puts it in.
@@ -302,13 +313,13 @@ describe("a payout routed to self_matching", () => {
 
     // acme reports its leg and 100.00 more: only the 100.00 is money beyond the payout,
     // although acme's total (800.00) is below the actual amount the pool's legs fill.
-    const [own] = await h.store.sql<{ provider_leg_id: string }[]>`
+    const [own] = await h.sql<{ provider_leg_id: string }[]>`
       select provider_leg_id from operations.legs where operation_id = ${id} and provider = 'acme'`;
     const legs = [
       { id: own?.provider_leg_id ?? "", amount: "700.00", completedAt: new Date() },
       { id: "acme-extra", amount: "100.00", completedAt: new Date() },
     ];
-    await h.store.sql.begin((tx) =>
+    await h.sql.begin((tx) =>
       applyProviderResult(
         { store: h.store, logger: createLogger("pool-test", "silent") },
         tx,
@@ -317,7 +328,7 @@ describe("a payout routed to self_matching", () => {
         "callback",
       ),
     );
-    const facts = (await listProviderFacts(h.store.sql, { limit: 500 })).filter((f) => f.operationId === id);
+    const facts = (await listProviderFacts(h.store, { limit: 500 })).filter((f) => f.operationId === id);
     expect(facts).toMatchObject([{ kind: "amount_mismatch", amount: "100.00", direction: "payout" }]);
   }, 40_000);
 
@@ -501,7 +512,7 @@ describe("a hand-off to a provider that does not answer", () => {
   });
 
   const handOffRow = (id: string) =>
-    h.store.sql<{ status: string; position: number; attempts: number; provider: string | null }[]>`
+    h.sql<{ status: string; position: number; attempts: number; provider: string | null }[]>`
       select status, position, attempts, provider from operations.pool_handoffs where operation_id = ${id}`;
 
   it("is asked again with backoff while other payouts are handed off, never passed over while it gives no answer, and passed over once it says it never received it", async () => {
@@ -569,7 +580,7 @@ describe("a hand-off to a provider that does not answer", () => {
     expect(done.operation?.actualAmount ?? "0.00").toBe("0.00");
     expect(asked.filter((u) => u.includes(id)).length).toBe(1);
     expect(await handOffRow(id)).toEqual([expect.objectContaining({ status: "exhausted", position: 0 })]);
-    const events = await h.store.sql<{ n: number }[]>`
+    const events = await h.sql<{ n: number }[]>`
       select count(*)::int as n from operations.outbox
       where subject like '%payout.rejected' and position(${Buffer.from(id)} in payload) > 0`;
     expect(events[0]?.n).toBe(1);

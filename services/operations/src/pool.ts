@@ -1,6 +1,7 @@
 import { fromBinary } from "@bufbuild/protobuf";
 import type { Client } from "@connectrpc/connect";
 import {
+  CONSUMER_SUBJECTS,
   type EventApplier,
   type Nats,
   type RetryPolicy,
@@ -16,7 +17,6 @@ import {
   PoolPayoutEventSchema,
 } from "@gw/proto/gateway/matching/v1/matching_pb";
 import { type OperationEvent, OperationEventSchema } from "@gw/proto/gateway/operations/v1/operations_pb";
-import type postgres from "postgres";
 import type { Connector, ProviderAnswer, ProviderConfig } from "./connectors/connector.ts";
 import { matchingRefusal } from "./dependency-errors.ts";
 import { recordHandOff } from "./handoff.ts";
@@ -24,9 +24,9 @@ import { stateOf } from "./lifecycle/apply.ts";
 import { ConcurrentChangeError } from "./lifecycle/errors.ts";
 import { isTerminal, type OperationRow } from "./model.ts";
 import { recordSlotRefused } from "./provider-facts.ts";
-import { receiptsOf } from "./receipts-of.ts";
 import { PAYMENT_REFUSED } from "./refusals.ts";
-import type { OperationStore } from "./store.ts";
+import type { Tx } from "./repository/db.ts";
+import type { OperationStore } from "./repository/operations.ts";
 
 /**
  * The self-matching pool as a route entry. Operations owns every state change of the
@@ -197,14 +197,15 @@ export async function onPayinCompleted(pool: PoolDeps, row: OperationRow): Promi
       { payinId: row.id, actualAmount: Decimal.min(actual, slotAmount).toFixed(2) },
       { timeoutMs: MATCHING_TIMEOUT_MS },
     );
-    if (excess.gt(0)) await pool.store.sql.begin((tx) => recordSlotRefused(pool, tx, row, "excess", excess));
+    if (excess.gt(0))
+      await pool.store.transaction((tx) => recordSlotRefused(pool, tx, row, "excess", excess));
     if (res.payoutCompleted && res.payout) await completePayout(pool, res.payout);
   } catch (err) {
     const code = matchingRefusal(err);
     if (code) {
       // Money arrived that the pool cannot account for (its slot was released when the
       // payment ended, before this completion): recorded and booked for an operator.
-      await pool.store.sql.begin((tx) => recordSlotRefused(pool, tx, row, code));
+      await pool.store.transaction((tx) => recordSlotRefused(pool, tx, row, code));
       return;
     }
     throw err;
@@ -212,22 +213,29 @@ export async function onPayinCompleted(pool: PoolDeps, row: OperationRow): Promi
 }
 
 /** Records the pool's contributions as legs of the payout (one receipt item each). */
-async function recordContributions(tx: postgres.TransactionSql, payoutId: string, payout: PoolPayout) {
+async function recordContributions(pool: PoolDeps, tx: Tx, payoutId: string, payout: PoolPayout) {
   for (const c of payout.contributions) {
-    await tx`
-      insert into operations.legs (id, operation_id, provider, provider_leg_id, amount, completed_at)
-      values (${c.id}, ${payoutId}, ${SELF_MATCHING}, ${`pool:${c.payinId}`}, ${c.amount}, ${c.completedAt})
-      on conflict do nothing`;
+    await pool.store.insertLeg(tx, {
+      id: c.id,
+      operationId: payoutId,
+      provider: SELF_MATCHING,
+      providerLegId: `pool:${c.payinId}`,
+      amount: c.amount,
+      completedAt: c.completedAt,
+    });
   }
 }
 
 /** Completes a payout with what was paid into it (the pool's contributions, plus any legs already recorded). */
-async function completeWithLegs(pool: PoolDeps, tx: postgres.TransactionSql, row: OperationRow) {
-  const legs = await pool.store.legs(row.id, tx);
-  const total = legs.reduce((sum, l) => sum.plus(l.amount), new Decimal(0));
-  const patch = { status: "completed" as const, actual_amount: total.toFixed(2) };
-  const { receipts } = receiptsOf({ ...row, ...patch }, legs);
-  const next = await pool.store.transition(row, patch, { emit: true, receipts, tx });
+async function completeWithLegs(pool: PoolDeps, tx: Tx, row: OperationRow) {
+  // The pool reports its contributions, recorded as legs already: the payout completes
+  // with what they add up to.
+  const legs = (await pool.store.legs(row.id, tx)).map((l) => ({ id: l.id, amount: l.amount }));
+  const { row: next } = await pool.store.applyFact(
+    row,
+    { kind: "provider_completed", provider: SELF_MATCHING, legs },
+    { tx },
+  );
   if (!next) throw new ConcurrentChangeError("payout changed concurrently; retry");
 }
 
@@ -236,23 +244,19 @@ async function completeWithLegs(pool: PoolDeps, tx: postgres.TransactionSql, row
  * Idempotent (the row lock and the terminal check make the event and the direct path
  * apply once).
  */
-export async function completePayout(
-  pool: PoolDeps,
-  payout: PoolPayout,
-  outer?: postgres.TransactionSql,
-): Promise<void> {
-  const run = async (tx: postgres.TransactionSql) => {
+export async function completePayout(pool: PoolDeps, payout: PoolPayout, outer?: Tx): Promise<void> {
+  const run = async (tx: Tx) => {
     const row = await pool.store.lock(payout.operationId, tx);
     if (row?.type !== "payout") {
       pool.logger.error({ operationId: payout.operationId }, "pool: completed payout unknown to operations");
       return;
     }
     if (isTerminal(row.status) || row.provider !== SELF_MATCHING) return;
-    await recordContributions(tx, row.id, payout);
+    await recordContributions(pool, tx, row.id, payout);
     await completeWithLegs(pool, tx, row);
   };
   if (outer) await run(outer);
-  else await pool.store.sql.begin(run);
+  else await pool.store.transaction(run);
 }
 
 /**
@@ -266,14 +270,10 @@ export async function completePayout(
  * contributions plus the provider's legs as receipts. Without any candidate, nobody took
  * it (`nobodyTookIt`).
  */
-export async function handOff(
-  pool: PoolDeps,
-  tx: postgres.TransactionSql,
-  payout: PoolPayout,
-): Promise<void> {
+export async function handOff(pool: PoolDeps, tx: Tx, payout: PoolPayout): Promise<void> {
   const row = await pool.store.lock(payout.operationId, tx);
   if (row?.type !== "payout" || isTerminal(row.status) || row.provider !== SELF_MATCHING) return;
-  await recordContributions(tx, row.id, payout);
+  await recordContributions(pool, tx, row.id, payout);
   const remainder = new Decimal(payout.handedOffAmount || "0");
   if (remainder.lte(0)) return completeWithLegs(pool, tx, row);
   const routing = await pool.store.routeWithProviders(row.shop_id, row.method ?? "", "payout");
@@ -300,14 +300,14 @@ export async function handOff(
  * it, so the rest of the reserve returns to the shop); without, it is rejected and its
  * reserve released.
  */
-export async function nobodyTookIt(
-  pool: PoolDeps,
-  tx: postgres.TransactionSql,
-  row: OperationRow,
-): Promise<void> {
+export async function nobodyTookIt(pool: PoolDeps, tx: Tx, row: OperationRow): Promise<void> {
   const legs = await pool.store.legs(row.id, tx);
   if (legs.length > 0) return completeWithLegs(pool, tx, row);
-  const next = await pool.store.transition(row, { status: "rejected" }, { emit: true, tx });
+  const { row: next } = await pool.store.applyFact(
+    row,
+    { kind: "provider_rejected", provider: SELF_MATCHING },
+    { tx },
+  );
   if (!next) throw new ConcurrentChangeError("payout changed concurrently; retry");
 }
 
@@ -316,7 +316,7 @@ const TERMINAL_PAYMENT_EVENTS = new Set(["payment.completed", "payment.rejected"
 const ROUTED_PAYMENT_EVENTS = new Set(["payment.pending", "payment.awaiting_confirmation"]);
 
 /** What the consumer does with one operation event of a pooled payin. */
-async function onPaymentEvent(pool: PoolDeps, tx: postgres.TransactionSql, event: OperationEvent) {
+async function onPaymentEvent(pool: PoolDeps, tx: Tx, event: OperationEvent) {
   if (event.type === PAYMENT_REFUSED) return releaseRefusedSlot(pool, tx, event);
   const routed = ROUTED_PAYMENT_EVENTS.has(event.type);
   if (!routed && !TERMINAL_PAYMENT_EVENTS.has(event.type)) return;
@@ -359,7 +359,7 @@ async function releaseSlotNotTaken(pool: PoolDeps, row: OperationRow): Promise<v
  * a retry of the create reopens the row under a newer version, so it either waits for
  * the release and routes after it, or came first and this event leaves its slot alone.
  */
-async function releaseRefusedSlot(pool: PoolDeps, tx: postgres.TransactionSql, event: OperationEvent) {
+async function releaseRefusedSlot(pool: PoolDeps, tx: Tx, event: OperationEvent) {
   const id = event.operation?.operationId;
   if (!id) return;
   const row = await pool.store.lock(id, tx);
@@ -397,13 +397,13 @@ export function poolConsumers(pool: PoolDeps) {
     decode: (data) => fromBinary(OperationEventSchema, data),
     handle: (tx, event) => enterPool(pool, tx, event),
   };
-  // One filter subject each (the NATS servers we meet may predate `filter_subjects`); the
-  // payins handler looks at terminal payment events, and at the first event of a payin
-  // another provider took (to free a slot the pool may hold for it).
+  // Each reads only the subjects it acts on (libs/events CONSUMER_SUBJECTS): the payins
+  // handler looks at terminal payment events, and at the first event of a payin another
+  // provider took (to free a slot the pool may hold for it).
   return {
-    payins: { applier: payins, subjects: ["operations.payment.>"] },
-    payouts: { applier: payouts, subjects: ["matching.pool_payout.>"] },
-    entries: { applier: entries, subjects: ["operations.payout.pending"] },
+    payins: { applier: payins, subjects: [...CONSUMER_SUBJECTS["operations-pool-payins"]] },
+    payouts: { applier: payouts, subjects: [...CONSUMER_SUBJECTS["operations-pool-payouts"]] },
+    entries: { applier: entries, subjects: [...CONSUMER_SUBJECTS["operations-pool-entries"]] },
   };
 }
 
@@ -438,7 +438,7 @@ export async function startPoolConsumers(
  * half an hour later. `AddPayout` is idempotent on the payout's id, so the create's own
  * attempt and this one may both run.
  */
-async function enterPool(pool: PoolDeps, tx: postgres.TransactionSql, event: OperationEvent): Promise<void> {
+async function enterPool(pool: PoolDeps, tx: Tx, event: OperationEvent): Promise<void> {
   const id = event.operation?.operationId;
   if (!id) return;
   const row = await pool.store.findAnyById(id, tx);
@@ -469,7 +469,7 @@ export async function reconcilePooled(
   const full = await pool.matching.getPoolPayout({ operationId: row.id }, { timeoutMs: MATCHING_TIMEOUT_MS });
   if (!full.payout) return "pending";
   const closed = full.payout;
-  await pool.store.sql.begin((tx) =>
+  await pool.store.transaction((tx) =>
     closed.status === "completed" ? completePayout(pool, closed, tx) : handOff(pool, tx, closed),
   );
   return "completed";

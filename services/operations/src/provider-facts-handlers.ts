@@ -1,5 +1,4 @@
 import type { ServiceImpl } from "@connectrpc/connect";
-import type { Sql } from "@gw/db";
 import type { Logger } from "@gw/log";
 import type {
   ListProviderFactsRequest,
@@ -8,6 +7,7 @@ import type {
 } from "@gw/proto/gateway/operations/v1/provider_facts_pb";
 import { ValidationError } from "./lifecycle/errors.ts";
 import { listProviderFacts, RESOLUTIONS, type Resolution, resolveProviderFact } from "./provider-facts.ts";
+import type { OperationStore } from "./repository/operations.ts";
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const TEXT_MAX = 2048;
@@ -17,9 +17,9 @@ const TEXT_MAX = 2048;
  * domain errors reach the client through the catalogue (`withErrorCatalogue` in app.ts).
  */
 export class ProviderFactsHandlers implements ServiceImpl<typeof ProviderFactsService> {
-  readonly #d: { sql: Sql; prefix: string; logger: Logger };
+  readonly #d: { store: OperationStore; logger: Logger };
 
-  constructor(deps: { sql: Sql; prefix: string; logger: Logger }) {
+  constructor(deps: { store: OperationStore; logger: Logger }) {
     this.#d = deps;
   }
 
@@ -29,7 +29,7 @@ export class ProviderFactsHandlers implements ServiceImpl<typeof ProviderFactsSe
       throw new ValidationError("status must be open or resolved", "status");
     const limit = req.limit === 0 ? 100 : req.limit;
     if (limit < 1 || limit > 500) throw new ValidationError("limit must be 1..500", "limit");
-    return { providerFacts: await listProviderFacts(this.#d.sql, { status, limit }) };
+    return { providerFacts: await listProviderFacts(this.#d.store, { status, limit }) };
   }
 
   async resolveProviderFact(req: ResolveProviderFactRequest) {

@@ -51,16 +51,16 @@ const cancel = (shop: Shop, id: string) =>
   h.operations.cancelOperation({ scope: shop, id: { case: "operationId", value: id }, reason: "" });
 
 const factsOf = async (operationId: string) =>
-  (await listProviderFacts(h.store.sql, { limit: 500 })).filter((f) => f.operationId === operationId);
+  (await listProviderFacts(h.store, { limit: 500 })).filter((f) => f.operationId === operationId);
 
 /** The subjects of the outbox rows about provider facts, in commit order. */
 async function factEvents(): Promise<string[]> {
-  const rows = await h.store.sql<{ subject: string }[]>`
+  const rows = await h.sql<{ subject: string }[]>`
     select subject from operations.outbox where subject like '%.provider_facts.%' order by seq`;
   return rows.map((r) => r.subject.slice(r.subject.indexOf(".provider_facts.") + 1));
 }
 
-const deps = () => ({ sql: h.store.sql, prefix: h.store.prefix, logger });
+const deps = () => ({ store: h.store, logger });
 /** What `applyProviderResult` needs, as the callback handler passes it. */
 const apply = () => ({ store: h.store, logger });
 
@@ -88,7 +88,7 @@ describe("provider facts", () => {
     });
     h.callbacks("forward");
     await eventually(
-      () => h.store.sql`select 1 from operations.callbacks where operation_id = ${id}`,
+      () => h.sql`select 1 from operations.callbacks where operation_id = ${id}`,
       (rows) => expect(rows).toHaveLength(1),
     );
     expect(await factsOf(id)).toHaveLength(1);
@@ -102,7 +102,7 @@ describe("provider facts", () => {
     const id = await createPending(shop, "700.00");
     expect((await cancel(shop, id)).outcome).toBe("cancelled");
     const [withdrawal] = await eventually(
-      () => h.store.sql<{ status: string; attempts: number }[]>`
+      () => h.sql<{ status: string; attempts: number }[]>`
         select status, attempts from operations.withdrawals where operation_id = ${id}`,
       (rows) => expect(rows[0]?.status).toBe("gave_up"),
     );
@@ -128,9 +128,7 @@ describe("provider facts", () => {
       legs: [{ id: "leg-1", amount: "400.00", completedAt: new Date() }],
     };
     for (const source of ["callback", "reconciler"] as const) {
-      const outcome = await h.store.sql.begin((tx) =>
-        applyProviderResult(apply(), tx, "keeps", result, source),
-      );
+      const outcome = await h.sql.begin((tx) => applyProviderResult(apply(), tx, "keeps", result, source));
       expect(outcome).toBe("already_terminal");
     }
     expect(await factsOf(id)).toHaveLength(1);
@@ -141,9 +139,7 @@ describe("provider facts", () => {
     const shop = await h.shop(["withdraws"]);
     const id = await createPending(shop, "300.00");
     const result = { operationId: id, status: "completed" as const, legs: [] };
-    const outcome = await h.store.sql.begin((tx) =>
-      applyProviderResult(apply(), tx, "keeps", result, "callback"),
-    );
+    const outcome = await h.sql.begin((tx) => applyProviderResult(apply(), tx, "keeps", result, "callback"));
     expect(outcome).toBe("not_routed");
     const [fact] = await factsOf(id);
     expect(fact).toMatchObject({ kind: "not_routed", provider: "keeps", amount: "300.00" });
@@ -155,7 +151,7 @@ describe("provider facts", () => {
     const id = await createPending(shop, "600.00");
     const leg = (legId: string, amount: string) => ({ id: legId, amount, completedAt: new Date() });
     const report = (legs: ReturnType<typeof leg>[]) =>
-      h.store.sql.begin((tx) =>
+      h.sql.begin((tx) =>
         applyProviderResult(apply(), tx, "keeps", { operationId: id, status: "completed", legs }, "callback"),
       );
     expect(await report([leg("a", "600.00")])).toBe("applied");
@@ -173,7 +169,7 @@ describe("provider facts", () => {
     const id = await createPending(shop, "600.00");
     const leg = (legId: string, amount: string) => ({ id: legId, amount, completedAt: new Date() });
     const report = (legs: ReturnType<typeof leg>[]) =>
-      h.store.sql.begin((tx) =>
+      h.sql.begin((tx) =>
         applyProviderResult(apply(), tx, "keeps", { operationId: id, status: "completed", legs }, "callback"),
       );
     // Completed without legs (as a receipt's review completes one): no leg of the provider's is held.
@@ -196,7 +192,7 @@ describe("provider facts", () => {
     const id = await createPending(shop, "200.00");
     await cancel(shop, id);
     const result = { operationId: id, status: "completed" as const, legs: [] };
-    await h.store.sql.begin((tx) => applyProviderResult(apply(), tx, "keeps", result, "callback"));
+    await h.sql.begin((tx) => applyProviderResult(apply(), tx, "keeps", result, "callback"));
     const [fact] = await factsOf(id);
     const input = { id: fact!.id, action: "credit_shop" as const, reason: "paid late", operator: "alice" };
 
@@ -225,7 +221,7 @@ describe("provider facts", () => {
     const id = await createPending(shop, "250.00");
     const row = await h.store.findAnyById(id);
     const paidOut = (sourceKey: string) =>
-      h.store.sql.begin((tx) =>
+      h.sql.begin((tx) =>
         recordProviderFact({ store: h.store, logger }, tx, {
           provider: "keeps",
           reference: id,
@@ -272,7 +268,7 @@ describe("provider facts", () => {
     const id = await createPending(shop, "120.00");
     await cancel(shop, id);
     const result = { operationId: id, status: "completed" as const, legs: [] };
-    await h.store.sql.begin((tx) => applyProviderResult(apply(), tx, "keeps", result, "callback"));
+    await h.sql.begin((tx) => applyProviderResult(apply(), tx, "keeps", result, "callback"));
     const [fact] = await factsOf(id);
     for (const action of ["debit_shop", "write_off"] as const)
       await expect(
@@ -283,16 +279,16 @@ describe("provider facts", () => {
   it("records a legless completion of an operation the gateway never had in its provider's currency, its amount unknown", async () => {
     const reference = randomUUID();
     const result = { operationId: reference, status: "completed" as const, legs: [] };
-    await h.store.sql.begin((tx) => applyProviderResult(apply(), tx, "keeps", result, "callback"));
-    const [fact] = (await listProviderFacts(h.store.sql, { limit: 500 })).filter(
+    await h.sql.begin((tx) => applyProviderResult(apply(), tx, "keeps", result, "callback"));
+    const [fact] = (await listProviderFacts(h.store, { limit: 500 })).filter(
       (f) => f.provider === "keeps" && f.operationId === undefined && f.amount === "",
     );
     expect(fact).toMatchObject({ kind: "not_routed", currency: "RUB", status: "open", direction: "payin" });
     // Replayed, it is the same fact.
-    await h.store.sql.begin((tx) => applyProviderResult(apply(), tx, "keeps", result, "callback"));
-    expect(
-      (await listProviderFacts(h.store.sql, { limit: 500 })).filter((f) => f.id === fact!.id),
-    ).toHaveLength(1);
+    await h.sql.begin((tx) => applyProviderResult(apply(), tx, "keeps", result, "callback"));
+    expect((await listProviderFacts(h.store, { limit: 500 })).filter((f) => f.id === fact!.id)).toHaveLength(
+      1,
+    );
     await expect(
       resolveProviderFact(deps(), { id: fact!.id, action: "credit_shop", reason: "r", operator: "o" }),
     ).rejects.toBeInstanceOf(ProviderFactNotCreditableError);
@@ -308,7 +304,7 @@ describe("provider facts", () => {
   it("records a completion from a provider the gateway has no configuration of without guessing its currency", async () => {
     const reference = randomUUID();
     const legs = [{ id: "g1", amount: "70.00", completedAt: new Date() }];
-    await h.store.sql.begin((tx) =>
+    await h.sql.begin((tx) =>
       applyProviderResult(
         apply(),
         tx,
@@ -317,14 +313,12 @@ describe("provider facts", () => {
         "callback",
       ),
     );
-    const [fact] = (await listProviderFacts(h.store.sql, { limit: 500 })).filter(
-      (f) => f.provider === "ghost",
-    );
+    const [fact] = (await listProviderFacts(h.store, { limit: 500 })).filter((f) => f.provider === "ghost");
     expect(fact).toMatchObject({ kind: "not_routed", amount: "70.00", currency: "", status: "open" });
   });
 
   it("counts open facts per kind in the operations_provider_facts_open gauge", async () => {
-    const open = await listProviderFacts(h.store.sql, { status: "open", limit: 500 });
+    const open = await listProviderFacts(h.store, { status: "open", limit: 500 });
     const metric = await openProviderFacts.get();
     const of = (kind: string) => metric.values.find((v) => v.labels.kind === kind)?.value;
     for (const kind of ["late_completion", "not_routed", "amount_mismatch", "slot_refused"])
@@ -334,7 +328,7 @@ describe("provider facts", () => {
   it("refuses to credit a shop with a fact of an operation the gateway never had", async () => {
     const reference = randomUUID();
     const result = { operationId: reference, status: "completed" as const, legs: [] };
-    await h.store.sql.begin((tx) =>
+    await h.sql.begin((tx) =>
       applyProviderResult(
         apply(),
         tx,
@@ -343,7 +337,7 @@ describe("provider facts", () => {
         "callback",
       ),
     );
-    const [fact] = (await listProviderFacts(h.store.sql, { limit: 500 })).filter(
+    const [fact] = (await listProviderFacts(h.store, { limit: 500 })).filter(
       (f) => f.provider === "keeps" && f.operationId === undefined && f.amount === "50.00",
     );
     expect(fact).toBeDefined();

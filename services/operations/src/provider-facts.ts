@@ -1,7 +1,5 @@
 import { randomUUID } from "node:crypto";
 import { create, toBinary } from "@bufbuild/protobuf";
-import type { Sql } from "@gw/db";
-import { eventHeaders } from "@gw/events";
 import type { Logger } from "@gw/log";
 import {
   type Currency,
@@ -18,14 +16,22 @@ import {
   ProviderFactSchema,
 } from "@gw/proto/gateway/operations/v1/provider_facts_pb";
 import { metricsRegistry } from "@gw/rpc";
-import type postgres from "postgres";
 import { Gauge } from "prom-client";
 import { v7 as uuidv7 } from "uuid";
 import type { ProviderLeg } from "./connectors/connector.ts";
 import { DomainError, DomainErrorCode } from "./lifecycle/errors.ts";
 import type { OperationRow } from "./model.ts";
-
-type Tx = Sql | postgres.TransactionSql;
+import type { Db as Tx } from "./repository/db.ts";
+import type { OperationStore } from "./repository/operations.ts";
+import { enqueueEvent } from "./repository/outbox.ts";
+import {
+  type FactRow,
+  insertFact,
+  lockFact,
+  markFactResolved,
+  operationOfFact,
+  providerMethods,
+} from "./repository/provider-facts.ts";
 
 /** Why a provider's report is a fact of its own rather than a change of the operation. */
 export const FACT_KINDS = ["late_completion", "not_routed", "slot_refused", "amount_mismatch"] as const;
@@ -46,7 +52,7 @@ const RESOLUTIONS_OF = {
 } as const satisfies Record<"payin" | "payout", readonly Resolution[]>;
 
 /** The database the gauge below reads at scrape; set by `reportOpenProviderFacts` at start. */
-let metricsSql: Sql | undefined;
+let metricsStore: OperationStore | undefined;
 
 /**
  * Open provider facts per kind: money an operator still has to place. The same
@@ -58,19 +64,16 @@ export const openProviderFacts = new Gauge({
   labelNames: ["kind"],
   registers: [metricsRegistry],
   async collect() {
-    if (metricsSql === undefined) return;
-    const rows = await metricsSql<{ kind: string; n: number }[]>`
-      select kind, count(*)::int as n from operations.provider_facts where status = 'open' group by kind`.catch(
-      () => undefined,
-    );
+    if (metricsStore === undefined) return;
+    const rows = await metricsStore.facts.countOpen().catch(() => undefined);
     if (rows === undefined) return;
     for (const kind of FACT_KINDS) this.set({ kind }, rows.find((r) => r.kind === kind)?.n ?? 0);
   },
 });
 
 /** Lets the `operations_provider_facts_open` gauge read this database at scrape. */
-export function reportOpenProviderFacts(sql: Sql): void {
-  metricsSql = sql;
+export function reportOpenProviderFacts(store: OperationStore): void {
+  metricsStore = store;
 }
 
 /** The fact does not exist. */
@@ -118,30 +121,6 @@ export interface FactInput {
   direction?: "payin" | "payout";
 }
 
-/** A `operations.provider_facts` row as postgres.js returns it. */
-interface FactRow {
-  id: string;
-  provider: string;
-  reference: string;
-  operation_id: string | null;
-  shop_id: string | null;
-  merchant_id: string | null;
-  kind: string;
-  provider_status: string;
-  direction: string;
-  amount: string | null;
-  currency: string | null;
-  status: "open" | "resolved";
-  resolution: string | null;
-  resolved_by: string | null;
-  resolution_reason: string | null;
-  settlement_amount: string | null;
-  commission_amount: string | null;
-  settlement_currency: string | null;
-  resolved_at: string | Date | null;
-  created_at: string | Date;
-}
-
 const iso = (t: string | Date) => new Date(t).toISOString();
 
 /** The wire form of a fact row (admin reads and events). */
@@ -186,10 +165,7 @@ async function enqueue(tx: Tx, prefix: string, type: "recorded" | "resolved", ro
       fact: toFact(row),
     }),
   );
-  await tx`
-    insert into operations.outbox (id, subject, payload, headers)
-    values (${id}, ${`${prefix}.provider_facts.${type}`}, ${Buffer.from(payload)}, ${JSON.stringify(eventHeaders())}::jsonb)`;
-  await tx`select pg_notify('outbox_operations', '')`;
+  await enqueueEvent(tx, id, `${prefix}.provider_facts.${type}`, payload);
 }
 
 /**
@@ -226,16 +202,20 @@ export async function recordProviderFact(
       { provider: input.provider, reference: input.reference, kind: input.kind, legs: input.legs.length },
       "provider fact without a known amount or currency: recorded for an operator, not booked",
     );
-  const [row] = await tx<FactRow[]>`
-    insert into operations.provider_facts
-      (id, provider, reference, fact_key, operation_id, shop_id, merchant_id, kind, provider_status,
-       direction, amount, currency)
-    values (${randomUUID()}, ${input.provider}, ${input.reference}, ${factKey}, ${op?.id ?? null},
-      ${op?.shop_id ?? null}, ${op?.merchant_id ?? null}, ${input.kind}, ${input.providerStatus},
-      ${input.direction ?? (op?.type === "payout" ? "payout" : "payin")},
-      ${amount === undefined ? null : amount.toFixed(2)}, ${currency ?? null})
-    on conflict (provider, reference, fact_key) do nothing
-    returning *`;
+  const row = await insertFact(tx, {
+    id: randomUUID(),
+    provider: input.provider,
+    reference: input.reference,
+    fact_key: factKey,
+    operation_id: op?.id ?? null,
+    shop_id: op?.shop_id ?? null,
+    merchant_id: op?.merchant_id ?? null,
+    kind: input.kind,
+    provider_status: input.providerStatus,
+    direction: input.direction ?? (op?.type === "payout" ? "payout" : "payin"),
+    amount: amount === undefined ? null : amount.toFixed(2),
+    currency: currency ?? null,
+  });
   if (!row) return false;
   await enqueue(tx, deps.store.prefix, "recorded", row);
   deps.logger.error(
@@ -254,15 +234,10 @@ export async function recordProviderFact(
 
 /** The operator's review queue: open facts first, then the newest. */
 export async function listProviderFacts(
-  sql: Sql,
+  store: OperationStore,
   options: { status?: "open" | "resolved"; limit: number },
 ): Promise<ProviderFact[]> {
-  const rows = await sql<FactRow[]>`
-    select * from operations.provider_facts
-    ${options.status ? sql`where status = ${options.status}` : sql``}
-    order by (status = 'open') desc, created_at desc, id
-    limit ${options.limit}`;
-  return rows.map(toFact);
+  return (await store.facts.list(options)).map(toFact);
 }
 
 /**
@@ -278,12 +253,11 @@ export async function listProviderFacts(
  * @throws ProviderFactNotFoundError, ProviderFactAlreadyResolvedError, ProviderFactNotCreditableError
  */
 export async function resolveProviderFact(
-  deps: { sql: Sql; prefix: string; logger: Logger },
+  deps: { store: OperationStore; logger: Logger },
   input: { id: string; action: Resolution; reason: string; operator: string },
 ): Promise<{ fact: ProviderFact; replayed: boolean }> {
-  return deps.sql.begin(async (tx) => {
-    const [fact] = await tx<FactRow[]>`
-      select * from operations.provider_facts where id = ${input.id} for update`;
+  return deps.store.transaction(async (tx) => {
+    const fact = await lockFact(tx, input.id);
     if (!fact) throw new ProviderFactNotFoundError("provider fact not found");
     if (fact.status === "resolved") {
       if (fact.resolution !== input.action)
@@ -299,16 +273,14 @@ export async function resolveProviderFact(
       input.action === "credit_shop" || input.action === "debit_shop"
         ? await shopFigures(tx, fact, direction)
         : undefined;
-    const [resolved] = await tx<FactRow[]>`
-      update operations.provider_facts
-      set status = 'resolved', resolution = ${input.action}, resolved_by = ${input.operator},
-        resolution_reason = ${input.reason}, resolved_at = now(),
-        settlement_amount = ${figures?.settlement ?? null}, commission_amount = ${figures?.commission ?? null},
-        settlement_currency = ${figures?.currency ?? null}
-      where id = ${fact.id}
-      returning *`;
+    const resolved = await markFactResolved(tx, fact.id, {
+      action: input.action,
+      operator: input.operator,
+      reason: input.reason,
+      figures,
+    });
     if (!resolved) throw new Error(`provider fact ${fact.id} vanished under its lock`);
-    await enqueue(tx, deps.prefix, "resolved", resolved);
+    await enqueue(tx, deps.store.prefix, "resolved", resolved);
     deps.logger.info(
       { factId: fact.id, action: input.action, operator: input.operator },
       "provider fact resolved",
@@ -323,11 +295,8 @@ export async function resolveProviderFact(
  * configuration at all (never a guessed default).
  */
 async function providerCurrency(tx: Tx, provider: string): Promise<Currency | undefined> {
-  const [row] = await tx<{ methods: string[] }[]>`
-    select methods from operations.providers where name = ${provider}`;
-  const currencies = new Set(
-    (row?.methods ?? []).map((m) => (isMethod(m) ? METHODS[m].currency : undefined)),
-  );
+  const methods = await providerMethods(tx, provider);
+  const currencies = new Set((methods ?? []).map((m) => (isMethod(m) ? METHODS[m].currency : undefined)));
   const [only] = currencies;
   return currencies.size === 1 ? only : undefined;
 }
@@ -349,9 +318,7 @@ async function shopFigures(
     throw new ProviderFactNotCreditableError(
       "the amount or currency of this fact is unknown: ask the provider, then settle it outside the shop's balance",
     );
-  const [op] = fact.operation_id
-    ? await tx<OperationRow[]>`select * from operations.operations where id = ${fact.operation_id}`
-    : [];
+  const op = fact.operation_id ? await operationOfFact(tx, fact.operation_id) : undefined;
   const settlementCurrency = op?.settlement_currency;
   if (!op || !settlementCurrency || !isCurrency(settlementCurrency) || op.commission_percent === null)
     throw new ProviderFactNotCreditableError(

@@ -1,13 +1,12 @@
-import { randomUUID } from "node:crypto";
 import type { Logger } from "@gw/log";
 import { Decimal } from "@gw/money";
-import type postgres from "postgres";
 import type { ProviderLeg, ProviderResult } from "./connectors/connector.ts";
 import { ConcurrentChangeError, ValidationError } from "./lifecycle/errors.ts";
 import { isTerminal, type OperationRow } from "./model.ts";
 import { recordProviderFact } from "./provider-facts.ts";
-import { receiptsOf } from "./receipts-of.ts";
-import type { OperationStore } from "./store.ts";
+import type { Tx } from "./repository/db.ts";
+import type { OperationStore } from "./repository/operations.ts";
+import { legsTotalExcept, mismatchTotal } from "./repository/provider-facts.ts";
 
 /** What `applyProviderResult` did. */
 export type ApplyOutcome = "applied" | "already_terminal" | "not_routed";
@@ -23,7 +22,7 @@ export type ApplyOutcome = "applied" | "already_terminal" | "not_routed";
  */
 export async function applyProviderResult(
   deps: { store: OperationStore; logger: Logger },
-  tx: postgres.TransactionSql,
+  tx: Tx,
   providerName: string,
   result: ProviderResult,
   source: "callback" | "reconciler",
@@ -74,38 +73,29 @@ export async function applyProviderResult(
     }
     return "already_terminal";
   }
-  // A pool payout handed off to this provider already holds what the pool paid into it
-  // (legs): the provider's rejection ends it as a self-matching partial, as a hand-off
-  // nobody took does, never `rejected` (that would return the whole reserve to the shop).
-  const paid = result.status === "rejected" && row.type === "payout" ? await deps.store.legs(row.id, tx) : [];
-  if (result.status === "rejected" && paid.length === 0) {
-    const next = await deps.store.transition(row, { status: "rejected" }, { emit: true, tx });
+  // The lifecycle decides (lifecycle/apply.ts): a pool payout handed off to this provider
+  // already holds what the pool paid into it (legs), so its rejection ends it as a
+  // self-matching partial, as a hand-off nobody took does, never `rejected` (that would
+  // return the whole reserve to the shop); a completion records its legs and completes with
+  // every leg (or, without legs, the expected amount), the pool's contributions included.
+  if (result.status === "rejected") {
+    const { row: next } = await deps.store.applyFact(
+      row,
+      { kind: "provider_rejected", provider: providerName },
+      { tx },
+    );
     if (!next) throw new ConcurrentChangeError();
     return "applied";
   }
-  // A rejection reports no legs of its own: only what the pool paid counts.
-  const reported = result.status === "rejected" ? [] : result.legs;
-  let total = paid.reduce((sum, l) => sum.plus(l.amount), new Decimal(0));
-  for (const leg of reported) {
+  const legs = result.legs.map((leg) => {
     const amount = new Decimal(leg.amount);
     if (!amount.isFinite() || amount.lte(0)) throw new ValidationError("leg amount");
-    total = total.plus(amount);
-    await tx`
-      insert into operations.legs (id, operation_id, provider, provider_leg_id, amount, completed_at)
-      values (${randomUUID()}, ${row.id}, ${providerName}, ${leg.id}, ${amount.toFixed(2)}, ${leg.completedAt.toISOString()})
-      on conflict (operation_id, provider_leg_id) do nothing`;
-  }
-  if (result.status === "completed" && reported.length === 0) total = new Decimal(row.expected_amount ?? "0");
-  const legs = await deps.store.legs(row.id, tx);
-  // A pool payout handed off to this provider already holds the pool's contributions as
-  // legs: the actual amount is every leg, not only this provider's.
-  if (reported.length > 0) total = legs.reduce((sum, l) => sum.plus(l.amount), new Decimal(0));
-  const completed = { ...row, status: "completed" as const, actual_amount: total.toFixed(2) };
-  const { receipts } = receiptsOf(completed, legs);
-  const next = await deps.store.transition(
+    return { id: leg.id, amount: amount.toFixed(2), completedAt: leg.completedAt };
+  });
+  const { row: next } = await deps.store.applyFact(
     row,
-    { status: "completed", actual_amount: total.toFixed(2) },
-    { emit: true, receipts, tx },
+    { kind: "provider_completed", provider: providerName, legs },
+    { tx },
   );
   if (!next) throw new ConcurrentChangeError();
   return "applied";
@@ -121,7 +111,7 @@ export async function applyProviderResult(
  */
 async function recordExcess(
   deps: { store: OperationStore; logger: Logger },
-  tx: postgres.TransactionSql,
+  tx: Tx,
   providerName: string,
   row: OperationRow,
   legs: ProviderLeg[],
@@ -130,14 +120,8 @@ async function recordExcess(
   const reported = legs.reduce((sum, l) => sum.plus(l.amount), new Decimal(0));
   // A pool payout handed off to this provider also holds the pool's contributions: they
   // are not this provider's money, so only the rest of the actual amount is its.
-  const [others] = await tx<{ total: string }[]>`
-    select coalesce(sum(amount), 0)::text as total from operations.legs
-    where operation_id = ${row.id} and provider <> ${providerName}`;
-  const [recorded] = await tx<{ total: string }[]>`
-    select coalesce(sum(amount), 0)::text as total from operations.provider_facts
-    where operation_id = ${row.id} and kind = 'amount_mismatch'`;
-  const settled = new Decimal(row.actual_amount).minus(others?.total ?? "0");
-  const excess = reported.minus(settled).minus(recorded?.total ?? "0");
+  const settled = new Decimal(row.actual_amount).minus(await legsTotalExcept(tx, row.id, providerName));
+  const excess = reported.minus(settled).minus(await mismatchTotal(tx, row.id));
   if (!excess.isFinite() || excess.lte(0)) {
     deps.logger.info({ operationId: row.id, status: row.status, source }, "provider result applied before");
     return;

@@ -6,8 +6,14 @@ import { errorInfo } from "@gw/rpc";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { operationIdFor } from "./create.ts";
 import { stuckOperations } from "./reconciler.ts";
-import type { ReconcileRow } from "./store.ts";
-import { eventually, insertAbandonedRouting, type OperationsHarness, startHarness } from "./test-support.ts";
+import type { ReconcileRow } from "./repository/operations.ts";
+import {
+  eventually,
+  forceTransition,
+  insertAbandonedRouting,
+  type OperationsHarness,
+  startHarness,
+} from "./test-support.ts";
 
 let h: OperationsHarness;
 
@@ -50,7 +56,7 @@ const paymentRequest = (shop: Shop, over: Record<string, unknown> = {}) => ({
 
 /** The events operations queued for one operation, in commit order. */
 async function eventsOf(operationId: string): Promise<OperationEvent[]> {
-  const rows = await h.store.sql<{ payload: Buffer }[]>`
+  const rows = await h.sql<{ payload: Buffer }[]>`
     select payload from operations.outbox order by seq`;
   return rows
     .map((r) => fromBinary(OperationEventSchema, new Uint8Array(r.payload)))
@@ -266,7 +272,7 @@ describe("reconciler", () => {
       expect(done.receipts).toHaveLength(2);
       expect((await eventsOf(id)).map((e) => e.type)).toEqual(["payment.pending", "payment.completed"]);
     }
-    const legs = await h.store.sql<{ n: number }[]>`
+    const legs = await h.sql<{ n: number }[]>`
       select count(*)::int as n from operations.legs where operation_id = any(${ids}::uuid[])`;
     expect(legs[0]?.n).toBe(2 * ids.length);
     h.callbacks("forward");
@@ -383,7 +389,7 @@ describe("reconciler", () => {
       const { id } = await abandonedRouting(shop, new Date(Date.now() + 60_000));
       const fresh = await h.store.findAnyById(id);
       expect(fresh && (await h.store.takeOverRouting(fresh, 60_000, 5_000))).toBeUndefined();
-      await h.store.sql`
+      await h.sql`
         update operations.operations set routing_deadline = now() - interval '1 hour' where id = ${id}`;
       const stale = await h.store.findAnyById(id);
       if (!stale) throw new Error("row vanished");
@@ -406,7 +412,7 @@ describe("reconciler", () => {
       });
       expect(cancel.outcome).toBe("cancelled");
       // The create's process died: its deadline passes with the cancel pending.
-      await h.store.sql`
+      await h.sql`
         update operations.operations set routing_deadline = now() - interval '1 minute' where id = ${id}`;
 
       const retry = await h.operations.createOperation(req);
@@ -469,7 +475,7 @@ describe("reconciler", () => {
 
       const row = await h.store.findAnyById(id);
       if (!row) throw new Error("row vanished");
-      expect(await h.store.transition(row, { status: "rejected" }, { emit: true })).toBeDefined();
+      expect(await forceTransition(h.store, row, { status: "rejected" }, { emit: true })).toBeDefined();
       await eventually(pendingStuck, (n) => expect(n).toBe(0));
     });
   });

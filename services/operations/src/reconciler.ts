@@ -14,7 +14,7 @@ import {
 import { isTerminal } from "./model.ts";
 import { type PoolDeps, reconcilePooled, SELF_MATCHING } from "./pool.ts";
 import { applyProviderResult } from "./provider-results.ts";
-import { NON_TERMINAL, type ReconcileRow } from "./store.ts";
+import { NON_TERMINAL, type ReconcileRow } from "./repository/operations.ts";
 import { resumeReview } from "./under-review.ts";
 
 /** What the reconciler needs: a create's dependencies, and the receipts service for reviews it resumes. */
@@ -280,7 +280,7 @@ export class Reconciler {
     result: Omit<ProviderResult, "operationId">,
   ): Promise<Outcome> {
     const { store, logger } = this.#deps;
-    const outcome = await store.sql.begin((tx) =>
+    const outcome = await store.transaction((tx) =>
       applyProviderResult(this.#deps, tx, providerName, { ...result, operationId: row.id }, "reconciler"),
     );
     if (outcome !== "applied") return "unchanged";

@@ -1,7 +1,7 @@
-import { eventHeaders } from "@gw/events";
 import { operationEvent } from "./events.ts";
 import type { OperationRow } from "./model.ts";
-import type { OperationPatch, OperationStore } from "./store.ts";
+import type { DataPatch, OperationStore } from "./repository/operations.ts";
+import { enqueueEvent } from "./repository/outbox.ts";
 
 /**
  * A create no provider accepted is recorded `rejected` with no provider and no public
@@ -22,24 +22,22 @@ export const PAYOUT_REFUSED = "payout.refused";
 export const PAYMENT_REFUSED = "payment.refused";
 
 /**
- * Records a create that no provider accepted (`patch`: `rejected`, no provider) with its
- * internal `<type>.refused` event, in one transaction. Undefined when the row's version
- * moved on (re-read and decide).
+ * Records a create that no provider accepted (the lifecycle's `refused` fact: `rejected`
+ * with no provider, or `cancelled` when a cancel arrived meanwhile) with, for a refusal,
+ * its internal `<type>.refused` event, in one transaction. Undefined when the row's
+ * version moved on (re-read and decide).
  */
 export async function recordRefusal(
   store: OperationStore,
   row: OperationRow,
-  patch: OperationPatch,
+  data: DataPatch,
 ): Promise<OperationRow | undefined> {
-  return store.sql.begin(async (tx) => {
-    const next = await store.transition(row, patch, { emit: false, tx });
-    if (!next) return undefined;
+  return store.transaction(async (tx) => {
+    const { row: next } = await store.applyFact(row, { kind: "refused" }, { data, tx });
+    if (next?.status !== "rejected") return next;
     const type = next.type === "payout" ? PAYOUT_REFUSED : PAYMENT_REFUSED;
     const event = operationEvent(store.prefix, next, [], type);
-    await tx`
-      insert into operations.outbox (id, subject, payload, headers)
-      values (${event.id}, ${event.subject}, ${Buffer.from(event.payload)}, ${JSON.stringify(eventHeaders())}::jsonb)`;
-    await tx`select pg_notify('outbox_operations', '')`;
+    await enqueueEvent(tx, event.id, event.subject, event.payload);
     return next;
   });
 }

@@ -67,7 +67,7 @@ const request = (shop: Shop, over: Record<string, unknown> = {}) => ({
 });
 
 async function eventsOf(operationId: string): Promise<OperationEvent[]> {
-  const rows = await h.store.sql<{ payload: Buffer }[]>`select payload from operations.outbox order by seq`;
+  const rows = await h.sql<{ payload: Buffer }[]>`select payload from operations.outbox order by seq`;
   return rows
     .map((r) => fromBinary(OperationEventSchema, new Uint8Array(r.payload)))
     .filter((e) => e.operation?.operationId === operationId);

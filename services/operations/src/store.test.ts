@@ -9,7 +9,8 @@ import {
   NotCancellableError,
 } from "./lifecycle/errors.ts";
 import type { OperationRow } from "./model.ts";
-import { OperationStore } from "./store.ts";
+import { OperationStore } from "./repository/operations.ts";
+import { forceTransition } from "./test-support.ts";
 
 const migrationsFolder = fileURLToPath(new URL("../drizzle", import.meta.url));
 
@@ -49,7 +50,7 @@ async function routingPayment(): Promise<OperationRow> {
 
 async function pendingPayment(): Promise<OperationRow> {
   const row = await routingPayment();
-  const next = await store.transition(row, { status: "pending", provider: "a" }, { emit: true });
+  const next = await forceTransition(store, row, { status: "pending", provider: "a" }, { emit: true });
   if (!next) throw new Error("not moved");
   return next;
 }
@@ -62,15 +63,15 @@ async function outboxCount(): Promise<number> {
 describe("the operations repository", () => {
   it("refuses to move a pending payment straight to manual_check, and writes nothing", async () => {
     const row = await pendingPayment();
-    await expect(store.transition(row, { status: "manual_check" }, { emit: true })).rejects.toBeInstanceOf(
-      LifecycleViolationError,
-    );
+    await expect(
+      forceTransition(store, row, { status: "manual_check" }, { emit: true }),
+    ).rejects.toBeInstanceOf(LifecycleViolationError);
     expect((await store.findAnyById(row.id))?.status).toBe("pending");
   });
 
   it("refuses to reject a pending payment without its event", async () => {
     const row = await pendingPayment();
-    await expect(store.transition(row, { status: "rejected" }, { emit: false })).rejects.toBeInstanceOf(
+    await expect(forceTransition(store, row, { status: "rejected" }, { emit: false })).rejects.toBeInstanceOf(
       LifecycleViolationError,
     );
     expect((await store.findAnyById(row.id))?.status).toBe("pending");
@@ -82,35 +83,42 @@ describe("the operations repository", () => {
       insert into operations.legs (id, operation_id, provider, provider_leg_id, amount, completed_at)
       values (${randomUUID()}, ${row.id}, 'a', 'leg-1', '600.00', now())`;
     await expect(
-      store.transition(row, { status: "completed", actual_amount: "500.00" }, { emit: true }),
+      forceTransition(store, row, { status: "completed", actual_amount: "500.00" }, { emit: true }),
     ).rejects.toBeInstanceOf(LegsDisagreeError);
     expect(
-      (await store.transition(row, { status: "completed", actual_amount: "600.00" }, { emit: true }))?.status,
+      (await forceTransition(store, row, { status: "completed", actual_amount: "600.00" }, { emit: true }))
+        ?.status,
     ).toBe("completed");
   });
 
   it("refuses any write to a completed operation", async () => {
     const row = await pendingPayment();
-    const done = await store.transition(
+    const done = await forceTransition(
+      store,
       row,
       { status: "completed", actual_amount: "1000.00" },
       { emit: true },
     );
     if (!done) throw new Error("not completed");
-    await expect(store.transition(done, { status: "rejected" }, { emit: true })).rejects.toBeInstanceOf(
+    await expect(forceTransition(store, done, { status: "rejected" }, { emit: true })).rejects.toBeInstanceOf(
       LifecycleViolationError,
     );
-    await expect(store.transition(done, { actual_amount: "5.00" }, { emit: false })).rejects.toBeInstanceOf(
-      LifecycleViolationError,
-    );
+    await expect(
+      forceTransition(store, done, { actual_amount: "5.00" }, { emit: false }),
+    ).rejects.toBeInstanceOf(LifecycleViolationError);
   });
 
   it("reopens only a refused create", async () => {
     const row = await pendingPayment();
-    await expect(store.reopen(row, { status: "routing" })).rejects.toBeInstanceOf(LifecycleViolationError);
-    const refused = await store.transition(await routingPayment(), { status: "rejected" }, { emit: false });
+    await expect(store.reopen(row, {})).rejects.toBeInstanceOf(LifecycleViolationError);
+    const refused = await forceTransition(
+      store,
+      await routingPayment(),
+      { status: "rejected" },
+      { emit: false },
+    );
     if (!refused) throw new Error("not refused");
-    expect((await store.reopen(refused, { status: "routing" }))?.status).toBe("routing");
+    expect((await store.reopen(refused, {}))?.status).toBe("routing");
   });
 
   it("applies a cancel fact to a pending payment with its event, and refuses it once terminal", async () => {
@@ -135,7 +143,8 @@ describe("the operations repository", () => {
 
   it("records a receipt verdict's leg and completes with the legs' sum and the receipts in its event", async () => {
     const routed = await routingPayment();
-    const awaiting = await store.transition(
+    const awaiting = await forceTransition(
+      store,
       routed,
       { status: "awaiting_confirmation", provider: "a", receipt_required: true },
       { emit: true },
@@ -156,13 +165,14 @@ describe("the operations repository", () => {
 
   it("refuses to cancel a payment in manual_check", async () => {
     const routed = await routingPayment();
-    const awaiting = await store.transition(
+    const awaiting = await forceTransition(
+      store,
       routed,
       { status: "awaiting_confirmation", provider: "a" },
       { emit: true },
     );
     if (!awaiting) throw new Error("not awaiting");
-    const check = await store.transition(awaiting, { status: "manual_check" }, { emit: true });
+    const check = await forceTransition(store, awaiting, { status: "manual_check" }, { emit: true });
     if (!check) throw new Error("not in manual_check");
     await expect(store.applyFact(check, { kind: "cancel", reason: "x" })).rejects.toBeInstanceOf(
       NotCancellableError,

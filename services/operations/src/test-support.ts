@@ -3,7 +3,7 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Client } from "@connectrpc/connect";
 import { ConnectError } from "@connectrpc/connect";
-import { connect, createTestDatabase } from "@gw/db";
+import { connect, createTestDatabase, type Sql } from "@gw/db";
 import { startLedger } from "@gw/ledger/src/app.ts";
 import { configSchema as ledgerConfig } from "@gw/ledger/src/config.ts";
 import { createLogger, type Logger } from "@gw/log";
@@ -23,8 +23,9 @@ import { startOperations } from "./app.ts";
 import { configSchema, type OperationsConfig } from "./config.ts";
 import { connectorFor } from "./connectors/index.ts";
 import { operationIdFor, parseCreate, requestHash } from "./create.ts";
+import type { OperationRow } from "./model.ts";
 import { Reconciler, type ReconcilerOptions, reconcilerOptions } from "./reconciler.ts";
-import { OperationStore } from "./store.ts";
+import { type OperationPatch, OperationStore } from "./repository/operations.ts";
 
 /** The receipts service's link secret in the harness. */
 export const RECEIPT_URL_SECRET = "operations-test-receipt-url-secret-0123456789";
@@ -62,6 +63,8 @@ export interface OperationsHarness {
   receipts: RunningService;
   /** A store on a pool of its own, for reading and seeding rows. */
   store: OperationStore;
+  /** The store's connection, for tests that read or seed rows the repository has no function for. */
+  sql: Sql;
   /**
    * Another reconciler over its own pool, as another replica would run it (not started:
    * call `runOnce()`); closed by `stop()`.
@@ -168,7 +171,8 @@ export async function startHarness(
     pools.push(sql);
     return sql;
   };
-  const store = new OperationStore(pool(), prefix);
+  const sql = pool();
+  const store = new OperationStore(sql, prefix);
 
   return {
     operations,
@@ -177,6 +181,7 @@ export async function startHarness(
     sandboxUrl,
     config,
     store,
+    sql,
     receipts: receiptsSvc,
     callbacks(next) {
       mode = next;
@@ -293,6 +298,23 @@ export async function eventually<T>(
       await new Promise((r) => setTimeout(r, 50));
     }
   }
+}
+
+/**
+ * The repository's private version-checked write (`OperationStore.transition`), for tests
+ * that set a row's state up directly or show that its check against the lifecycle table
+ * holds whatever a caller asks; code writes through `applyFact`.
+ */
+export function forceTransition(
+  store: OperationStore,
+  before: OperationRow,
+  patch: OperationPatch,
+  options: { emit: boolean },
+): Promise<OperationRow | undefined> {
+  const write = store as unknown as {
+    transition(b: OperationRow, p: OperationPatch, o: { emit: boolean }): Promise<OperationRow | undefined>;
+  };
+  return write.transition(before, patch, options);
 }
 
 /**

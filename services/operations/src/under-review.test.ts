@@ -74,7 +74,7 @@ const row = async (id: string) => {
 };
 
 const slotStatus = async (payinId: string) => {
-  const [s] = await h.store.sql<
+  const [s] = await h.sql<
     { status: string }[]
   >`select status from matching.slots where payin_id = ${payinId}`;
   return s?.status;
@@ -82,7 +82,7 @@ const slotStatus = async (payinId: string) => {
 
 /** The payer's window closes (the payment's and its slot's expiry are the same). */
 const windowCloses = (id: string) =>
-  h.store.sql`update operations.operations set expires_at = now() - interval '1 second' where id = ${id}`;
+  h.sql`update operations.operations set expires_at = now() - interval '1 second' where id = ${id}`;
 
 /** What `confirmPayment` does first: the payment is marked under review before the upload. */
 async function uploadAccepted(id: string) {
@@ -121,7 +121,7 @@ describe("a pool payin whose receipt is under review", () => {
     expect(await slotStatus(payinId)).toBe("reserved");
     // The receipts service records its verdict; the upload's process died before applying it.
     expect((await receiptsReview(payinId, "1517.23"))?.verdict).toBe("completed");
-    await h.store.sql`update operations.operations set next_check_at = null where id = ${payinId}`;
+    await h.sql`update operations.operations set next_check_at = null where id = ${payinId}`;
     await reconciler.runOnce();
     expect(await row(payinId)).toMatchObject({
       status: "completed",
@@ -140,7 +140,7 @@ describe("a pool payin whose receipt is under review", () => {
     await uploadAccepted(payinId);
     await windowCloses(payinId);
     // The review started longer ago than any review runs, and nothing was recorded.
-    await h.store.sql`
+    await h.sql`
       update operations.operations set review_started_at = now() - interval '10 minutes' where id = ${payinId}`;
     const reconciler = h.reconciler();
     await reconciler.runOnce();

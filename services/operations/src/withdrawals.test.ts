@@ -26,7 +26,7 @@ beforeAll(async () => {
   await h.provider("slow-in-failing", { mode: "accept", delay_ms: 3_000, withdraw: "failing" });
   // A provider fact of a reference listed here cannot be written: the recording of a
   // withdrawal's final result fails in its transaction, as a database fault would.
-  await h.store.sql.unsafe(`
+  await h.sql.unsafe(`
     create table public.unwritable_facts (reference text primary key);
     create function public.refuse_fact() returns trigger language plpgsql as $$
     begin
@@ -53,7 +53,7 @@ describe("the withdrawal driver", () => {
       currency: "RUB",
     });
     const id = operation?.operationId ?? "";
-    await h.store.sql`insert into public.unwritable_facts (reference) values (${id})`;
+    await h.sql`insert into public.unwritable_facts (reference) values (${id})`;
     // The payer pays before the cancel reaches the provider; its callback is refused.
     h.callbacks("refuse");
     expect((await h.settle(id, { legs: ["1000.00"] })).status).toBe(200);
@@ -66,7 +66,7 @@ describe("the withdrawal driver", () => {
 
     const [withdrawal] = await eventually(
       () =>
-        h.store.sql<{ status: string; attempts: number; last_error: string | null }[]>`
+        h.sql<{ status: string; attempts: number; last_error: string | null }[]>`
           select status, attempts, last_error from operations.withdrawals where operation_id = ${id}`,
       (rows) => expect(rows[0]?.status).toBe("gave_up"),
     );
@@ -95,7 +95,7 @@ async function atProviders(id: string): Promise<[string, string][]> {
 }
 
 const withdrawalsOf = (id: string) =>
-  h.store.sql<{ provider: string; status: string; attempts: number; last_error: string | null }[]>`
+  h.sql<{ provider: string; status: string; attempts: number; last_error: string | null }[]>`
     select provider, status, attempts, last_error from operations.withdrawals
     where operation_id = ${id} order by provider`;
 
@@ -157,11 +157,11 @@ describe("a payin passed over as unknown", () => {
     h.callbacks("refuse");
     expect((await h.settle(id, { legs: ["1000.00"] })).status).toBe(200);
     // As if the create had passed `withdraws` over and were still routing the payin.
-    await h.store.sql`
+    await h.sql`
       update operations.operations
       set status = 'routing', provider = null, routing_deadline = now() + interval '1 hour'
       where id = ${id}`;
-    await h.store.sql`
+    await h.sql`
       insert into operations.withdrawals (operation_id, provider, passed_over)
       values (${id}, 'withdraws', true)`;
     const [asked] = await eventually(
@@ -171,17 +171,17 @@ describe("a payin passed over as unknown", () => {
     expect(asked).toMatchObject({ status: "asking" });
     expect(asked?.last_error).toContain("still being routed");
     // Held back while the routing ends with another provider.
-    await h.store.sql`
+    await h.sql`
       update operations.withdrawals set next_attempt_at = now() + interval '1 hour' where operation_id = ${id}`;
-    await h.store.sql`
+    await h.sql`
       update operations.operations
       set status = 'pending', provider = 'elsewhere', routing_deadline = null where id = ${id}`;
-    await h.store.sql`update operations.withdrawals set next_attempt_at = now() where operation_id = ${id}`;
+    await h.sql`update operations.withdrawals set next_attempt_at = now() where operation_id = ${id}`;
     await eventually(
       () => withdrawalsOf(id),
       (rows) => expect(rows[0]?.status).toBe("final"),
     );
-    const facts = await h.store.sql<{ kind: string }[]>`
+    const facts = await h.sql<{ kind: string }[]>`
       select kind from operations.provider_facts where operation_id = ${id}`;
     expect(facts.map((f) => f.kind)).toEqual(["not_routed"]);
     h.callbacks("forward");
@@ -192,10 +192,10 @@ describe("a payin passed over as unknown", () => {
     const { operation } = await h.operations.createOperation(payment(shop));
     const id = operation?.operationId ?? "";
     // As if `withdraws` had been passed over, then accepted the retried create.
-    await h.store.sql`
+    await h.sql`
       insert into operations.withdrawals (operation_id, provider, passed_over)
       values (${id}, 'withdraws', true)`;
-    await h.store.sql`select pg_notify('operations_withdrawals', '')`;
+    await h.sql`select pg_notify('operations_withdrawals', '')`;
     await eventually(
       () => withdrawalsOf(id),
       (rows) => expect(rows[0]?.status).toBe("held"),

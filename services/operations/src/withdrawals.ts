@@ -1,6 +1,7 @@
 import { fromBinary } from "@bufbuild/protobuf";
 import type { Sql } from "@gw/db";
 import {
+  CONSUMER_SUBJECTS,
   type EventApplier,
   type Nats,
   type RetryPolicy,
@@ -9,12 +10,19 @@ import {
 } from "@gw/events";
 import type { Logger } from "@gw/log";
 import { type OperationEvent, OperationEventSchema } from "@gw/proto/gateway/operations/v1/operations_pb";
-import type postgres from "postgres";
 import type { Connector } from "./connectors/connector.ts";
 import { StillRoutingError } from "./lifecycle/errors.ts";
 import { NotifiedLoop } from "./notified-loop.ts";
 import { applyProviderResult } from "./provider-results.ts";
-import type { OperationStore } from "./store.ts";
+import type { Tx } from "./repository/db.ts";
+import type { OperationStore } from "./repository/operations.ts";
+import {
+  insertPassedOver,
+  insertWithdrawal,
+  providerOfOperation,
+  WITHDRAWALS_CHANNEL,
+  type WithdrawalRow,
+} from "./repository/withdrawals.ts";
 
 /**
  * Withdrawals at a provider, one row per operation and provider in `operations.withdrawals`:
@@ -62,33 +70,15 @@ export interface WithdrawalDeps {
   logger: Logger;
 }
 
-const CHANNEL = "operations_withdrawals";
 /** The pool has no requisites at a provider: its slot is released by the pool consumer. */
 const NOT_AT_A_PROVIDER = new Set(["self_matching"]);
 
-interface WithdrawalRow {
-  operation_id: string;
-  provider: string;
-  attempts: number;
-  passed_over: boolean;
-}
-
 /** Records the withdrawal of a cancelled payment, in the consumer's transaction. */
-async function onCancelled(tx: postgres.TransactionSql, event: OperationEvent): Promise<void> {
+async function onCancelled(tx: Tx, event: OperationEvent): Promise<void> {
   if (event.type !== "payment.cancelled" || !event.operation) return;
-  const [row] = await tx<{ provider: string | null }[]>`
-    select provider from operations.operations where id = ${event.operation.operationId}`;
-  if (!row?.provider || NOT_AT_A_PROVIDER.has(row.provider)) return;
-  // A withdrawal the create recorded at this provider (passed over, then accepted by a
-  // retry) becomes the cancel's: asked again from the start.
-  await tx`
-    insert into operations.withdrawals (operation_id, provider)
-    values (${event.operation.operationId}, ${row.provider})
-    on conflict (operation_id, provider) do update
-    set passed_over = false, status = 'asking', attempts = 0, last_error = null,
-      next_attempt_at = now(), updated_at = now()
-    where operations.withdrawals.passed_over`;
-  await tx`select pg_notify(${CHANNEL}, '')`;
+  const provider = await providerOfOperation(tx, event.operation.operationId);
+  if (!provider || NOT_AT_A_PROVIDER.has(provider)) return;
+  await insertWithdrawal(tx, event.operation.operationId, provider);
 }
 
 /** How long one ask holds its withdrawal; a crash delays the row by this much. */
@@ -101,19 +91,12 @@ export const withdrawalLeaseMs = (attemptTimeoutMs: number) => attemptTimeoutMs 
  * asks once the lease has run out. A row of an earlier pass-over is asked again.
  */
 export async function recordPassedOver(
-  tx: postgres.TransactionSql,
+  tx: Tx,
   operationId: string,
   provider: string,
   leaseMs: number,
 ): Promise<void> {
-  await tx`
-    insert into operations.withdrawals (operation_id, provider, passed_over, next_attempt_at)
-    values (${operationId}, ${provider}, true,
-      now() + make_interval(secs => ${leaseMs}::double precision / 1000))
-    on conflict (operation_id, provider) do update
-    set status = 'asking', attempts = 0, last_error = null,
-      next_attempt_at = excluded.next_attempt_at, updated_at = now()
-    where operations.withdrawals.passed_over`;
+  await insertPassedOver(tx, operationId, provider, leaseMs);
 }
 
 /** Starts the consumer that turns committed cancels into withdrawals. */
@@ -135,7 +118,7 @@ export function startWithdrawalConsumer(options: {
     ...withdrawalApplier,
     nats: options.nats,
     prefix: options.prefix,
-    subjects: ["operations.payment.cancelled"],
+    subjects: [...CONSUMER_SUBJECTS["operations-withdrawals"]],
     sql: options.sql,
     schema: "operations",
     logger: options.logger,
@@ -156,17 +139,13 @@ export class WithdrawalDriver {
     this.#d = deps;
     this.#o = options;
     this.#loop = new NotifiedLoop({
-      sql: deps.store.sql,
-      channel: CHANNEL,
+      store: deps.store,
+      channel: WITHDRAWALS_CHANNEL,
       intervalMs: options.intervalMs,
       batchSize: options.batchSize,
       pass: () => this.runOnce(),
       onError: (err) => deps.logger.error({ err: String(err) }, "withdrawal pass failed"),
     });
-  }
-
-  get #sql(): Sql {
-    return this.#d.store.sql;
   }
 
   start(): Promise<void> {
@@ -183,17 +162,7 @@ export class WithdrawalDriver {
     // that ran out under a slow holder only asks again: a withdrawal is idempotent at the
     // provider, and a final result applies once under the row lock.
     const leaseMs = withdrawalLeaseMs(this.#o.attemptTimeoutMs);
-    const due = await this.#sql<WithdrawalRow[]>`
-      update operations.withdrawals w
-      set next_attempt_at = now() + make_interval(secs => ${leaseMs}::double precision / 1000)
-      from (
-        select operation_id, provider from operations.withdrawals
-        where status = 'asking' and next_attempt_at <= now()
-        order by next_attempt_at limit ${this.#o.batchSize}
-        for update skip locked
-      ) d
-      where w.operation_id = d.operation_id and w.provider = d.provider
-      returning w.operation_id, w.provider, w.attempts, w.passed_over`;
+    const due = await this.#d.store.withdrawals.lease(leaseMs, this.#o.batchSize);
     await Promise.all(
       due.map((w) =>
         this.#withdraw(w).catch((err: unknown) =>
@@ -214,9 +183,7 @@ export class WithdrawalDriver {
    */
   async askNow(operationId: string, provider: string): Promise<void> {
     try {
-      const [w] = await this.#sql<WithdrawalRow[]>`
-        select operation_id, provider, attempts, passed_over from operations.withdrawals
-        where operation_id = ${operationId} and provider = ${provider} and status = 'asking'`;
+      const w = await this.#d.store.withdrawals.asking(operationId, provider);
       if (w) await this.#withdraw(w);
     } catch (err) {
       this.#d.logger.warn({ operationId, provider, err: String(err) }, "withdrawal failed; will retry");
@@ -260,7 +227,7 @@ export class WithdrawalDriver {
         return this.#record(w, answer.outcome, null);
       case "final":
         try {
-          await store.sql.begin(async (tx) => {
+          await store.transaction(async (tx) => {
             // A result for a payin still being routed has no place yet (the create may
             // record another provider, or none): asked again after the backoff.
             if ((await store.lock(w.operation_id, tx))?.status === "routing") throw new StillRoutingError();
@@ -300,22 +267,10 @@ export class WithdrawalDriver {
     }
     this.#d.logger.warn(context, "withdrawal not answered; asking again later");
     const delayMs = Math.min(this.#o.backoffMaxMs, this.#o.backoffMs * 2 ** Math.min(w.attempts, 30));
-    await this.#sql`
-      update operations.withdrawals
-      set attempts = ${attempts}, last_error = ${reason}, updated_at = now(),
-        next_attempt_at = now() + make_interval(secs => ${delayMs}::double precision / 1000)
-      where operation_id = ${w.operation_id} and provider = ${w.provider} and status = 'asking'`;
+    await this.#d.store.withdrawals.retryLater(w, attempts, reason, delayMs);
   }
 
-  async #record(
-    w: WithdrawalRow,
-    status: string,
-    error: string | null,
-    tx: Sql | postgres.TransactionSql = this.#sql,
-  ) {
-    await tx`
-      update operations.withdrawals
-      set status = ${status}, attempts = ${w.attempts + 1}, last_error = ${error}, updated_at = now()
-      where operation_id = ${w.operation_id} and provider = ${w.provider} and status = 'asking'`;
+  async #record(w: WithdrawalRow, status: string, error: string | null, tx?: Tx) {
+    await this.#d.store.withdrawals.end(w, status, error, tx);
   }
 }

@@ -1,6 +1,12 @@
 import { fileURLToPath } from "node:url";
 import { fromBinary } from "@bufbuild/protobuf";
-import { DeadLetterHandlers, type EventApplier, type RunningConsumer, runConsumer } from "@gw/events";
+import {
+  CONSUMER_SUBJECTS,
+  DeadLetterHandlers,
+  type EventApplier,
+  type RunningConsumer,
+  runConsumer,
+} from "@gw/events";
 import { DeadLetterService } from "@gw/proto/gateway/deadletters/v1/dead_letters_pb";
 import { type OperationEvent, OperationEventSchema } from "@gw/proto/gateway/operations/v1/operations_pb";
 import { WebhooksService } from "@gw/proto/gateway/webhooks/v1/webhooks_pb";
@@ -74,7 +80,7 @@ export function startWebhooks(config: WebhooksConfig) {
             ...deliveries,
             nats,
             prefix: config.EVENTS_PREFIX,
-            subjects: ["operations.>"],
+            subjects: [...CONSUMER_SUBJECTS.webhooks],
             sql,
             schema: "webhooks",
             retry,

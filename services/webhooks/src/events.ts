@@ -1,23 +1,18 @@
 import { operationStateJson } from "@gw/api";
+import { CONSUMER_SUBJECTS } from "@gw/events";
 import type { Logger } from "@gw/log";
 import type { OperationEvent } from "@gw/proto/gateway/operations/v1/operations_pb";
 import type postgres from "postgres";
 import { deliveryOutcomes } from "./metrics.ts";
 
 /**
- * The event types merchants receive: entry into `awaiting_confirmation`, and every
- * terminal or review status. `payment.pending` and `payout.pending` are not delivered:
- * the create response already told the merchant.
+ * The event types merchants receive: the subjects the webhooks consumer reads
+ * (`CONSUMER_SUBJECTS.webhooks`: entry into `awaiting_confirmation`, and every terminal or
+ * review status), without their `operations.` stream prefix.
  */
-export const DELIVERED_EVENT_TYPES: ReadonlySet<string> = new Set([
-  "payment.awaiting_confirmation",
-  "payment.completed",
-  "payment.rejected",
-  "payment.cancelled",
-  "payment.manual_check",
-  "payout.completed",
-  "payout.rejected",
-]);
+export const DELIVERED_EVENT_TYPES: ReadonlySet<string> = new Set(
+  CONSUMER_SUBJECTS.webhooks.map((s) => s.slice("operations.".length)),
+);
 
 /** Statuses after which an operation no longer changes. */
 const TERMINAL_STATUSES: ReadonlySet<string> = new Set(["completed", "rejected", "cancelled"]);

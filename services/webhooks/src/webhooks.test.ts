@@ -125,7 +125,10 @@ describe("webhooks service", () => {
     await publishEvent(nats, prefix, waiting);
 
     await waitFor(() => receiver.received.length >= 1);
-    await waitFor(() => inboxed([pending.eventId, waiting.eventId]));
+    // Applied in stream order: once the later event is in, the pending one was passed
+    // over, never handed to the consumer (no inbox row, no transaction).
+    await waitFor(() => inboxed([waiting.eventId]));
+    expect(await inboxed([pending.eventId])).toBe(false);
     const body = JSON.parse(receiver.received[0]!.body);
     expect(body.type).toBe("payment.awaiting_confirmation");
     expect(body.data.receipt_evidence_status).toBe("not_ready");

@@ -7,9 +7,9 @@ import type { EdgeStore } from "../store.ts";
 
 /**
  * Authenticates every `/v1` request by its `X-API-Key` before anything reads the body,
- * and puts the key's scope (merchant and shop) into the context. The lookup goes to
- * Postgres on every request (one indexed query, no cache), so a revoked key is refused by
- * the very next request on every replica.
+ * and puts the key's scope (merchant and shop) into the context. The lookup is the
+ * replica's key cache or one indexed query (`EdgeStore.scopeOfKey`); either way a revoked
+ * key is refused by the very next request on every replica.
  */
 export const apiKeyAuth = (store: EdgeStore) =>
   createMiddleware<EdgeEnv>(async (c, next) => {

@@ -15,19 +15,22 @@ const httpDuration = new Histogram({
 
 /**
  * Logs one JSON line per request (request id, shop id, method, path, status, duration)
- * and records its duration. It names only those fields: headers, query and body never
+ * and records its duration. The line is built only when its level is enabled; no
+ * per-request child logger is made (every line logged inside a request already carries
+ * its request id and shop from the log context, `traceRequests`). It names only those fields: headers, query and body never
  * reach the log, so neither API keys nor secrets in bodies can. The route label is the
  * pattern (`/admin/v1/shops/:shop_id/...`), never the concrete path, to bound cardinality.
  */
 export const requestLog = (logger: Logger) =>
   createMiddleware<EdgeEnv>(async (c, next) => {
     const started = performance.now();
-    c.set("logger", logger.child({ request_id: c.get("requestId") }));
     await next();
     const durationMs = performance.now() - started;
     const status = c.res.status;
     const route = routePath(c, -1) || "unmatched";
     httpDuration.observe({ method: c.req.method, route, status: String(status) }, durationMs / 1000);
+    const level = status >= 500 ? "warn" : "info";
+    if (!logger.isLevelEnabled(level)) return;
     const line = {
       request_id: c.get("requestId"),
       shop_id: c.get("scope")?.shopId,
@@ -36,6 +39,5 @@ export const requestLog = (logger: Logger) =>
       status,
       duration_ms: Math.round(durationMs * 10) / 10,
     };
-    if (status >= 500) logger.warn(line, "request");
-    else logger.info(line, "request");
+    logger[level](line, "request");
   });

@@ -179,6 +179,14 @@ export const flexibleLinks = operations.table(
      */
     status: text("status").notNull(),
     expiresAt: timestamp("expires_at", { withTimezone: true }).notNull(),
+    /**
+     * The attempt deciding the link now (a create's decision, a payer's confirmation),
+     * which calls matching with no lock held: its token, and the end of its claim by the
+     * database's clock. Null when nobody decides it; a claim past its end (its process
+     * died) is taken by the next attempt.
+     */
+    claim: uuid("claim"),
+    claimedUntil: timestamp("claimed_until", { withTimezone: true }),
     createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
     updatedAt: timestamp("updated_at", { withTimezone: true }).notNull().defaultNow(),
   },

@@ -2,7 +2,7 @@ import type { CancelOperationRequest } from "@gw/proto/gateway/operations/v1/ope
 import { isRefusedCreate, operationIdFor } from "../create.ts";
 import { isTerminal, toOperation } from "../model.ts";
 import { findOperation } from "../operation-reads.ts";
-import type { OperationStore } from "../store.ts";
+import type { OperationStore } from "../repository/operations.ts";
 import { DependencyUnavailableError, OperationNotFoundError, ValidationError } from "./errors.ts";
 
 const REASON_MAX_BYTES = 2048;

@@ -4,13 +4,17 @@ import { eventHeaders } from "@gw/events";
 import { Decimal } from "@gw/money";
 import type { ReceiptItem } from "@gw/proto/gateway/operations/v1/operations_pb";
 import type postgres from "postgres";
-import type { ProviderConfig } from "./connectors/connector.ts";
-import { operationEvent } from "./events.ts";
-import { type Applied, apply, type Fact, stateOf } from "./lifecycle/apply.ts";
-import { isDomainError, LegsDisagreeError, LifecycleViolationError } from "./lifecycle/errors.ts";
-import { allowsState } from "./lifecycle/table.ts";
-import type { LegRow, OperationRow, ReconcileRow } from "./model.ts";
-import { receiptsOf } from "./receipts-of.ts";
+import type { ProviderConfig } from "../connectors/connector.ts";
+import { operationEvent } from "../events.ts";
+import { type Applied, apply, type Fact, type LifecyclePatch, stateOf } from "../lifecycle/apply.ts";
+import { isDomainError, LegsDisagreeError, LifecycleViolationError } from "../lifecycle/errors.ts";
+import { allowsState } from "../lifecycle/table.ts";
+import type { LegRow, OperationRow, ReconcileRow } from "../model.ts";
+import { receiptsOf } from "../receipts-of.ts";
+import { HandOffRepository } from "./handoffs.ts";
+import { LinkRepository } from "./links.ts";
+import { ProviderFactRepository } from "./provider-facts.ts";
+import { WithdrawalRepository } from "./withdrawals.ts";
 
 export type { LegRow, ReconcileRow };
 
@@ -56,6 +60,12 @@ export type OperationPatch = Partial<
   >
 >;
 
+/**
+ * Columns a caller may write with a fact (`applyFact`'s `data`): never the lifecycle's
+ * own (status, provider, amounts, cancel and review columns), which only the fact sets.
+ */
+export type DataPatch = Omit<OperationPatch, keyof LifecyclePatch>;
+
 /** Statuses the reconciler looks at: the create did not finish, or the provider has not answered. */
 export const UNSETTLED = ["routing", "pending", "awaiting_confirmation"] as const;
 /** Every non-terminal status; an operation in one of them too long is reported as stuck. */
@@ -87,18 +97,28 @@ function assertTransition(before: OperationRow, patch: OperationPatch, emit: boo
 export class OperationStore {
   readonly #sql: Sql;
   readonly #prefix: string;
+  /** `operations.withdrawals`: the withdrawals of cancelled payments. */
+  readonly withdrawals: WithdrawalRepository;
+  /** `operations.pool_handoffs`: the hand-offs of pool payouts' remainders. */
+  readonly handoffs: HandOffRepository;
+  /** `operations.flexible_links`: flexible payment links. */
+  readonly links: LinkRepository;
+  /** `operations.provider_facts`, outside a caller's transaction (the rest: ./provider-facts.ts). */
+  readonly facts: ProviderFactRepository;
 
   constructor(sql: Sql, prefix: string) {
     this.#sql = sql;
     this.#prefix = prefix;
+    this.withdrawals = new WithdrawalRepository(sql);
+    this.handoffs = new HandOffRepository(sql);
+    this.links = new LinkRepository(sql);
+    this.facts = new ProviderFactRepository(sql);
   }
 
-  /**
-   * The connection, for the modules that still write the schema themselves (create,
-   * pool, hand-off, flexible links); new code calls the methods below instead.
-   */
-  get sql(): Sql {
-    return this.#sql;
+  /** Calls `onNotify` on each NOTIFY of `channel`; resolves the function that stops listening. */
+  async listen(channel: string, onNotify: () => void): Promise<() => Promise<void>> {
+    const listener = await this.#sql.listen(channel, onNotify);
+    return () => listener.unlisten();
   }
 
   /** Runs `fn` in one transaction; the methods taking a `tx` join it. */
@@ -250,8 +270,10 @@ export class OperationStore {
    * Moves `before` to `before + patch` if nobody changed the row since it was read.
    * With `emit`, the event for the new state goes into the outbox in the same statement.
    * Returns the new row, or undefined when the version moved on (re-read and decide).
+   * Private: only `applyFact` writes a change, the one `apply` decided for a fact; the
+   * check against the table stays as the last guard.
    */
-  async transition(
+  private async transition(
     before: OperationRow,
     patch: OperationPatch,
     options: { emit: boolean; receipts?: ReceiptItem[]; tx?: Tx },
@@ -290,13 +312,13 @@ export class OperationStore {
    * legs the fact adds, then writes its change with its event (and, on a completion, the
    * receipts) through `transition`, in one transaction. `data` adds columns that are not
    * the lifecycle's (requisites, say). Throws the fact's `DomainError`; returns the row
-   * after (the same row when the fact changes nothing), or undefined when the version
+   * after (the same row when neither the fact nor `data` changes anything), or undefined when the version
    * moved on (re-read and decide).
    */
   async applyFact(
     before: OperationRow,
     fact: Fact,
-    options: { tx?: postgres.TransactionSql; data?: OperationPatch } = {},
+    options: { tx?: postgres.TransactionSql; data?: DataPatch } = {},
   ): Promise<{ row: OperationRow | undefined; applied: Applied }> {
     const tx = options.tx;
     if (!tx) return this.#sql.begin((t) => this.applyFact(before, fact, { ...options, tx: t }));
@@ -304,7 +326,12 @@ export class OperationStore {
     const applied = apply({ ...before, legs }, fact);
     if (isDomainError(applied)) throw applied;
     const { change, events } = applied;
-    if (!change) return { row: before, applied };
+    if (!change) {
+      // Nothing of the lifecycle changes (a declined provider during the cascade): the
+      // caller's own columns (its cascade position) are still written, version-checked.
+      if (!options.data || Object.keys(options.data).length === 0) return { row: before, applied };
+      return { row: await this.transition(before, options.data, { emit: false, tx }), applied };
+    }
     for (const leg of change.legs)
       await tx`
         insert into operations.legs (id, operation_id, provider, provider_leg_id, amount, completed_at, receipt_id)
@@ -319,6 +346,29 @@ export class OperationStore {
         : undefined;
     const row = await this.transition(before, patch, { emit: events.length > 0, receipts, tx });
     return { row, applied };
+  }
+
+  /**
+   * Records a completed part of an operation, once per (operation, provider leg id): a
+   * replay (or an id recorded before) changes nothing.
+   */
+  async insertLeg(
+    tx: postgres.TransactionSql,
+    leg: {
+      id: string;
+      operationId: string;
+      provider: string;
+      providerLegId: string;
+      amount: string;
+      completedAt: string;
+      receiptId?: string | null;
+    },
+  ): Promise<void> {
+    await tx`
+      insert into operations.legs (id, operation_id, provider, provider_leg_id, amount, completed_at, receipt_id)
+      values (${leg.id}, ${leg.operationId}, ${leg.provider}, ${leg.providerLegId}, ${leg.amount},
+        ${leg.completedAt}, ${leg.receiptId ?? null})
+      on conflict do nothing`;
   }
 
   /**
@@ -384,14 +434,12 @@ export class OperationStore {
    * tell (nothing of it was ever announced): `created_at` restarts, and so does the
    * reconciler's bookkeeping.
    */
-  async reopen(before: OperationRow, patch: OperationPatch): Promise<OperationRow | undefined> {
-    if (stateOf(before) !== "refused" || patch.status !== "routing")
-      throw new LifecycleViolationError(
-        before.id,
-        stateOf(before),
-        patch.status ?? before.status,
-        "refusal_retried",
-      );
+  async reopen(before: OperationRow, data: DataPatch): Promise<OperationRow | undefined> {
+    const applied =
+      stateOf(before) === "refused" ? apply({ ...before, legs: [] }, { kind: "refusal_retried" }) : undefined;
+    if (!applied || isDomainError(applied) || !applied.change)
+      throw new LifecycleViolationError(before.id, stateOf(before), "routing", "refusal_retried");
+    const patch: OperationPatch = { ...data, ...applied.change.patch };
     const columns = toDriver({ ...patch, version: String(BigInt(before.version) + 1n) });
     const [row] = await this.#sql<OperationRow[]>`
       update operations.operations

@@ -1,0 +1,82 @@
+/**
+ * The subjects (without the events prefix) each durable consumer of the gateway reads:
+ * exactly the events its handler acts on. A consumer is never handed the others, so an
+ * event nobody acts on (`payment.pending`, the commonest) costs no inbox transaction
+ * anywhere. The services start their consumers with these lists, and the fault suite
+ * and the conservation checker expect an event in a consumer's inbox if and only if its
+ * subject is on that consumer's list.
+ */
+export const CONSUMER_SUBJECTS = {
+  /**
+   * Ledger postings: settled payments, and a payout's reserve, payment and release (a
+   * refused payout create's internal `payout.refused` releases the reserve posted before
+   * its routing).
+   */
+  ledger: [
+    "operations.payment.completed",
+    "operations.payout.pending",
+    "operations.payout.completed",
+    "operations.payout.rejected",
+    "operations.payout.cancelled",
+    "operations.payout.refused",
+  ],
+  /** Provider facts the ledger books to suspense. */
+  "ledger-provider-facts": ["provider_facts.>"],
+  /**
+   * Merchant webhooks: entry into `awaiting_confirmation`, and every terminal or review
+   * status (`payment.pending` and `payout.pending` are not delivered: the create
+   * response already told the merchant).
+   */
+  webhooks: [
+    "operations.payment.awaiting_confirmation",
+    "operations.payment.completed",
+    "operations.payment.rejected",
+    "operations.payment.cancelled",
+    "operations.payment.manual_check",
+    "operations.payout.completed",
+    "operations.payout.rejected",
+  ],
+  /**
+   * The pool: terminal payments confirm or free their slots; the first event of a payin
+   * (pending, awaiting confirmation) frees a slot the pool holds for a payin another
+   * provider took.
+   */
+  "operations-pool-payins": [
+    "operations.payment.pending",
+    "operations.payment.awaiting_confirmation",
+    "operations.payment.completed",
+    "operations.payment.rejected",
+    "operations.payment.cancelled",
+    "operations.payment.refused",
+  ],
+  /** The pool: matching's payout events. */
+  "operations-pool-payouts": ["matching.pool_payout.>"],
+  /** The pool: payouts recorded pending enter it. */
+  "operations-pool-entries": ["operations.payout.pending"],
+  /** Withdrawals of the money of cancelled payments. */
+  "operations-withdrawals": ["operations.payment.cancelled"],
+} as const satisfies Record<string, readonly string[]>;
+
+/** Whether a subject matches a NATS filter (`*` one token, `>` one or more trailing tokens). */
+export function subjectMatches(filter: string, subject: string): boolean {
+  const f = filter.split(".");
+  const s = subject.split(".");
+  for (let i = 0; i < f.length; i++) {
+    if (f[i] === ">") return s.length > i;
+    if (i >= s.length || (f[i] !== "*" && f[i] !== s[i])) return false;
+  }
+  return f.length === s.length;
+}
+
+/**
+ * A POSIX regular expression (Postgres `~`) that matches a full subject, whatever its
+ * events prefix, when it is on `subjects`: for SQL that compares outbox and inbox.
+ */
+export function subjectsRegex(subjects: readonly string[]): string {
+  const one = (s: string) =>
+    s
+      .split(".")
+      .map((t) => (t === ">" ? ".+" : t === "*" ? "[^.]+" : t.replace(/[^A-Za-z0-9_]/g, "\\$&")))
+      .join("\\.");
+  return `(^|\\.)(${subjects.map(one).join("|")})$`;
+}

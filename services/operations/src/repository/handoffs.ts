@@ -1,0 +1,99 @@
+import type { Sql } from "@gw/db";
+import type { poolHandoffs } from "../db/schema.ts";
+import type { Tx } from "./db.ts";
+
+/** The Postgres channel notified when a hand-off becomes due. */
+export const HANDOFF_CHANNEL = "operations_pool_handoffs";
+
+type Row = typeof poolHandoffs.$inferSelect;
+/** The columns of an `operations.pool_handoffs` row a driver works with (the amount as text). */
+export type HandOffRow = {
+  operation_id: Row["operationId"];
+  amount: string;
+  candidates: Row["candidates"];
+  position: Row["position"];
+  attempts: Row["attempts"];
+};
+
+/** Records the decision in the consumer's transaction; the driver is woken at its commit. */
+export async function insertHandOff(
+  tx: Tx,
+  operationId: string,
+  amount: string,
+  candidates: string[],
+): Promise<void> {
+  await tx`
+    insert into operations.pool_handoffs (operation_id, amount, candidates)
+    values (${operationId}, ${amount}, ${candidates}) on conflict do nothing`;
+  await tx`select pg_notify(${HANDOFF_CHANNEL}, '')`;
+}
+
+/**
+ * Every query of `operations.pool_handoffs` the driver runs. Each write is conditional
+ * on the state the driver read (still `asking`, same `position`), so an answer is never
+ * recorded twice.
+ */
+export class HandOffRepository {
+  readonly #sql: Sql;
+
+  constructor(sql: Sql) {
+    this.#sql = sql;
+  }
+
+  /** Leases up to `limit` due hand-offs, pushing them `leaseMs` ahead (`for update skip locked`). */
+  lease(leaseMs: number, limit: number): Promise<HandOffRow[]> {
+    return this.#sql<HandOffRow[]>`
+      update operations.pool_handoffs h
+      set next_attempt_at = now() + make_interval(secs => ${leaseMs}::double precision / 1000)
+      from (
+        select operation_id from operations.pool_handoffs
+        where status = 'asking' and next_attempt_at <= now()
+        order by next_attempt_at limit ${limit}
+        for update skip locked
+      ) d
+      where h.operation_id = d.operation_id
+      returning h.operation_id, h.amount::text as amount, h.candidates, h.position, h.attempts`;
+  }
+
+  /** Settled meanwhile by another path: nothing to hand off any more. */
+  async supersede(operationId: string): Promise<void> {
+    await this.#sql`
+      update operations.pool_handoffs set status = 'superseded', updated_at = now()
+      where operation_id = ${operationId} and status = 'asking'`;
+  }
+
+  /** Counts an unanswered ask of the candidate at `h.position`; asked again `delayMs` ahead. */
+  async retryLater(h: HandOffRow, attempts: number, delayMs: number): Promise<void> {
+    await this.#sql`
+      update operations.pool_handoffs
+      set attempts = ${attempts}, updated_at = now(),
+        next_attempt_at = now() + make_interval(secs => ${delayMs}::double precision / 1000)
+      where operation_id = ${h.operation_id} and status = 'asking' and position = ${h.position}`;
+  }
+
+  /** The candidate at `h.position` took it; false when another driver recorded an answer first. */
+  async accept(tx: Tx, h: HandOffRow, provider: string): Promise<boolean> {
+    const taken = await tx`
+      update operations.pool_handoffs set status = 'accepted', provider = ${provider}, updated_at = now()
+      where operation_id = ${h.operation_id} and status = 'asking' and position = ${h.position}
+      returning 1`;
+    return taken.length > 0;
+  }
+
+  /** The next candidate is asked at once. */
+  async advance(h: HandOffRow): Promise<void> {
+    await this.#sql`
+      update operations.pool_handoffs
+      set position = ${h.position + 1}, attempts = 0, next_attempt_at = now(), updated_at = now()
+      where operation_id = ${h.operation_id} and status = 'asking' and position = ${h.position}`;
+  }
+
+  /** No candidate left; false when another driver recorded an answer first. */
+  async exhaust(tx: Tx, h: HandOffRow): Promise<boolean> {
+    const ended = await tx`
+      update operations.pool_handoffs set status = 'exhausted', updated_at = now()
+      where operation_id = ${h.operation_id} and status = 'asking' and position = ${h.position}
+      returning 1`;
+    return ended.length > 0;
+  }
+}

@@ -1,0 +1,87 @@
+import { randomUUID } from "node:crypto";
+import type { Sql } from "@gw/db";
+import type { flexibleLinks } from "../db/schema.ts";
+import type { SnakeKeys } from "../model.ts";
+import type { Db } from "./db.ts";
+
+/**
+ * An `operations.flexible_links` row, typed from the drizzle schema, its status narrowed
+ * and `expires_at` a Date (the driver hands timestamps over as text; `hydrate` converts).
+ */
+export type LinkRow = Omit<
+  SnakeKeys<typeof flexibleLinks.$inferSelect>,
+  "status" | "expires_at" | "claimed_until" | "created_at" | "updated_at"
+> & {
+  /** `deciding`: written, decision not taken yet (an attempt failed or is under way). */
+  status: "deciding" | "amount_selection" | "created" | "rejected";
+  expires_at: Date;
+};
+
+/** The columns a new link is written with (`deciding`, expiring `lifetimeMs` from now by the database's clock). */
+export type NewLink = Omit<LinkRow, "status" | "expires_at" | "claim">;
+
+/** Timestamps come back as text from the driver here: the row with a Date. */
+const hydrate = (row: LinkRow | undefined): LinkRow | undefined =>
+  row && { ...row, expires_at: new Date(row.expires_at) };
+
+/** Every query of `operations.flexible_links` the flexible links run. */
+export class LinkRepository {
+  readonly #sql: Sql;
+
+  constructor(sql: Sql) {
+    this.#sql = sql;
+  }
+
+  async find(id: string, tx: Db = this.#sql): Promise<LinkRow | undefined> {
+    const [row] = await tx<LinkRow[]>`select * from operations.flexible_links where operation_id = ${id}`;
+    return hydrate(row);
+  }
+
+  /** Writes a link `deciding` unless its id or (shop, merchant_operation_id) is taken. */
+  async insert(link: NewLink, lifetimeMs: number): Promise<void> {
+    await this.#sql`
+      insert into operations.flexible_links (operation_id, shop_id, merchant_id, merchant_operation_id,
+        request_hash, client_id, client_ip, method, currency, recommended_amount, min_amount, max_amount,
+        picker, k_hash, status, expires_at)
+      values (${link.operation_id}, ${link.shop_id}, ${link.merchant_id}, ${link.merchant_operation_id},
+        ${link.request_hash}, ${link.client_id}, ${link.client_ip}, ${link.method}, ${link.currency},
+        ${link.recommended_amount}, ${link.min_amount}, ${link.max_amount}, ${link.picker},
+        ${link.k_hash}, 'deciding', now() + ${`${lifetimeMs} milliseconds`}::interval)
+      on conflict do nothing`;
+  }
+
+  /**
+   * Claims a link in `status` for one attempt for `leaseMs` (by the database's clock),
+   * unless another attempt's claim is running: one committed statement, no lock held
+   * after it. Returns the row with its `claim` token, or undefined.
+   */
+  async claim(id: string, status: LinkRow["status"], leaseMs: number): Promise<LinkRow | undefined> {
+    const [row] = await this.#sql<LinkRow[]>`
+      update operations.flexible_links
+      set claim = ${randomUUID()}, claimed_until = now() + ${`${leaseMs} milliseconds`}::interval
+      where operation_id = ${id} and status = ${status}
+        and (claimed_until is null or claimed_until <= now())
+      returning *`;
+    return hydrate(row);
+  }
+
+  /**
+   * Records the decision of the attempt holding `claim` and ends its claim; false when
+   * its claim lapsed and another attempt took the link (in `tx` when given).
+   */
+  async decide(id: string, claim: string, status: LinkRow["status"], tx: Db = this.#sql): Promise<boolean> {
+    const rows = await tx`
+      update operations.flexible_links
+      set status = ${status}, claim = null, claimed_until = null, updated_at = now()
+      where operation_id = ${id} and claim = ${claim}
+      returning 1`;
+    return rows.length === 1;
+  }
+
+  /** Ends the claim `claim` without a decision (the attempt failed, or left the choice open). */
+  async release(id: string, claim: string): Promise<void> {
+    await this.#sql`
+      update operations.flexible_links set claim = null, claimed_until = null
+      where operation_id = ${id} and claim = ${claim}`;
+  }
+}

@@ -1,0 +1,136 @@
+import type { Sql } from "@gw/db";
+import type { providerFacts } from "../db/schema.ts";
+import type { OperationRow, SnakeKeys } from "../model.ts";
+import type { Db, Tx } from "./db.ts";
+
+/**
+ * An `operations.provider_facts` row as postgres.js returns it, typed from the drizzle
+ * schema: the value sets kept as text narrowed where the code relies on them, timestamps
+ * as the driver hands them over (text, see operations.ts).
+ */
+export type FactRow = Omit<
+  SnakeKeys<typeof providerFacts.$inferSelect>,
+  "status" | "resolved_at" | "created_at"
+> & {
+  status: "open" | "resolved";
+  resolved_at: string | Date | null;
+  created_at: string | Date;
+};
+
+/** The columns a new fact is recorded with. */
+export type NewFact = Pick<
+  FactRow,
+  | "id"
+  | "provider"
+  | "reference"
+  | "fact_key"
+  | "operation_id"
+  | "shop_id"
+  | "merchant_id"
+  | "kind"
+  | "provider_status"
+  | "direction"
+  | "amount"
+  | "currency"
+>;
+
+/** The queries of `operations.provider_facts` that run outside a caller's transaction. */
+export class ProviderFactRepository {
+  readonly #sql: Sql;
+
+  constructor(sql: Sql) {
+    this.#sql = sql;
+  }
+
+  /** Open facts per kind, database-wide. */
+  countOpen(): Promise<{ kind: string; n: number }[]> {
+    return this.#sql<{ kind: string; n: number }[]>`
+      select kind, count(*)::int as n from operations.provider_facts where status = 'open' group by kind`;
+  }
+
+  /** The operator's review queue: open facts first, then the newest. */
+  list(options: { status?: "open" | "resolved"; limit: number }): Promise<FactRow[]> {
+    return listFacts(this.#sql, options);
+  }
+}
+
+/** Records a fact once per (provider, reference, fact_key); undefined when it was recorded before. */
+export async function insertFact(tx: Db, fact: NewFact): Promise<FactRow | undefined> {
+  const [row] = await tx<FactRow[]>`
+    insert into operations.provider_facts
+      (id, provider, reference, fact_key, operation_id, shop_id, merchant_id, kind, provider_status,
+       direction, amount, currency)
+    values (${fact.id}, ${fact.provider}, ${fact.reference}, ${fact.fact_key}, ${fact.operation_id},
+      ${fact.shop_id}, ${fact.merchant_id}, ${fact.kind}, ${fact.provider_status},
+      ${fact.direction}, ${fact.amount}, ${fact.currency})
+    on conflict (provider, reference, fact_key) do nothing
+    returning *`;
+  return row;
+}
+
+function listFacts(sql: Db, options: { status?: "open" | "resolved"; limit: number }): Promise<FactRow[]> {
+  return sql<FactRow[]>`
+    select * from operations.provider_facts
+    ${options.status ? sql`where status = ${options.status}` : sql``}
+    order by (status = 'open') desc, created_at desc, id
+    limit ${options.limit}`;
+}
+
+/** Locks a fact for the rest of the transaction. */
+export async function lockFact(tx: Tx, id: string): Promise<FactRow | undefined> {
+  const [fact] = await tx<FactRow[]>`
+    select * from operations.provider_facts where id = ${id} for update`;
+  return fact;
+}
+
+/** Writes an operator's resolution of a fact (locked by the caller). */
+export async function markFactResolved(
+  tx: Tx,
+  id: string,
+  resolution: {
+    action: string;
+    operator: string;
+    reason: string;
+    figures: { settlement: string; commission: string; currency: string } | undefined;
+  },
+): Promise<FactRow | undefined> {
+  const { figures } = resolution;
+  const [resolved] = await tx<FactRow[]>`
+    update operations.provider_facts
+    set status = 'resolved', resolution = ${resolution.action}, resolved_by = ${resolution.operator},
+      resolution_reason = ${resolution.reason}, resolved_at = now(),
+      settlement_amount = ${figures?.settlement ?? null}, commission_amount = ${figures?.commission ?? null},
+      settlement_currency = ${figures?.currency ?? null}
+    where id = ${id}
+    returning *`;
+  return resolved;
+}
+
+/** The methods a provider is configured for; undefined when it has no configuration. */
+export async function providerMethods(tx: Db, provider: string): Promise<string[] | undefined> {
+  const [row] = await tx<{ methods: string[] }[]>`
+    select methods from operations.providers where name = ${provider}`;
+  return row?.methods;
+}
+
+/** The operation a fact refers to, unlocked (its pricing and FX rate). */
+export async function operationOfFact(tx: Db, operationId: string): Promise<OperationRow | undefined> {
+  const [op] = await tx<OperationRow[]>`select * from operations.operations where id = ${operationId}`;
+  return op;
+}
+
+/** What an operation's legs of other providers than `provider` (the pool's, say) add up to, as text. */
+export async function legsTotalExcept(tx: Tx, operationId: string, provider: string): Promise<string> {
+  const [others] = await tx<{ total: string }[]>`
+    select coalesce(sum(amount), 0)::text as total from operations.legs
+    where operation_id = ${operationId} and provider <> ${provider}`;
+  return others?.total ?? "0";
+}
+
+/** What the `amount_mismatch` facts of an operation add up to, as text. */
+export async function mismatchTotal(tx: Tx, operationId: string): Promise<string> {
+  const [recorded] = await tx<{ total: string }[]>`
+    select coalesce(sum(amount), 0)::text as total from operations.provider_facts
+    where operation_id = ${operationId} and kind = 'amount_mismatch'`;
+  return recorded?.total ?? "0";
+}
