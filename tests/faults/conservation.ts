@@ -1,7 +1,7 @@
 /**
  * The money-conservation checker: compares what the providers did (the sandbox's own
  * books) with what the gateway booked and told, per shop and currency. Six invariants,
- * each able to fail (`TAMPER` corrupts what each guards):
+ * each able to fail (`TAMPER_CASES` corrupt what each guards):
  *
  * - `money`: per shop and currency, the providers' collected minus paid out equals what
  *   the ledger booked against the providers (provider clearing: the payments' gross, the
@@ -11,6 +11,8 @@
  *   and every provider fact the gateway did not expect is on the operator's list;
  * - `provider_closed`: every operation the gateway ended (cancelled, expired, rejected) is
  *   closed at its provider too (withdrawn or final), so its requisites take no more money;
+ *   a rejected or refused create (`no_provider_accepted`) is closed at every provider it
+ *   was passed over at as well, or its completion there is on the provider-facts list;
  * - `events_settled`: no event is left unpublished or unapplied by a consumer after
  *   quiescence, unless it is on the operator's dead-letter list with a reason;
  * - `webhooks_once`: every terminal operation has one terminal event, delivered, and
@@ -18,7 +20,7 @@
  */
 import { CONSUMER_SUBJECTS, subjectsRegex } from "@gw/events";
 import { Decimal } from "@gw/money";
-import type { Books } from "@gw/sandbox-provider/books";
+import { type Books, books as sandboxBooks } from "@gw/sandbox-provider/books";
 import type postgres from "postgres";
 
 /** The invariants' ids, in the order they are printed. */
@@ -46,9 +48,67 @@ export interface OperatorLists {
   providerFacts?: { operation_id: string; provider: string; kind: string; status: string }[] | undefined;
 }
 
+/** One operation as the gateway holds it (`GET /admin/v1/audit/operations`). */
+export interface GatewayOperation {
+  id: string;
+  shop_id: string;
+  type: "payment" | "payout";
+  status: string;
+  /** Null while routing, for a refused create and for a placeholder. */
+  provider: string | null;
+  currency: string | null;
+  actual_amount: string;
+  /** A cancel that arrived before its create: never sent to any provider. */
+  placeholder: boolean;
+}
+
+/** Provider clearing of one operation in one currency (`GET /admin/v1/audit/ledger/operations`). */
+export interface OperationClearing {
+  operation_id: string;
+  shop_id: string;
+  currency: string | null;
+  /** Debits minus credits over all its transfers. */
+  booked: string;
+  /** The part its payment_settle and payout_complete transfers booked. */
+  booked_on_completion: string;
+  payout_completes: number;
+}
+
+/** Per shop and currency (`GET /admin/v1/audit/ledger/shops`). */
+export interface ShopTotal {
+  shop_id: string;
+  currency: string;
+  provider_clearing: string;
+  accounts_sum: string;
+}
+
+/** A terminal webhook delivery (`GET /admin/v1/audit/webhook-deliveries?terminal=true`). */
+export interface TerminalDelivery {
+  event_id: string;
+  event_type: string;
+  operation_id: string;
+  status: string;
+}
+
+/**
+ * The gateway's side as the checker reads it: through the admin API
+ * (`readGatewayByAdminApi`, the normal path) or, for `--tamper` only, with selects inside
+ * the tampering transaction (`readGatewayBySql`).
+ */
+export interface GatewayView {
+  operations: GatewayOperation[];
+  clearing: OperationClearing[];
+  shops: ShopTotal[];
+  /** Events not yet published or applied and deliveries still pending, each with why. */
+  unsettled: { why: string; event_id?: string; n?: number }[];
+  /** How many events the gateway's outboxes hold. */
+  events: number;
+  terminalDeliveries: TerminalDelivery[];
+}
+
 export interface ConservationInput {
-  /** A read-only connection to the gateway's database (the checker only selects). */
-  sql: postgres.Sql;
+  /** The gateway's side. */
+  gateway: GatewayView;
   /** The providers' side: the sandbox's books. */
   books: Books;
   lists: OperatorLists;
@@ -58,19 +118,10 @@ export interface ConservationInput {
   unverified?: number | undefined;
 }
 
-interface OpRow {
-  id: string;
-  shop_id: string;
-  type: "payment" | "payout";
-  status: string;
-  provider: string | null;
-  currency: string | null;
-  actual_amount: string;
-  known: boolean;
-}
-
 const TERMINAL = new Set(["completed", "rejected", "cancelled", "expired"]);
 const POOL = "self_matching";
+/** The most rows one audit page asks for (the edge's largest). */
+const PAGE = 1000;
 
 /** Fetches an admin list; `undefined` when this gateway has no such endpoint (404) or no answer. */
 export async function adminList<T>(gatewayUrl: string, adminToken: string, path: string, key: string) {
@@ -86,22 +137,170 @@ export async function adminList<T>(gatewayUrl: string, adminToken: string, path:
   }
 }
 
+/** One admin read that must answer: anything but 200 throws (a check that cannot read must not pass). */
+async function adminGet<T>(gatewayUrl: string, adminToken: string, path: string): Promise<T> {
+  const res = await fetch(`${gatewayUrl}/admin/v1${path}`, {
+    headers: { authorization: `Bearer ${adminToken}` },
+    signal: AbortSignal.timeout(30_000),
+  });
+  if (!res.ok) throw new Error(`GET /admin/v1${path}: ${res.status} ${await res.text()}`);
+  return (await res.json()) as T;
+}
+
+/** Every page of a keyset-paginated admin list. */
+async function adminPages<T>(
+  gatewayUrl: string,
+  adminToken: string,
+  path: string,
+  key: string,
+  pageSize: number,
+) {
+  const all: T[] = [];
+  let cursor: string | null = null;
+  do {
+    const sep = path.includes("?") ? "&" : "?";
+    const at: string = cursor === null ? "" : `&cursor=${encodeURIComponent(cursor)}`;
+    const page: Record<string, unknown> = await adminGet(
+      gatewayUrl,
+      adminToken,
+      `${path}${sep}limit=${pageSize}${at}`,
+    );
+    all.push(...(page[key] as T[]));
+    cursor = page.next_cursor as string | null;
+  } while (cursor !== null);
+  return all;
+}
+
+/** The gateway's side through its admin audit reads (the admin token only), `pageSize` rows a request. */
+export async function readGatewayByAdminApi(
+  gatewayUrl: string,
+  adminToken: string,
+  pageSize = PAGE,
+): Promise<GatewayView> {
+  const get = <T>(path: string, key: string) => adminPages<T>(gatewayUrl, adminToken, path, key, pageSize);
+  const [operations, clearing, shops, terminalDeliveries, pending, health] = await Promise.all([
+    get<GatewayOperation>("/audit/operations", "operations"),
+    get<OperationClearing>("/audit/ledger/operations", "operations"),
+    get<ShopTotal>("/audit/ledger/shops", "totals"),
+    get<TerminalDelivery>("/audit/webhook-deliveries?terminal=true", "deliveries"),
+    get<TerminalDelivery>("/audit/webhook-deliveries?status=pending", "deliveries"),
+    adminGet<{
+      services: {
+        service: string;
+        outbox_total: number;
+        outbox_unpublished: number;
+        unpublished_event_ids: string[];
+        consumers: { durable: string; pending: number; ack_pending: number }[];
+      }[];
+    }>(gatewayUrl, adminToken, "/audit/events"),
+  ]);
+  const unsettled: GatewayView["unsettled"] = [];
+  for (const s of health.services) {
+    for (const id of s.unpublished_event_ids)
+      unsettled.push({ why: `${s.service} outbox unpublished`, event_id: id });
+    const unlisted = s.outbox_unpublished - s.unpublished_event_ids.length;
+    if (unlisted > 0) unsettled.push({ why: `${s.service} outbox unpublished, not listed`, n: unlisted });
+    for (const c of s.consumers)
+      if (c.pending + c.ack_pending > 0)
+        unsettled.push({ why: `not applied by ${c.durable}`, n: c.pending + c.ack_pending });
+  }
+  for (const d of pending) unsettled.push({ why: "webhook delivery still pending", event_id: d.event_id });
+  return {
+    operations,
+    clearing,
+    shops,
+    unsettled,
+    events: health.services.reduce((n, s) => n + s.outbox_total, 0),
+    terminalDeliveries,
+  };
+}
+
+/**
+ * The gateway's side with selects, for `--tamper` only: the self-test corrupts state
+ * inside a transaction and the checker must read through that same transaction, which
+ * no admin API can. Events are checked by comparing each consumer's inbox with the
+ * outbox it reads (JetStream's counts cannot see a transaction).
+ */
+export async function readGatewayBySql(sql: postgres.Sql): Promise<GatewayView> {
+  const operations = await sql<GatewayOperation[]>`
+    select id::text, shop_id::text, type, status, provider, currency, actual_amount::text,
+           request_hash is null as placeholder
+    from operations.operations`;
+  const clearing = await sql<OperationClearing[]>`
+    select t.operation_id::text, a.owner as shop_id, p.currency,
+           sum(case when p.side = 'debit' then p.amount else -p.amount end)::text as booked,
+           coalesce(sum(case when p.side = 'debit' then p.amount else -p.amount end)
+             filter (where t.kind in ('payment_settle', 'payout_complete')), 0)::text as booked_on_completion,
+           (select count(*)::int from ledger.transfers c
+             where c.operation_id = t.operation_id and c.kind = 'payout_complete') as payout_completes
+    from ledger.postings p
+    join ledger.accounts a on a.id = p.account_id
+    join ledger.transfers t on t.id = p.transfer_id
+    where a.kind = 'provider_clearing' and t.operation_id is not null
+    group by t.operation_id, a.owner, p.currency
+    union all
+    select operation_id::text, min(shop_id), null, '0', '0', count(*)::int from ledger.transfers
+    where kind = 'payout_complete' group by operation_id having count(*) > 1`;
+  const shops = await sql<ShopTotal[]>`
+    select a.owner as shop_id, a.currency, sum(a.balance)::text as accounts_sum,
+           coalesce((select sum(case when p.side = 'debit' then p.amount else -p.amount end)
+                     from ledger.postings p join ledger.accounts c on c.id = p.account_id
+                     where c.owner = a.owner and c.currency = a.currency and c.kind = 'provider_clearing'), 0)::text
+             as provider_clearing
+    from ledger.accounts a group by 1, 2`;
+  const unsettled = [
+    ...(await sql`select 'operations outbox unpublished' as why, id::text as event_id from operations.outbox where published_at is null`),
+    ...(await sql`select 'ledger outbox unpublished' as why, id::text as event_id from ledger.outbox where published_at is null`),
+    ...(await sql`select 'matching outbox unpublished' as why, id::text as event_id from matching.outbox where published_at is null`),
+    ...(await sql`select 'receipts outbox unpublished' as why, id::text as event_id from receipts.outbox where published_at is null`),
+    // Each consumer against the subjects it reads (CONSUMER_SUBJECTS): an event is in a
+    // consumer's inbox exactly when its subject is on that consumer's list.
+    ...(await sql`select 'not applied by ledger' as why, e.id::text as event_id from operations.outbox e
+                  where e.subject ~ ${subjectsRegex(CONSUMER_SUBJECTS.ledger)} and not exists
+                    (select 1 from ledger.inbox i where i.consumer = 'ledger' and i.event_id = e.id)`),
+    ...(await sql`select 'not applied by ledger-provider-facts' as why, e.id::text as event_id from operations.outbox e
+                  where e.subject ~ ${subjectsRegex(CONSUMER_SUBJECTS["ledger-provider-facts"])} and not exists
+                    (select 1 from ledger.inbox i where i.consumer = 'ledger-provider-facts' and i.event_id = e.id)`),
+    ...(await sql`select 'not applied by webhooks' as why, e.id::text as event_id from operations.outbox e
+                  where e.subject ~ ${subjectsRegex(CONSUMER_SUBJECTS.webhooks)} and not exists
+                    (select 1 from webhooks.inbox i where i.consumer = 'webhooks' and i.event_id = e.id)`),
+    ...(await sql`select 'not applied by operations-withdrawals' as why, e.id::text as event_id from operations.outbox e
+                  where e.subject ~ ${subjectsRegex(CONSUMER_SUBJECTS["operations-withdrawals"])} and not exists
+                    (select 1 from operations.inbox i where i.consumer = 'operations-withdrawals' and i.event_id = e.id)`),
+    ...(await sql`select 'not applied by operations-pool-payins' as why, e.id::text as event_id from operations.outbox e
+                  where e.subject ~ ${subjectsRegex(CONSUMER_SUBJECTS["operations-pool-payins"])} and not exists
+                    (select 1 from operations.inbox i where i.consumer = 'operations-pool-payins' and i.event_id = e.id)`),
+    ...(await sql`select 'not applied by operations-pool-payouts' as why, e.id::text as event_id from matching.outbox e
+                  where e.subject ~ ${subjectsRegex(CONSUMER_SUBJECTS["operations-pool-payouts"])} and not exists
+                    (select 1 from operations.inbox i where i.consumer = 'operations-pool-payouts' and i.event_id = e.id)`),
+    ...(await sql`select 'webhook delivery still pending' as why, event_id::text from webhooks.deliveries where status = 'pending'`),
+  ].map((r) => ({ why: String(r.why), event_id: String(r.event_id) }));
+  const [events] = await sql<{ n: number }[]>`
+    select ((select count(*) from operations.outbox) + (select count(*) from ledger.outbox)
+          + (select count(*) from matching.outbox) + (select count(*) from receipts.outbox))::int as n`;
+  const terminalDeliveries = await sql<TerminalDelivery[]>`
+    select event_id::text, event_type, operation_id::text, status from webhooks.deliveries
+    where event_type ~ '\\.(completed|rejected|cancelled|expired)$'`;
+  return { operations, clearing, shops, unsettled, events: events?.n ?? 0, terminalDeliveries };
+}
+
 /** Runs the six invariants and returns what each examined and found. */
 export async function checkConservation(input: ConservationInput): Promise<InvariantResult[]> {
-  const { sql, books, lists } = input;
-  const ops = await sql<OpRow[]>`
-    select id::text, shop_id::text, type, status, provider, currency, actual_amount::text,
-           (request_hash is not null and not (status = 'rejected' and provider is null)) as known
-    from operations.operations`;
+  const { gateway, books, lists } = input;
+  const ops = gateway.operations;
   const byId = new Map(ops.map((o) => [o.id, o]));
+  // A create the gateway refused (`no_provider_accepted`): rejected without a provider.
+  const refused = (o: GatewayOperation) => !o.placeholder && o.status === "rejected" && o.provider === null;
+  // Whether the merchant was told of it: a placeholder and a refused create never were.
+  const known = (o: GatewayOperation) => !o.placeholder && !refused(o);
   const facts = lists.providerFacts ?? [];
   const factFor = (reference: string, provider: string) =>
     facts.some((f) => f.operation_id === reference && f.provider === provider);
+  const add = (m: Map<string, Decimal>, k: string, v: Decimal) =>
+    m.set(k, (m.get(k) ?? new Decimal(0)).plus(v));
 
   // --- money ----------------------------------------------------------------------
   const providerSide = new Map<string, Decimal>();
-  const add = (m: Map<string, Decimal>, k: string, v: Decimal) =>
-    m.set(k, (m.get(k) ?? new Decimal(0)).plus(v));
   const orphans: unknown[] = [];
   for (const r of books.references) {
     if (r.status !== "completed") continue;
@@ -114,19 +313,18 @@ export async function checkConservation(input: ConservationInput): Promise<Invar
     add(providerSide, `${op.shop_id} ${r.currency}`, signed);
   }
   // What the ledger holds against the providers: provider clearing, debited by a payment's
-  // gross and credited by a payout's outflow. The pool's own postings are left out: the
-  // pool is no provider with books here (its payer pays its payout's recipient directly).
-  const ledgerRows = await sql<{ shop_id: string; currency: string; booked: string }[]>`
-    select a.owner as shop_id, p.currency,
-           sum(case when p.side = 'debit' then p.amount else -p.amount end)::text as booked
-    from ledger.postings p
-    join ledger.accounts a on a.id = p.account_id
-    join ledger.transfers t on t.id = p.transfer_id
-    left join operations.operations op on op.id = t.operation_id
-    where a.kind = 'provider_clearing'
-      and not (op.provider is not distinct from ${POOL} and t.kind in ('payment_settle', 'payout_complete'))
-    group by 1, 2`;
-  const ledgerSide = new Map(ledgerRows.map((r) => [`${r.shop_id} ${r.currency}`, new Decimal(r.booked)]));
+  // gross and credited by a payout's outflow. The pool's own completions are left out:
+  // the pool is no provider with books here (its payer pays its payout's recipient directly).
+  const ledgerSide = new Map<string, Decimal>();
+  for (const t of gateway.shops)
+    add(ledgerSide, `${t.shop_id} ${t.currency}`, new Decimal(t.provider_clearing));
+  const bookedFor = new Map<string, Decimal>();
+  for (const c of gateway.clearing) {
+    if (c.currency === null) continue;
+    add(bookedFor, c.operation_id, new Decimal(c.booked));
+    if (byId.get(c.operation_id)?.provider === POOL)
+      add(ledgerSide, `${c.shop_id} ${c.currency}`, new Decimal(c.booked_on_completion).neg());
+  }
   const moneyViolations: unknown[] = [...orphans];
   for (const key of new Set([...providerSide.keys(), ...ledgerSide.keys()])) {
     const provider = providerSide.get(key) ?? new Decimal(0);
@@ -145,12 +343,6 @@ export async function checkConservation(input: ConservationInput): Promise<Invar
   // Where the money differs, reference by reference: what the providers settled against
   // what the ledger's provider clearing holds for that operation.
   if (moneyViolations.length > orphans.length) {
-    const perOp = await sql<{ operation_id: string; booked: string }[]>`
-      select t.operation_id::text, sum(case when p.side = 'debit' then p.amount else -p.amount end)::text as booked
-      from ledger.postings p join ledger.accounts a on a.id = p.account_id
-      join ledger.transfers t on t.id = p.transfer_id
-      where a.kind = 'provider_clearing' and t.operation_id is not null group by 1`;
-    const bookedFor = new Map(perOp.map((r) => [r.operation_id, new Decimal(r.booked)]));
     const settledFor = new Map<string, { sum: Decimal; by: string[] }>();
     for (const r of books.references) {
       if (r.status !== "completed") continue;
@@ -174,10 +366,14 @@ export async function checkConservation(input: ConservationInput): Promise<Invar
       });
     }
   }
-  const unbalanced = await sql`
-    select owner as shop_id, currency, sum(balance)::text as sum from ledger.accounts
-    group by 1, 2 having sum(balance) <> 0`;
-  moneyViolations.push(...unbalanced.map((r) => ({ why: "the shop's accounts do not sum to zero", ...r })));
+  for (const t of gateway.shops)
+    if (!new Decimal(t.accounts_sum).isZero())
+      moneyViolations.push({
+        why: "the shop's accounts do not sum to zero",
+        shop_id: t.shop_id,
+        currency: t.currency,
+        sum: t.accounts_sum,
+      });
 
   // --- payout_once ----------------------------------------------------------------
   const paidBy = new Map<string, string[]>();
@@ -190,13 +386,12 @@ export async function checkConservation(input: ConservationInput): Promise<Invar
     const op = byId.get(reference);
     if (op?.provider === POOL) payoutViolations.push({ reference, paid_by: [...providers, POOL] });
   }
-  const completes = await sql`
-    select operation_id::text, count(*)::int as n from ledger.transfers where kind = 'payout_complete'
-    group by 1 having count(*) > 1`;
-  payoutViolations.push(...completes.map((r) => ({ why: "payout completed twice in the ledger", ...r })));
+  const twice = new Set(gateway.clearing.filter((c) => c.payout_completes > 1).map((c) => c.operation_id));
+  for (const id of twice)
+    payoutViolations.push({ why: "payout completed twice in the ledger", operation_id: id });
   const payoutsExamined = ops.filter((o) => o.type === "payout").length;
 
-  // --- status_agrees --------------------------------------------------------------
+  // --- status_agrees and provider_closed -------------------------------------------
   const held = new Map<string, Books["references"]>();
   for (const r of books.references) held.set(r.reference, [...(held.get(r.reference) ?? []), r]);
   const statusViolations: unknown[] = [];
@@ -205,7 +400,7 @@ export async function checkConservation(input: ConservationInput): Promise<Invar
   for (const op of ops) {
     const holders = held.get(op.id) ?? [];
     const own = op.provider ? holders.find((h) => h.provider === op.provider) : undefined;
-    if (op.provider && op.provider !== POOL && op.known) {
+    if (op.provider && op.provider !== POOL && known(op)) {
       const fact = own?.status;
       if (op.status === "completed" && fact !== "completed")
         statusViolations.push({ id: op.id, why: "completed, but its provider did not complete it", fact });
@@ -234,6 +429,27 @@ export async function checkConservation(input: ConservationInput): Promise<Invar
       if (TERMINAL.has(op.status) && fact === "pending")
         openViolations.push({ id: op.id, why: `${op.status}, but its provider still holds it open` });
     }
+    // A create refused or rejected: every provider it was passed over at (accepted there,
+    // then withdrawn) must be closed too, or, if that provider completed it, the
+    // completion must be on the operator's list (and booked on suspense).
+    if (op.status === "rejected" && !op.placeholder) {
+      const passedOver = holders.filter((h) => h.provider !== op.provider);
+      if (refused(op) && passedOver.length > 0) ended++;
+      for (const h of passedOver) {
+        if (h.status === "pending")
+          openViolations.push({
+            id: op.id,
+            why: "rejected, but a provider it was passed over at still holds it open",
+            provider: h.provider,
+          });
+        if (h.status === "completed" && !factFor(op.id, h.provider))
+          openViolations.push({
+            id: op.id,
+            why: "rejected, a provider it was passed over at completed it, and it is not on the provider-facts list",
+            provider: h.provider,
+          });
+      }
+    }
     // A completion by a provider the operation is not routed to: the gateway must have it
     // on the operator's list of unexpected provider facts (and booked on suspense).
     for (const h of holders) {
@@ -251,53 +467,27 @@ export async function checkConservation(input: ConservationInput): Promise<Invar
 
   // --- events_settled -------------------------------------------------------------
   const dead = new Map((lists.deadLetters ?? []).map((d) => [d.event_id, d]));
-  const excused = (eventId: string) => {
-    const d = dead.get(eventId);
+  const excused = (eventId: string | undefined) => {
+    const d = eventId === undefined ? undefined : dead.get(eventId);
     return d !== undefined && d.error.trim() !== "";
   };
   const stuck = [
-    ...(await sql`select 'operations outbox unpublished' as why, id::text as event_id from operations.outbox where published_at is null`),
-    ...(await sql`select 'ledger outbox unpublished' as why, id::text as event_id from ledger.outbox where published_at is null`),
-    ...(await sql`select 'matching outbox unpublished' as why, id::text as event_id from matching.outbox where published_at is null`),
-    ...(await sql`select 'receipts outbox unpublished' as why, id::text as event_id from receipts.outbox where published_at is null`),
-    // Each consumer against the subjects it reads (CONSUMER_SUBJECTS): an event is in a
-    // consumer's inbox exactly when its subject is on that consumer's list.
-    ...(await sql`select 'not applied by ledger' as why, e.id::text as event_id from operations.outbox e
-                  where e.subject ~ ${subjectsRegex(CONSUMER_SUBJECTS.ledger)} and not exists
-                    (select 1 from ledger.inbox i where i.consumer = 'ledger' and i.event_id = e.id)`),
-    ...(await sql`select 'not applied by ledger-provider-facts' as why, e.id::text as event_id from operations.outbox e
-                  where e.subject ~ ${subjectsRegex(CONSUMER_SUBJECTS["ledger-provider-facts"])} and not exists
-                    (select 1 from ledger.inbox i where i.consumer = 'ledger-provider-facts' and i.event_id = e.id)`),
-    ...(await sql`select 'not applied by webhooks' as why, e.id::text as event_id from operations.outbox e
-                  where e.subject ~ ${subjectsRegex(CONSUMER_SUBJECTS.webhooks)} and not exists
-                    (select 1 from webhooks.inbox i where i.consumer = 'webhooks' and i.event_id = e.id)`),
-    ...(await sql`select 'not applied by operations-withdrawals' as why, e.id::text as event_id from operations.outbox e
-                  where e.subject ~ ${subjectsRegex(CONSUMER_SUBJECTS["operations-withdrawals"])} and not exists
-                    (select 1 from operations.inbox i where i.consumer = 'operations-withdrawals' and i.event_id = e.id)`),
-    ...(await sql`select 'not applied by operations-pool-payins' as why, e.id::text as event_id from operations.outbox e
-                  where e.subject ~ ${subjectsRegex(CONSUMER_SUBJECTS["operations-pool-payins"])} and not exists
-                    (select 1 from operations.inbox i where i.consumer = 'operations-pool-payins' and i.event_id = e.id)`),
-    ...(await sql`select 'not applied by operations-pool-payouts' as why, e.id::text as event_id from matching.outbox e
-                  where e.subject ~ ${subjectsRegex(CONSUMER_SUBJECTS["operations-pool-payouts"])} and not exists
-                    (select 1 from operations.inbox i where i.consumer = 'operations-pool-payouts' and i.event_id = e.id)`),
-    ...(await sql`select 'webhook delivery still pending' as why, event_id::text from webhooks.deliveries where status = 'pending'`),
-    ...(await sql`select 'create still routing' as why, id::text as event_id from operations.operations where status = 'routing'`),
-  ].filter((r) => !excused(String(r.event_id)));
+    ...gateway.unsettled,
+    ...ops
+      .filter((o) => o.status === "routing")
+      .map((o) => ({ why: "create still routing", event_id: o.id })),
+  ].filter((r) => !excused(r.event_id));
   const deadWithoutReason = (lists.deadLetters ?? []).filter((d) => d.error.trim() === "");
-  const [eventCount] = await sql<{ n: number }[]>`
-    select ((select count(*) from operations.outbox) + (select count(*) from ledger.outbox)
-          + (select count(*) from matching.outbox) + (select count(*) from receipts.outbox))::int as n`;
 
   // --- webhooks_once --------------------------------------------------------------
-  const terminalDeliveries = await sql<
-    { operation_id: string; event_type: string; event_ids: string[]; states: string[] }[]
-  >`
-    select operation_id::text, event_type, array_agg(event_id::text) as event_ids, array_agg(status) as states
-    from webhooks.deliveries where event_type ~ '\\.(completed|rejected|cancelled|expired)$'
-    group by 1, 2`;
-  const deliveredFor = new Map(terminalDeliveries.map((d) => [`${d.operation_id} ${d.event_type}`, d]));
+  const deliveredFor = new Map<string, { event_ids: string[]; states: string[] }>();
+  for (const d of gateway.terminalDeliveries) {
+    const key = `${d.operation_id} ${d.event_type}`;
+    const prev = deliveredFor.get(key) ?? { event_ids: [], states: [] };
+    deliveredFor.set(key, { event_ids: [...prev.event_ids, d.event_id], states: [...prev.states, d.status] });
+  }
   const webhookViolations: unknown[] = [];
-  const terminalOps = ops.filter((o) => o.known && TERMINAL.has(o.status));
+  const terminalOps = ops.filter((o) => known(o) && TERMINAL.has(o.status));
   for (const op of terminalOps) {
     const d = deliveredFor.get(`${op.id} ${op.type}.${op.status}`);
     if (!d) {
@@ -312,10 +502,11 @@ export async function checkConservation(input: ConservationInput): Promise<Invar
       webhookViolations.push({ id: op.id, why: "terminal webhook never received with a valid signature" });
   }
   // A terminal webhook for an operation whose final status is another one: told twice, differently.
-  for (const d of terminalDeliveries) {
-    const op = byId.get(d.operation_id);
-    if (op && `${op.type}.${op.status}` !== d.event_type)
-      webhookViolations.push({ id: d.operation_id, why: `sent ${d.event_type}, but it is ${op.status}` });
+  for (const key of deliveredFor.keys()) {
+    const [operationId = "", eventType] = key.split(" ");
+    const op = byId.get(operationId);
+    if (op && `${op.type}.${op.status}` !== eventType)
+      webhookViolations.push({ id: operationId, why: `sent ${eventType}, but it is ${op.status}` });
   }
   if ((input.unverified ?? 0) > 0)
     webhookViolations.push({ why: "webhooks received with an invalid signature", n: input.unverified });
@@ -341,14 +532,14 @@ export async function checkConservation(input: ConservationInput): Promise<Invar
     },
     {
       id: "provider_closed",
-      name: "every operation the gateway ended is closed at its provider (withdrawn or final)",
+      name: "every operation the gateway ended (refused creates' passed-over providers too) is closed at the provider (withdrawn or final)",
       examined: ended,
       violations: openViolations,
     },
     {
       id: "events_settled",
       name: "no event unpublished or unapplied after quiescence unless dead-lettered with a reason",
-      examined: eventCount?.n ?? 0,
+      examined: gateway.events,
       violations: [
         ...stuck,
         ...deadWithoutReason.map((d) => ({ why: "dead letter without a reason", ...d })),
@@ -363,11 +554,13 @@ export async function checkConservation(input: ConservationInput): Promise<Invar
   ];
 }
 
+type Tamper = (tx: postgres.TransactionSql) => Promise<{ count: number }>;
+
 /**
  * Corrupts what each invariant guards, for `--tamper` (the stack stopped, triggers off,
  * inside the caller's transaction); returns the rows changed.
  */
-export const TAMPER: Record<InvariantId, (tx: postgres.TransactionSql) => Promise<{ count: number }>> = {
+const TAMPER: Record<InvariantId, Tamper> = {
   // One kopeck more on one leg of a completed payin: the provider reports more than was booked.
   money: (tx) => tx`update sandbox.legs set amount = amount + 0.01 where id = (
       select l.id from sandbox.legs l join sandbox.operations o on o.id = l.operation_id
@@ -407,6 +600,94 @@ export const TAMPER: Record<InvariantId, (tx: postgres.TransactionSql) => Promis
     tx`delete from webhooks.deliveries where event_id = (select event_id from webhooks.deliveries
         where event_type ~ '\\.(completed|rejected|cancelled)$' limit 1)`,
 };
+
+/**
+ * The tamper self-test's cases: one per invariant, and one more for `provider_closed`'s
+ * refused creates. Each must be reported broken by the invariant it names.
+ */
+export const TAMPER_CASES: { id: InvariantId; name: string; tamper: Tamper }[] = [
+  ...INVARIANTS.map((id) => ({ id, name: id, tamper: TAMPER[id] })),
+  {
+    id: "provider_closed",
+    name: "provider_closed (refused create)",
+    // A create the gateway refused (`no_provider_accepted`) still open at a provider it was
+    // passed over at: such a row reopened; or, when the run left none, one added for a
+    // refused create (made from another operation's row when the run refused none).
+    tamper: async (tx) => {
+      const reopened =
+        await tx`update sandbox.operations set status = 'pending', settled_at = null where id = (
+          select s.id from sandbox.operations s join operations.operations op on op.id::text = s.reference
+          where op.status = 'rejected' and op.provider is null and op.request_hash is not null limit 1)`;
+      if (reopened.count > 0) return reopened;
+      await tx`insert into operations.operations (id, shop_id, merchant_id, merchant_operation_id, request_hash,
+                 type, status, method, currency, expected_amount)
+               select gen_random_uuid(), shop_id, merchant_id, merchant_operation_id || ':tamper-refused',
+                 request_hash, type, 'rejected', method, currency, expected_amount
+               from operations.operations
+               where request_hash is not null and provider is not null and provider <> ${POOL}
+                 and not exists (select 1 from operations.operations r
+                   where r.status = 'rejected' and r.provider is null and r.request_hash is not null)
+               limit 1`;
+      return tx`insert into sandbox.operations (id, provider, reference, direction, method, amount, currency,
+                  callback_url, decision, status)
+                select gen_random_uuid(), t.provider, op.id::text,
+                  case when op.type = 'payment' then 'payin' else 'payout' end, t.method,
+                  coalesce(op.expected_amount, 100), coalesce(op.currency, t.currency), t.callback_url,
+                  'accepted', 'pending'
+                from (select * from operations.operations
+                      where status = 'rejected' and provider is null and request_hash is not null limit 1) op,
+                     (select * from sandbox.operations limit 1) t`;
+    },
+  },
+];
+
+class RolledBack extends Error {
+  override readonly name = "RolledBack";
+}
+
+/** What one tamper case came to. */
+export interface TamperOutcome {
+  id: InvariantId;
+  name: string;
+  outcome: "reported BROKEN" | "NOT reported" | "nothing to corrupt";
+}
+
+/**
+ * The checker's self-test: each of `TAMPER_CASES` corrupts what its invariant guards
+ * inside a transaction (triggers off), the checker reads through that transaction
+ * (`readGatewayBySql`, the sandbox's books with the same selects) and must report the
+ * invariant broken; then the transaction is rolled back, so nothing is left changed.
+ */
+export async function tamperSelfTest(
+  sql: postgres.Sql,
+  received?: ReadonlyMap<string, number>,
+): Promise<TamperOutcome[]> {
+  const outcomes: TamperOutcome[] = [];
+  for (const { id, name, tamper } of TAMPER_CASES) {
+    let outcome: TamperOutcome["outcome"] = "nothing to corrupt";
+    await sql
+      .begin(async (tx) => {
+        await tx`set local session_replication_role = replica`;
+        const { count } = await tamper(tx);
+        if (count > 0) {
+          const read = tx as unknown as postgres.Sql;
+          const results = await checkConservation({
+            gateway: await readGatewayBySql(read),
+            books: await sandboxBooks(read),
+            lists: {},
+            received,
+          });
+          outcome = results.find((r) => r.id === id)?.violations.length ? "reported BROKEN" : "NOT reported";
+        }
+        throw new RolledBack();
+      })
+      .catch((err) => {
+        if (!(err instanceof RolledBack)) throw err;
+      });
+    outcomes.push({ id, name, outcome });
+  }
+  return outcomes;
+}
 
 /** Renders the table of what was examined and `N of M invariants broken`. */
 export function renderTable(

@@ -3,7 +3,6 @@
  * sandbox providers, a seeded load through them beside the suite's own load, and at the
  * end the conservation checker (or, with `--tamper`, its self-test).
  */
-import { books as sandboxBooks } from "@gw/sandbox-provider/books";
 import { AdminClient } from "@gw/stack/admin-client";
 import { DEMO_PRICING } from "@gw/stack/provision";
 import { startWebhookReceiver } from "@gw/stack/webhook-receiver";
@@ -11,10 +10,10 @@ import type postgres from "postgres";
 import {
   adminList,
   checkConservation,
-  INVARIANTS,
-  type InvariantResult,
+  readGatewayByAdminApi,
   renderTable,
-  TAMPER,
+  TAMPER_CASES,
+  tamperSelfTest,
 } from "./conservation.ts";
 import { allFaults, SHORT_RUN_FAULTS } from "./profiles.ts";
 import {
@@ -108,7 +107,7 @@ export async function startProviderFaults(options: {
       const books = await readBooks(stack.urls.sandbox);
       print(`provider faults injected by kind: ${JSON.stringify(books.faults)}`);
       const results = await checkConservation({
-        sql,
+        gateway: await readGatewayByAdminApi(stack.urls.edge, stack.adminToken),
         books,
         lists: {
           deadLetters: await adminList(stack.urls.edge, stack.adminToken, "/dead-letters", "dead_letters"),
@@ -131,45 +130,15 @@ export async function startProviderFaults(options: {
   return { load, finish };
 }
 
-class RolledBack extends Error {
-  override readonly name = "RolledBack";
-}
-
-/**
- * Corrupts what each invariant guards, one at a time inside a transaction the checker
- * reads through (rolled back after), and counts the invariants that did not report it.
- */
+/** The checker's tamper self-test, printed; returns how many cases were not reported. */
 async function selfTest(
   sql: postgres.Sql,
   received: ReadonlyMap<string, number>,
   print: (line: string) => void,
 ): Promise<number> {
-  let missed = 0;
-  for (const id of INVARIANTS) {
-    let outcome = "nothing to corrupt";
-    await sql
-      .begin(async (tx) => {
-        await tx`set local session_replication_role = replica`;
-        const { count } = await TAMPER[id](tx);
-        if (count > 0) {
-          const results: InvariantResult[] = await checkConservation({
-            sql: tx as unknown as postgres.Sql,
-            books: await sandboxBooks(tx as unknown as postgres.Sql),
-            lists: {},
-            received,
-          });
-          outcome = results.find((r) => r.id === id)?.violations.length ? "reported BROKEN" : "NOT reported";
-        }
-        throw new RolledBack();
-      })
-      .catch((err) => {
-        if (!(err instanceof RolledBack)) throw err;
-      });
-    if (outcome !== "reported BROKEN") missed++;
-    print(`tamper ${id}: ${outcome}`);
-  }
-  print(
-    `tamper: ${INVARIANTS.length - missed} of ${INVARIANTS.length} corrupted conservation invariants reported broken`,
-  );
-  return missed;
+  const outcomes = await tamperSelfTest(sql, received);
+  for (const o of outcomes) print(`tamper ${o.name}: ${o.outcome}`);
+  const caught = outcomes.filter((o) => o.outcome === "reported BROKEN").length;
+  print(`tamper: ${caught} of ${TAMPER_CASES.length} corrupted conservation invariant cases reported broken`);
+  return TAMPER_CASES.length - caught;
 }

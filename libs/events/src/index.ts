@@ -20,6 +20,7 @@ export {
   listDeadLetters,
   retryDeadLetter,
 } from "./dead-letters.ts";
+export { EventHealthHandlers, type EventHealthOptions } from "./event-health.ts";
 export { connectNats, ensureStream, type Nats, streamName } from "./nats.ts";
 export { enqueueEvent, eventHeaders, type OutboxRow, REQUEST_ID_EVENT_HEADER } from "./outbox.ts";
 export { OutboxRelay, type OutboxRelayOptions } from "./relay.ts";

@@ -39,6 +39,7 @@ export const GATEWAY_ACCESS_POLICY: AccessPolicy = {
     ListRoutes: ADMIN,
     ResolveReview: ADMIN,
     ListManualChecks: ADMIN,
+    ListOperationsAudit: ADMIN,
     "*": MERCHANT,
   },
   "gateway.operations.v1.ProviderFactsService": {
@@ -52,6 +53,8 @@ export const GATEWAY_ACCESS_POLICY: AccessPolicy = {
     ListPricing: ADMIN,
     PutFxRate: ADMIN,
     PostAdjustment: ADMIN,
+    ListClearingByOperation: ADMIN,
+    ListShopTotals: ADMIN,
   },
   "gateway.matching.v1.MatchingService": {
     GetPoolDepth: ["operations", "edge"],
@@ -74,6 +77,10 @@ export const GATEWAY_ACCESS_POLICY: AccessPolicy = {
   },
   // Served by every service with event consumers (operations, ledger, webhooks).
   "gateway.deadletters.v1.DeadLetterService": {
+    "*": ADMIN,
+  },
+  // Served by every service with an outbox or consumers (operations, ledger, matching, webhooks).
+  "gateway.events.v1.EventHealthService": {
     "*": ADMIN,
   },
 };

@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import type { Client, Interceptor, ServiceImpl } from "@connectrpc/connect";
 import * as grpc from "@grpc/grpc-js";
+import { EventHealthService } from "@gw/proto/gateway/events/v1/event_health_pb";
 import { LedgerService } from "@gw/proto/gateway/ledger/v1/ledger_pb";
 import {
   GetPoolDepthRequestSchema,
@@ -300,6 +301,7 @@ describe("service tokens and the gateway's policy", () => {
       MatchingService,
       ReceiptsService,
       WebhooksService,
+      EventHealthService,
     ]) {
       const rules = GATEWAY_ACCESS_POLICY[service.typeName];
       expect(rules, service.typeName).toBeDefined();

@@ -6,6 +6,7 @@ import { connect, type Database, migrateSchema } from "@gw/db";
 import { connectNats } from "@gw/events";
 import { createLogger } from "@gw/log";
 import { DeadLetterService } from "@gw/proto/gateway/deadletters/v1/dead_letters_pb";
+import { EventHealthService } from "@gw/proto/gateway/events/v1/event_health_pb";
 import { LedgerService } from "@gw/proto/gateway/ledger/v1/ledger_pb";
 import { MatchingService } from "@gw/proto/gateway/matching/v1/matching_pb";
 import { OperationsService } from "@gw/proto/gateway/operations/v1/operations_pb";
@@ -32,6 +33,7 @@ import { jsonBody } from "./middleware/body.ts";
 import { requestLog } from "./middleware/request-log.ts";
 import { traceRequests } from "./middleware/tracing.ts";
 import { DOCS_PAGE, describeUnmanagedRoutes, OPENAPI_INFO } from "./openapi.ts";
+import { adminAuditRoutes } from "./routes/admin-audit.ts";
 import { adminConfigRoutes } from "./routes/admin-config.ts";
 import { adminDeadLetterRoutes } from "./routes/admin-dead-letters.ts";
 import { adminProviderFactRoutes } from "./routes/admin-provider-facts.ts";
@@ -109,6 +111,7 @@ export function buildApp(deps: EdgeDeps): OpenAPIHono<EdgeEnv> {
   app.route("/admin/v1", adminProviderFactRoutes(deps.clients));
   app.route("/admin/v1", adminReadRoutes(deps.clients));
   app.route("/admin/v1", adminReceiptRoutes(deps.clients));
+  app.route("/admin/v1", adminAuditRoutes(deps.clients));
   app.route(
     "/backoffice",
     backofficeRoutes({
@@ -183,6 +186,12 @@ export async function startEdge(
       operations: createServiceClient(DeadLetterService, config.OPERATIONS_URL),
       ledger: createServiceClient(DeadLetterService, config.LEDGER_URL),
       webhooks: createServiceClient(DeadLetterService, config.WEBHOOKS_URL),
+    },
+    eventHealth: {
+      operations: createServiceClient(EventHealthService, config.OPERATIONS_URL),
+      ledger: createServiceClient(EventHealthService, config.LEDGER_URL),
+      matching: createServiceClient(EventHealthService, config.MATCHING_URL),
+      webhooks: createServiceClient(EventHealthService, config.WEBHOOKS_URL),
     },
   };
   const downstreamUrls = {

@@ -2,6 +2,7 @@ import type { Client } from "@connectrpc/connect";
 import type { Database } from "@gw/db";
 import type { Logger } from "@gw/log";
 import type { DeadLetterService } from "@gw/proto/gateway/deadletters/v1/dead_letters_pb";
+import type { EventHealthService } from "@gw/proto/gateway/events/v1/event_health_pb";
 import type { LedgerService } from "@gw/proto/gateway/ledger/v1/ledger_pb";
 import type { MatchingService } from "@gw/proto/gateway/matching/v1/matching_pb";
 import type { OperationsService } from "@gw/proto/gateway/operations/v1/operations_pb";
@@ -15,6 +16,10 @@ import type { KeyCache } from "./key-cache.ts";
 export const DEAD_LETTER_HOLDERS = ["operations", "ledger", "webhooks"] as const;
 export type DeadLetterHolder = (typeof DEAD_LETTER_HOLDERS)[number];
 
+/** The services with an outbox or consumers, each serving the event health of its own. */
+export const EVENT_HEALTH_HOLDERS = ["operations", "ledger", "matching", "webhooks"] as const;
+export type EventHealthHolder = (typeof EVENT_HEALTH_HOLDERS)[number];
+
 /** The downstream gRPC services the edge maps requests to. */
 export interface EdgeClients {
   operations: Client<typeof OperationsService>;
@@ -26,6 +31,8 @@ export interface EdgeClients {
   receipts: Client<typeof ReceiptsService>;
   /** The dead letters of each service with consumers (`DEAD_LETTER_HOLDERS`). */
   deadLetters: Record<DeadLetterHolder, Client<typeof DeadLetterService>>;
+  /** Each service's outbox and consumers (`EVENT_HEALTH_HOLDERS`); `/admin/v1/audit/events` answers 503 without them. */
+  eventHealth?: Record<EventHealthHolder, Client<typeof EventHealthService>>;
   /** The operators' queue of provider facts (operations); the admin routes answer 503 without it. */
   providerFacts?: Client<typeof ProviderFactsService>;
 }

@@ -4,10 +4,12 @@ import {
   CONSUMER_SUBJECTS,
   DeadLetterHandlers,
   type EventApplier,
+  EventHealthHandlers,
   type RunningConsumer,
   runConsumer,
 } from "@gw/events";
 import { DeadLetterService } from "@gw/proto/gateway/deadletters/v1/dead_letters_pb";
+import { EventHealthService } from "@gw/proto/gateway/events/v1/event_health_pb";
 import { LedgerService } from "@gw/proto/gateway/ledger/v1/ledger_pb";
 import { type OperationEvent, OperationEventSchema } from "@gw/proto/gateway/operations/v1/operations_pb";
 import { type GrpcServiceConfig, startGrpcService } from "@gw/runtime";
@@ -29,7 +31,7 @@ export function startLedger(config: GrpcServiceConfig) {
     name: "ledger",
     schema: "ledger",
     migrationsFolder,
-    serviceNames: [LedgerService.typeName, DeadLetterService.typeName],
+    serviceNames: [LedgerService.typeName, DeadLetterService.typeName, EventHealthService.typeName],
     config,
     setup: ({ sql, nats, logger, retry }) => {
       let consumer: RunningConsumer | undefined;
@@ -50,6 +52,17 @@ export function startLedger(config: GrpcServiceConfig) {
         routes: (router) => {
           router.service(LedgerService, new LedgerHandlers(sql, logger));
           router.service(DeadLetterService, deadLetters);
+          router.service(
+            EventHealthService,
+            new EventHealthHandlers({
+              service: "ledger",
+              sql,
+              outboxSchema: "ledger",
+              nats,
+              prefix: config.EVENTS_PREFIX,
+              durables: [postings.durable, suspenseApplier.durable],
+            }),
+          );
         },
         async start() {
           consumer = await runConsumer({

@@ -17,7 +17,9 @@ import {
 } from "@gw/money";
 import type {
   LedgerService,
+  ListClearingByOperationRequest,
   ListPricingRequest,
+  ListShopTotalsRequest,
   PostAdjustmentRequest,
   PutFxRateRequest,
   PutPricingRequest,
@@ -27,6 +29,7 @@ import type {
 } from "@gw/proto/gateway/ledger/v1/ledger_pb";
 import { Code, failure } from "@gw/rpc";
 import stringify from "safe-stable-stringify";
+import { listClearingByOperation, listShopTotals } from "./audit.ts";
 import { payoutPending } from "./events.ts";
 import { invalid, isDirection, type Tier, validateTiers } from "./pricing.ts";
 import { listPricing } from "./pricing-read.ts";
@@ -73,6 +76,16 @@ export class LedgerHandlers implements ServiceImpl<typeof LedgerService> {
   constructor(sql: Sql, logger: Logger) {
     this.#sql = sql;
     this.#logger = logger;
+  }
+
+  /** Admin audit: provider clearing per operation and currency. Errors: INVALID_ARGUMENT (cursor). */
+  listClearingByOperation(req: ListClearingByOperationRequest) {
+    return listClearingByOperation(this.#sql, req);
+  }
+
+  /** Admin audit: provider clearing and the accounts' sum per shop and currency. Errors: INVALID_ARGUMENT (cursor). */
+  listShopTotals(req: ListShopTotalsRequest) {
+    return listShopTotals(this.#sql, req);
   }
 
   /**

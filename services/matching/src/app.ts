@@ -1,5 +1,6 @@
 import { fileURLToPath } from "node:url";
-import { OutboxRelay } from "@gw/events";
+import { EventHealthHandlers, OutboxRelay } from "@gw/events";
+import { EventHealthService } from "@gw/proto/gateway/events/v1/event_health_pb";
 import { MatchingService } from "@gw/proto/gateway/matching/v1/matching_pb";
 import { startGrpcService } from "@gw/runtime";
 import type { MatchingConfig } from "./config.ts";
@@ -17,7 +18,7 @@ export function startMatching(config: MatchingConfig) {
     name: "matching",
     schema: "matching",
     migrationsFolder,
-    serviceNames: [MatchingService.typeName],
+    serviceNames: [MatchingService.typeName, EventHealthService.typeName],
     config,
     setup: ({ sql, nats, logger }) => {
       const store = new PoolStore(sql, config.EVENTS_PREFIX);
@@ -27,7 +28,21 @@ export function startMatching(config: MatchingConfig) {
       const relay = new OutboxRelay({ sql, schema: "matching", js: nats.js, logger });
       const sweeper = new PoolSweeper(store, logger, config.POOL_SWEEP_INTERVAL_MS);
       return {
-        routes: (router) => router.service(MatchingService, new MatchingHandlers(store, reads)),
+        routes: (router) => {
+          router.service(MatchingService, new MatchingHandlers(store, reads));
+          // Its outbox only: matching has no consumers.
+          router.service(
+            EventHealthService,
+            new EventHealthHandlers({
+              service: "matching",
+              sql,
+              outboxSchema: "matching",
+              nats,
+              prefix: config.EVENTS_PREFIX,
+              durables: [],
+            }),
+          );
+        },
         start: async () => {
           await relay.start();
           sweeper.start();

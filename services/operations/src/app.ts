@@ -1,6 +1,7 @@
 import { fileURLToPath } from "node:url";
-import { DeadLetterHandlers, OutboxRelay, type RunningConsumer } from "@gw/events";
+import { DeadLetterHandlers, EventHealthHandlers, OutboxRelay, type RunningConsumer } from "@gw/events";
 import { DeadLetterService } from "@gw/proto/gateway/deadletters/v1/dead_letters_pb";
+import { EventHealthService } from "@gw/proto/gateway/events/v1/event_health_pb";
 import { LedgerService } from "@gw/proto/gateway/ledger/v1/ledger_pb";
 import { MatchingService } from "@gw/proto/gateway/matching/v1/matching_pb";
 import { OperationsService } from "@gw/proto/gateway/operations/v1/operations_pb";
@@ -30,7 +31,12 @@ export function startOperations(config: OperationsConfig) {
     name: "operations",
     schema: "operations",
     migrationsFolder,
-    serviceNames: [OperationsService.typeName, DeadLetterService.typeName, ProviderFactsService.typeName],
+    serviceNames: [
+      OperationsService.typeName,
+      DeadLetterService.typeName,
+      ProviderFactsService.typeName,
+      EventHealthService.typeName,
+    ],
     config,
     setup: ({ sql, nats, logger, retry }) => {
       const store = new OperationStore(sql, config.EVENTS_PREFIX);
@@ -102,17 +108,27 @@ export function startOperations(config: OperationsConfig) {
         { ...deps, receipts, logger: logger.child({ component: "reconciler" }) },
         reconcilerOptions(config),
       );
+      const appliers = [...Object.values(poolConsumers(pool)).map((c) => c.applier), withdrawalApplier];
       const deadLetters = new DeadLetterHandlers({
         service: "operations",
         sql,
         schema: "operations",
-        consumers: [...Object.values(poolConsumers(pool)).map((c) => c.applier), withdrawalApplier],
+        consumers: appliers,
+      });
+      const eventHealth = new EventHealthHandlers({
+        service: "operations",
+        sql,
+        outboxSchema: "operations",
+        nats,
+        prefix: config.EVENTS_PREFIX,
+        durables: appliers.map((a) => a.durable),
       });
       return {
         routes: (router) => {
           // Domain errors become Connect errors here, once, through the catalogue.
           router.service(OperationsService, withErrorCatalogue(OperationsService, handlers, logger));
           router.service(DeadLetterService, deadLetters);
+          router.service(EventHealthService, eventHealth);
           router.service(
             ProviderFactsService,
             withErrorCatalogue(ProviderFactsService, new ProviderFactsHandlers({ store, logger }), logger),

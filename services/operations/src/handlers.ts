@@ -11,6 +11,7 @@ import type {
   GetPoolCoverageRequest,
   HandleProviderCallbackRequest,
   ListManualChecksRequest,
+  ListOperationsAuditRequest,
   ListRoutesRequest,
   OperationsService,
   PutProviderRequest,
@@ -19,6 +20,7 @@ import type {
 } from "@gw/proto/gateway/operations/v1/operations_pb";
 import { putProvider, putRoute } from "./admin-config.ts";
 import { listProviders, listRoutes } from "./admin-reads.ts";
+import { listOperationsAudit } from "./audit-reads.ts";
 import { handleProviderCallback } from "./callbacks.ts";
 import { confirmPayment, listManualChecks, type ReceiptDeps, resolveReview } from "./confirm.ts";
 import { type CreateDeps, createOperation, parseCreate } from "./create.ts";
@@ -117,6 +119,10 @@ export class OperationsHandlers implements ServiceImpl<typeof OperationsService>
 
   listRoutes(req: ListRoutesRequest) {
     return listRoutes(this.#d.store, req);
+  }
+
+  listOperationsAudit(req: ListOperationsAuditRequest) {
+    return listOperationsAudit(this.#d.store, req);
   }
 
   putRoute(req: PutRouteRequest) {

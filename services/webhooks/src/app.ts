@@ -4,10 +4,12 @@ import {
   CONSUMER_SUBJECTS,
   DeadLetterHandlers,
   type EventApplier,
+  EventHealthHandlers,
   type RunningConsumer,
   runConsumer,
 } from "@gw/events";
 import { DeadLetterService } from "@gw/proto/gateway/deadletters/v1/dead_letters_pb";
+import { EventHealthService } from "@gw/proto/gateway/events/v1/event_health_pb";
 import { type OperationEvent, OperationEventSchema } from "@gw/proto/gateway/operations/v1/operations_pb";
 import { WebhooksService } from "@gw/proto/gateway/webhooks/v1/webhooks_pb";
 import { startGrpcService } from "@gw/runtime";
@@ -31,7 +33,7 @@ export function startWebhooks(config: WebhooksConfig) {
     name: "webhooks",
     schema: "webhooks",
     migrationsFolder,
-    serviceNames: [WebhooksService.typeName, DeadLetterService.typeName],
+    serviceNames: [WebhooksService.typeName, DeadLetterService.typeName, EventHealthService.typeName],
     config,
     setup: ({ db, sql, nats, logger, retry }) => {
       const worker = new DeliveryWorker({
@@ -69,6 +71,16 @@ export function startWebhooks(config: WebhooksConfig) {
         routes: (router) => {
           router.service(WebhooksService, handlers);
           router.service(DeadLetterService, deadLetters);
+          router.service(
+            EventHealthService,
+            new EventHealthHandlers({
+              service: "webhooks",
+              sql,
+              nats,
+              prefix: config.EVENTS_PREFIX,
+              durables: [deliveries.durable],
+            }),
+          );
         },
         async start() {
           await worker.start();

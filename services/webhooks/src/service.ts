@@ -1,9 +1,9 @@
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { Database } from "@gw/db";
 import type { Logger } from "@gw/log";
-import type { WebhooksService } from "@gw/proto/gateway/webhooks/v1/webhooks_pb";
+import type { ListDeliveriesAuditRequest, WebhooksService } from "@gw/proto/gateway/webhooks/v1/webhooks_pb";
 import { Code, failure } from "@gw/rpc";
-import { and, desc, eq, sql } from "drizzle-orm";
+import { and, asc, desc, eq, gt, type SQL, sql } from "drizzle-orm";
 import { deliveries, endpoints } from "./db/schema.ts";
 import { WAKE_CHANNEL } from "./delivery-worker.ts";
 import { generateSecret } from "./signing.ts";
@@ -22,6 +22,9 @@ export interface WebhooksHandlersOptions {
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const DEFAULT_LIST_LIMIT = 50;
 const MAX_LIST_LIMIT = 200;
+/** The audit read's default and largest page. */
+const AUDIT_PAGE = { default: 500, max: 1000 } as const;
+const DELIVERY_STATUSES = ["pending", "delivered", "failed"];
 
 function requireUuid(value: string, field: string): string {
   if (!UUID.test(value))
@@ -129,6 +132,51 @@ export class WebhooksHandlers implements ServiceImpl<typeof WebhooksService> {
         nextAttemptAt: r.status === "pending" ? iso(r.nextAttemptAt) : undefined,
         deliveredAt: iso(r.deliveredAt),
       })),
+    };
+  }
+
+  /**
+   * Admin audit: the deliveries of every shop in event id order, a page at a time
+   * (keyset on the event id), optionally only one status or only terminal event types.
+   * Errors: INVALID_ARGUMENT (validation_failed) for a bad cursor or status.
+   */
+  async listDeliveriesAudit(req: ListDeliveriesAuditRequest) {
+    const where: SQL[] = [];
+    if (req.cursor !== "") where.push(gt(deliveries.eventId, requireUuid(req.cursor, "cursor")));
+    if (req.status !== "") {
+      if (!DELIVERY_STATUSES.includes(req.status))
+        throw failure(
+          Code.InvalidArgument,
+          "validation_failed",
+          "status must be pending, delivered or failed",
+          "status",
+        );
+      where.push(eq(deliveries.status, req.status as (typeof deliveries.$inferSelect)["status"]));
+    }
+    if (req.terminalOnly)
+      where.push(sql`${deliveries.eventType} ~ '\\.(completed|rejected|cancelled|expired)$'`);
+    const limit = req.limit > 0 ? Math.min(req.limit, AUDIT_PAGE.max) : AUDIT_PAGE.default;
+    const rows = await this.#o.db
+      .select()
+      .from(deliveries)
+      .where(and(...where))
+      .orderBy(asc(deliveries.eventId))
+      .limit(limit);
+    return {
+      deliveries: rows.map((r) => ({
+        eventId: r.eventId,
+        eventType: r.eventType,
+        operationId: r.operationId,
+        shopId: r.shopId,
+        status: r.status,
+        attempts: r.attempts,
+        lastStatusCode: r.lastStatusCode ?? undefined,
+        lastError: r.lastError ?? undefined,
+        createdAt: r.createdAt.toISOString(),
+        nextAttemptAt: r.status === "pending" ? iso(r.nextAttemptAt) : undefined,
+        deliveredAt: iso(r.deliveredAt),
+      })),
+      nextCursor: rows.length === limit ? (rows.at(-1)?.eventId ?? "") : "",
     };
   }
 

@@ -1958,6 +1958,352 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/v1/audit/operations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Every operation of every shop, in id order, a page at a time */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description The `next_cursor` of the page before; absent for the first page. */
+                    cursor?: string;
+                    limit?: number;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description A page of operations. */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            operations: components["schemas"]["AuditOperation"][];
+                            /** @description Pass as `cursor` for the next page; null on the last page. */
+                            next_cursor: string | null;
+                        };
+                    };
+                };
+                /** @description Invalid JSON, or a field missing or malformed (`error.field` names it). */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Missing or invalid credentials. */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description A dependency is unavailable or the gateway is busy (`overloaded`); retry after `Retry-After` seconds. */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/v1/audit/ledger/operations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Provider clearing per operation and currency, in operation id order */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description The `next_cursor` of the page before; absent for the first page. */
+                    cursor?: string;
+                    limit?: number;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description A page of operations' clearing (an operation in two currencies has two rows). */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            operations: components["schemas"]["AuditClearing"][];
+                            /** @description Pass as `cursor` for the next page; null on the last page. */
+                            next_cursor: string | null;
+                        };
+                    };
+                };
+                /** @description Invalid JSON, or a field missing or malformed (`error.field` names it). */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Missing or invalid credentials. */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description A dependency is unavailable or the gateway is busy (`overloaded`); retry after `Retry-After` seconds. */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/v1/audit/ledger/shops": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Provider clearing and the accounts' sum per shop and currency */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description The `next_cursor` of the page before; absent for the first page. */
+                    cursor?: string;
+                    limit?: number;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description A page of shop totals. */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            totals: components["schemas"]["AuditShopTotal"][];
+                            /** @description Pass as `cursor` for the next page; null on the last page. */
+                            next_cursor: string | null;
+                        };
+                    };
+                };
+                /** @description Invalid JSON, or a field missing or malformed (`error.field` names it). */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Missing or invalid credentials. */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description A dependency is unavailable or the gateway is busy (`overloaded`); retry after `Retry-After` seconds. */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/v1/audit/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Every service's outbox and durable consumers: what is not yet published or applied
+         * @description Every service with an outbox or consumers is asked; if one cannot answer, the answer is `503` rather than incomplete. An event a consumer gave up on is acknowledged and listed under `/dead-letters` instead.
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Per service. */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            services: components["schemas"]["AuditEventHealth"][];
+                        };
+                    };
+                };
+                /** @description Missing or invalid credentials. */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description A dependency is unavailable or the gateway is busy (`overloaded`); retry after `Retry-After` seconds. */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/v1/audit/webhook-deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Every webhook delivery of every shop, in event id order, a page at a time */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description The `next_cursor` of the page before; absent for the first page. */
+                    cursor?: string;
+                    limit?: number;
+                    status?: "pending" | "delivered" | "failed";
+                    /** @description `true`: only terminal event types (completed, rejected, cancelled, expired). */
+                    terminal?: "true" | "false";
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description A page of deliveries. */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            deliveries: components["schemas"]["AuditDelivery"][];
+                            /** @description Pass as `cursor` for the next page; null on the last page. */
+                            next_cursor: string | null;
+                        };
+                    };
+                };
+                /** @description Invalid JSON, or a field missing or malformed (`error.field` names it). */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Missing or invalid credentials. */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description A dependency is unavailable or the gateway is busy (`overloaded`); retry after `Retry-After` seconds. */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/payment": {
         parameters: {
             query?: never;
@@ -3519,6 +3865,116 @@ export interface components {
             percent: string;
             /** @example 0 */
             fixed: string;
+        };
+        AuditOperation: {
+            /** Format: uuid */
+            id: string;
+            /** Format: uuid */
+            shop_id: string;
+            /** @enum {string} */
+            type: "payment" | "payout";
+            /**
+             * @description The public statuses, plus `routing` for a create still in flight.
+             * @example completed
+             */
+            status: string;
+            /** @description Routed to; null while routing, for a refused create and for a placeholder. */
+            provider: string | null;
+            /** @description The amount asked for; null for a placeholder. */
+            amount: string | null;
+            /**
+             * @description What arrived or was paid out: the sum of its legs.
+             * @example 1000.00
+             */
+            actual_amount: string;
+            /** @example RUB */
+            currency: string | null;
+            /** @description A cancel that arrived before its create: never sent to a provider. */
+            placeholder: boolean;
+            legs: {
+                provider: string;
+                /**
+                 * @description The sum of this provider's completed legs.
+                 * @example 1000.00
+                 */
+                amount: string;
+                count: number;
+            }[];
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            updated_at: string;
+        };
+        AuditClearing: {
+            /** Format: uuid */
+            operation_id: string;
+            shop_id: string;
+            /** @description Null when the operation has transfers but none on provider clearing. */
+            currency: string | null;
+            /**
+             * @description Provider clearing, debits minus credits, over all the operation's transfers.
+             * @example 1000.00
+             */
+            booked: string;
+            /**
+             * @description The part booked by its payment_settle and payout_complete transfers.
+             * @example 1000.00
+             */
+            booked_on_completion: string;
+            /** @description payout_complete transfers (one at most). */
+            payout_completes: number;
+        };
+        AuditShopTotal: {
+            shop_id: string;
+            currency: string;
+            /**
+             * @description Provider clearing, debits minus credits, over every transfer.
+             * @example 1000.00
+             */
+            provider_clearing: string;
+            /**
+             * @description The sum of all the shop's account balances in the currency: zero when sound.
+             * @example 1000.00
+             */
+            accounts_sum: string;
+        };
+        AuditEventHealth: {
+            /** @enum {string} */
+            service: "operations" | "ledger" | "matching" | "webhooks";
+            has_outbox: boolean;
+            /** @description Every event its outbox holds. */
+            outbox_total: number;
+            /** @description Events the relay has not published yet. */
+            outbox_unpublished: number;
+            /** @description The oldest unpublished events' ids, at most 100. */
+            unpublished_event_ids: string[];
+            consumers: {
+                /** @example ledger */
+                durable: string;
+                /** @description Events not yet given to it (JetStream num_pending). */
+                pending: number;
+                /** @description Given and not yet acknowledged (num_ack_pending): being applied or waiting for a retry. */
+                ack_pending: number;
+                /** @description Acknowledged so far. */
+                delivered: number;
+            }[];
+        };
+        AuditDelivery: {
+            /** Format: uuid */
+            event_id: string;
+            /** @example payment.completed */
+            event_type: string;
+            /** Format: uuid */
+            operation_id: string;
+            /** Format: uuid */
+            shop_id: string;
+            /** @enum {string} */
+            status: "pending" | "delivered" | "failed";
+            attempts: number;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            delivered_at: string | null;
         };
         CreateOperationRequest: {
             /**

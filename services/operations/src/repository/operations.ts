@@ -11,6 +11,7 @@ import { isDomainError, LegsDisagreeError, LifecycleViolationError } from "../li
 import { allowsState } from "../lifecycle/table.ts";
 import type { LegRow, OperationRow, ReconcileRow } from "../model.ts";
 import { receiptsOf } from "../receipts-of.ts";
+import { AuditRepository } from "./audit.ts";
 import { HandOffRepository } from "./handoffs.ts";
 import { LinkRepository } from "./links.ts";
 import { ProviderFactRepository } from "./provider-facts.ts";
@@ -105,6 +106,8 @@ export class OperationStore {
   readonly links: LinkRepository;
   /** `operations.provider_facts`, outside a caller's transaction (the rest: ./provider-facts.ts). */
   readonly facts: ProviderFactRepository;
+  /** The admin audit reads. */
+  readonly audit: AuditRepository;
 
   constructor(sql: Sql, prefix: string) {
     this.#sql = sql;
@@ -113,6 +116,7 @@ export class OperationStore {
     this.handoffs = new HandOffRepository(sql);
     this.links = new LinkRepository(sql);
     this.facts = new ProviderFactRepository(sql);
+    this.audit = new AuditRepository(sql);
   }
 
   /** Calls `onNotify` on each NOTIFY of `channel`; resolves the function that stops listening. */

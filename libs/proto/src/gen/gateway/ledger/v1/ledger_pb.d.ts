@@ -11,6 +11,184 @@ import type { Message } from "@bufbuild/protobuf";
 export declare const file_gateway_ledger_v1_ledger: GenFile;
 
 /**
+ * @generated from message gateway.ledger.v1.ListClearingByOperationRequest
+ */
+export declare type ListClearingByOperationRequest = Message<"gateway.ledger.v1.ListClearingByOperationRequest"> & {
+  /**
+   * Empty: from the start.
+   *
+   * @generated from field: string cursor = 1;
+   */
+  cursor: string;
+
+  /**
+   * 1..1000, default 500.
+   *
+   * @generated from field: int32 limit = 2;
+   */
+  limit: number;
+};
+
+/**
+ * Describes the message gateway.ledger.v1.ListClearingByOperationRequest.
+ * Use `create(ListClearingByOperationRequestSchema)` to create a new message.
+ */
+export declare const ListClearingByOperationRequestSchema: GenMessage<ListClearingByOperationRequest>;
+
+/**
+ * Provider clearing of one operation in one currency: debits minus credits, decimal strings.
+ *
+ * @generated from message gateway.ledger.v1.OperationClearing
+ */
+export declare type OperationClearing = Message<"gateway.ledger.v1.OperationClearing"> & {
+  /**
+   * @generated from field: string operation_id = 1;
+   */
+  operationId: string;
+
+  /**
+   * @generated from field: string shop_id = 2;
+   */
+  shopId: string;
+
+  /**
+   * @generated from field: string currency = 3;
+   */
+  currency: string;
+
+  /**
+   * Every transfer of the operation (suspense bookings included).
+   *
+   * @generated from field: string booked = 4;
+   */
+  booked: string;
+
+  /**
+   * Only its payment_settle and payout_complete transfers (what a provider's completion books).
+   *
+   * @generated from field: string booked_on_completion = 5;
+   */
+  bookedOnCompletion: string;
+
+  /**
+   * How many payout_complete transfers the operation has (one at most when sound).
+   *
+   * @generated from field: int32 payout_completes = 6;
+   */
+  payoutCompletes: number;
+};
+
+/**
+ * Describes the message gateway.ledger.v1.OperationClearing.
+ * Use `create(OperationClearingSchema)` to create a new message.
+ */
+export declare const OperationClearingSchema: GenMessage<OperationClearing>;
+
+/**
+ * @generated from message gateway.ledger.v1.ListClearingByOperationResponse
+ */
+export declare type ListClearingByOperationResponse = Message<"gateway.ledger.v1.ListClearingByOperationResponse"> & {
+  /**
+   * @generated from field: repeated gateway.ledger.v1.OperationClearing operations = 1;
+   */
+  operations: OperationClearing[];
+
+  /**
+   * Empty when this page is the last.
+   *
+   * @generated from field: string next_cursor = 2;
+   */
+  nextCursor: string;
+};
+
+/**
+ * Describes the message gateway.ledger.v1.ListClearingByOperationResponse.
+ * Use `create(ListClearingByOperationResponseSchema)` to create a new message.
+ */
+export declare const ListClearingByOperationResponseSchema: GenMessage<ListClearingByOperationResponse>;
+
+/**
+ * @generated from message gateway.ledger.v1.ListShopTotalsRequest
+ */
+export declare type ListShopTotalsRequest = Message<"gateway.ledger.v1.ListShopTotalsRequest"> & {
+  /**
+   * Empty: from the start.
+   *
+   * @generated from field: string cursor = 1;
+   */
+  cursor: string;
+
+  /**
+   * 1..1000, default 500.
+   *
+   * @generated from field: int32 limit = 2;
+   */
+  limit: number;
+};
+
+/**
+ * Describes the message gateway.ledger.v1.ListShopTotalsRequest.
+ * Use `create(ListShopTotalsRequestSchema)` to create a new message.
+ */
+export declare const ListShopTotalsRequestSchema: GenMessage<ListShopTotalsRequest>;
+
+/**
+ * @generated from message gateway.ledger.v1.ShopTotal
+ */
+export declare type ShopTotal = Message<"gateway.ledger.v1.ShopTotal"> & {
+  /**
+   * @generated from field: string shop_id = 1;
+   */
+  shopId: string;
+
+  /**
+   * @generated from field: string currency = 2;
+   */
+  currency: string;
+
+  /**
+   * Provider clearing over every transfer, operation-less ones (adjustments) included.
+   *
+   * @generated from field: string provider_clearing = 3;
+   */
+  providerClearing: string;
+
+  /**
+   * The sum of the balances of all the shop's accounts in the currency (zero when sound).
+   *
+   * @generated from field: string accounts_sum = 4;
+   */
+  accountsSum: string;
+};
+
+/**
+ * Describes the message gateway.ledger.v1.ShopTotal.
+ * Use `create(ShopTotalSchema)` to create a new message.
+ */
+export declare const ShopTotalSchema: GenMessage<ShopTotal>;
+
+/**
+ * @generated from message gateway.ledger.v1.ListShopTotalsResponse
+ */
+export declare type ListShopTotalsResponse = Message<"gateway.ledger.v1.ListShopTotalsResponse"> & {
+  /**
+   * @generated from field: repeated gateway.ledger.v1.ShopTotal totals = 1;
+   */
+  totals: ShopTotal[];
+
+  /**
+   * @generated from field: string next_cursor = 2;
+   */
+  nextCursor: string;
+};
+
+/**
+ * Describes the message gateway.ledger.v1.ListShopTotalsResponse.
+ * Use `create(ListShopTotalsResponseSchema)` to create a new message.
+ */
+export declare const ListShopTotalsResponseSchema: GenMessage<ListShopTotalsResponse>;
+
+/**
  * @generated from message gateway.ledger.v1.QuoteRequest
  */
 export declare type QuoteRequest = Message<"gateway.ledger.v1.QuoteRequest"> & {
@@ -538,6 +716,27 @@ export declare const LedgerService: GenService<{
     methodKind: "unary";
     input: typeof ReservePayoutRequestSchema;
     output: typeof ReservePayoutResponseSchema;
+  },
+  /**
+   * Admin audit reads, keyset paginated (`cursor` is the page before's `next_cursor`):
+   * per operation and currency what the providers' clearing account holds, and per shop
+   * and currency the clearing total and the sum of all its accounts. Errors:
+   * INVALID_ARGUMENT (a malformed cursor).
+   *
+   * @generated from rpc gateway.ledger.v1.LedgerService.ListClearingByOperation
+   */
+  listClearingByOperation: {
+    methodKind: "unary";
+    input: typeof ListClearingByOperationRequestSchema;
+    output: typeof ListClearingByOperationResponseSchema;
+  },
+  /**
+   * @generated from rpc gateway.ledger.v1.LedgerService.ListShopTotals
+   */
+  listShopTotals: {
+    methodKind: "unary";
+    input: typeof ListShopTotalsRequestSchema;
+    output: typeof ListShopTotalsResponseSchema;
   },
 }>;
 

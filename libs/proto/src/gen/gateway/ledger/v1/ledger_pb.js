@@ -8,126 +8,168 @@ import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2
  * Describes the file gateway/ledger/v1/ledger.proto.
  */
 export const file_gateway_ledger_v1_ledger = /*@__PURE__*/
-  fileDesc("Ch5nYXRld2F5L2xlZGdlci92MS9sZWRnZXIucHJvdG8SEWdhdGV3YXkubGVkZ2VyLnYxIoEBCgxRdW90ZVJlcXVlc3QSDwoHc2hvcF9pZBgBIAEoCRIOCgZtZXRob2QYAiABKAkSEQoJZGlyZWN0aW9uGAMgASgJEg4KBmFtb3VudBgEIAEoCRIQCghjdXJyZW5jeRgFIAEoCRIbChNzZXR0bGVtZW50X2N1cnJlbmN5GAYgASgJItgBCg1RdW90ZVJlc3BvbnNlEhkKEWNvbW1pc3Npb25fYW1vdW50GAEgASgJEhkKEXNldHRsZW1lbnRfYW1vdW50GAIgASgJEhsKE3NldHRsZW1lbnRfY3VycmVuY3kYAyABKAkSFAoHZnhfcmF0ZRgEIAEoCUgAiAEBEhYKCWZ4X3NvdXJjZRgFIAEoCUgBiAEBEiwKBHRpZXIYBiABKAsyHi5nYXRld2F5LmxlZGdlci52MS5QcmljaW5nVGllckIKCghfZnhfcmF0ZUIMCgpfZnhfc291cmNlIlUKC1ByaWNpbmdUaWVyEhIKCm1pbl9hbW91bnQYASABKAkSEgoKbWF4X2Ftb3VudBgCIAEoCRIPCgdwZXJjZW50GAMgASgJEg0KBWZpeGVkGAQgASgJIiUKEkdldEJhbGFuY2VzUmVxdWVzdBIPCgdzaG9wX2lkGAEgASgJIlUKB0JhbGFuY2USEAoIY3VycmVuY3kYASABKAkSDwoHYmFsYW5jZRgCIAEoCRIVCg1jdXJyZW50X21pbnVzGAMgASgJEhAKCHJlc2VydmVkGAQgASgJIkMKE0dldEJhbGFuY2VzUmVzcG9uc2USLAoIYmFsYW5jZXMYASADKAsyGi5nYXRld2F5LmxlZGdlci52MS5CYWxhbmNlIpMBChFQdXRQcmljaW5nUmVxdWVzdBIPCgdzaG9wX2lkGAEgASgJEg4KBm1ldGhvZBgCIAEoCRItCgVwYXlpbhgDIAMoCzIeLmdhdGV3YXkubGVkZ2VyLnYxLlByaWNpbmdUaWVyEi4KBnBheW91dBgEIAMoCzIeLmdhdGV3YXkubGVkZ2VyLnYxLlByaWNpbmdUaWVyIhQKElB1dFByaWNpbmdSZXNwb25zZSIlChJMaXN0UHJpY2luZ1JlcXVlc3QSDwoHc2hvcF9pZBgBIAEoCSJ+Cg1NZXRob2RQcmljaW5nEg4KBm1ldGhvZBgBIAEoCRItCgVwYXlpbhgCIAMoCzIeLmdhdGV3YXkubGVkZ2VyLnYxLlByaWNpbmdUaWVyEi4KBnBheW91dBgDIAMoCzIeLmdhdGV3YXkubGVkZ2VyLnYxLlByaWNpbmdUaWVyIkgKE0xpc3RQcmljaW5nUmVzcG9uc2USMQoHbWV0aG9kcxgBIAMoCzIgLmdhdGV3YXkubGVkZ2VyLnYxLk1ldGhvZFByaWNpbmciSgoQUHV0RnhSYXRlUmVxdWVzdBIMCgRmcm9tGAEgASgJEgoKAnRvGAIgASgJEgwKBHJhdGUYAyABKAkSDgoGc291cmNlGAQgASgJIhMKEVB1dEZ4UmF0ZVJlc3BvbnNlInEKFVBvc3RBZGp1c3RtZW50UmVxdWVzdBIPCgdzaG9wX2lkGAEgASgJEhAKCGN1cnJlbmN5GAIgASgJEg4KBmFtb3VudBgDIAEoCRIOCgZyZWFzb24YBCABKAkSFQoNYWRqdXN0bWVudF9pZBgFIAEoCSItChZQb3N0QWRqdXN0bWVudFJlc3BvbnNlEhMKC3RyYW5zZmVyX2lkGAEgASgJIpABChRSZXNlcnZlUGF5b3V0UmVxdWVzdBIPCgdzaG9wX2lkGAEgASgJEhQKDG9wZXJhdGlvbl9pZBgCIAEoCRIZChFzZXR0bGVtZW50X2Ftb3VudBgDIAEoCRIbChNzZXR0bGVtZW50X2N1cnJlbmN5GAQgASgJEhkKEW9wZXJhdGlvbl92ZXJzaW9uGAUgASgDIicKFVJlc2VydmVQYXlvdXRSZXNwb25zZRIOCgZwb3N0ZWQYASABKAgylQUKDUxlZGdlclNlcnZpY2USSgoFUXVvdGUSHy5nYXRld2F5LmxlZGdlci52MS5RdW90ZVJlcXVlc3QaIC5nYXRld2F5LmxlZGdlci52MS5RdW90ZVJlc3BvbnNlElwKC0dldEJhbGFuY2VzEiUuZ2F0ZXdheS5sZWRnZXIudjEuR2V0QmFsYW5jZXNSZXF1ZXN0GiYuZ2F0ZXdheS5sZWRnZXIudjEuR2V0QmFsYW5jZXNSZXNwb25zZRJZCgpQdXRQcmljaW5nEiQuZ2F0ZXdheS5sZWRnZXIudjEuUHV0UHJpY2luZ1JlcXVlc3QaJS5nYXRld2F5LmxlZGdlci52MS5QdXRQcmljaW5nUmVzcG9uc2USXAoLTGlzdFByaWNpbmcSJS5nYXRld2F5LmxlZGdlci52MS5MaXN0UHJpY2luZ1JlcXVlc3QaJi5nYXRld2F5LmxlZGdlci52MS5MaXN0UHJpY2luZ1Jlc3BvbnNlElYKCVB1dEZ4UmF0ZRIjLmdhdGV3YXkubGVkZ2VyLnYxLlB1dEZ4UmF0ZVJlcXVlc3QaJC5nYXRld2F5LmxlZGdlci52MS5QdXRGeFJhdGVSZXNwb25zZRJlCg5Qb3N0QWRqdXN0bWVudBIoLmdhdGV3YXkubGVkZ2VyLnYxLlBvc3RBZGp1c3RtZW50UmVxdWVzdBopLmdhdGV3YXkubGVkZ2VyLnYxLlBvc3RBZGp1c3RtZW50UmVzcG9uc2USYgoNUmVzZXJ2ZVBheW91dBInLmdhdGV3YXkubGVkZ2VyLnYxLlJlc2VydmVQYXlvdXRSZXF1ZXN0GiguZ2F0ZXdheS5sZWRnZXIudjEuUmVzZXJ2ZVBheW91dFJlc3BvbnNlYgZwcm90bzM");
+  fileDesc("Ch5nYXRld2F5L2xlZGdlci92MS9sZWRnZXIucHJvdG8SEWdhdGV3YXkubGVkZ2VyLnYxIj8KHkxpc3RDbGVhcmluZ0J5T3BlcmF0aW9uUmVxdWVzdBIOCgZjdXJzb3IYASABKAkSDQoFbGltaXQYAiABKAUilAEKEU9wZXJhdGlvbkNsZWFyaW5nEhQKDG9wZXJhdGlvbl9pZBgBIAEoCRIPCgdzaG9wX2lkGAIgASgJEhAKCGN1cnJlbmN5GAMgASgJEg4KBmJvb2tlZBgEIAEoCRIcChRib29rZWRfb25fY29tcGxldGlvbhgFIAEoCRIYChBwYXlvdXRfY29tcGxldGVzGAYgASgFInAKH0xpc3RDbGVhcmluZ0J5T3BlcmF0aW9uUmVzcG9uc2USOAoKb3BlcmF0aW9ucxgBIAMoCzIkLmdhdGV3YXkubGVkZ2VyLnYxLk9wZXJhdGlvbkNsZWFyaW5nEhMKC25leHRfY3Vyc29yGAIgASgJIjYKFUxpc3RTaG9wVG90YWxzUmVxdWVzdBIOCgZjdXJzb3IYASABKAkSDQoFbGltaXQYAiABKAUiXwoJU2hvcFRvdGFsEg8KB3Nob3BfaWQYASABKAkSEAoIY3VycmVuY3kYAiABKAkSGQoRcHJvdmlkZXJfY2xlYXJpbmcYAyABKAkSFAoMYWNjb3VudHNfc3VtGAQgASgJIlsKFkxpc3RTaG9wVG90YWxzUmVzcG9uc2USLAoGdG90YWxzGAEgAygLMhwuZ2F0ZXdheS5sZWRnZXIudjEuU2hvcFRvdGFsEhMKC25leHRfY3Vyc29yGAIgASgJIoEBCgxRdW90ZVJlcXVlc3QSDwoHc2hvcF9pZBgBIAEoCRIOCgZtZXRob2QYAiABKAkSEQoJZGlyZWN0aW9uGAMgASgJEg4KBmFtb3VudBgEIAEoCRIQCghjdXJyZW5jeRgFIAEoCRIbChNzZXR0bGVtZW50X2N1cnJlbmN5GAYgASgJItgBCg1RdW90ZVJlc3BvbnNlEhkKEWNvbW1pc3Npb25fYW1vdW50GAEgASgJEhkKEXNldHRsZW1lbnRfYW1vdW50GAIgASgJEhsKE3NldHRsZW1lbnRfY3VycmVuY3kYAyABKAkSFAoHZnhfcmF0ZRgEIAEoCUgAiAEBEhYKCWZ4X3NvdXJjZRgFIAEoCUgBiAEBEiwKBHRpZXIYBiABKAsyHi5nYXRld2F5LmxlZGdlci52MS5QcmljaW5nVGllckIKCghfZnhfcmF0ZUIMCgpfZnhfc291cmNlIlUKC1ByaWNpbmdUaWVyEhIKCm1pbl9hbW91bnQYASABKAkSEgoKbWF4X2Ftb3VudBgCIAEoCRIPCgdwZXJjZW50GAMgASgJEg0KBWZpeGVkGAQgASgJIiUKEkdldEJhbGFuY2VzUmVxdWVzdBIPCgdzaG9wX2lkGAEgASgJIlUKB0JhbGFuY2USEAoIY3VycmVuY3kYASABKAkSDwoHYmFsYW5jZRgCIAEoCRIVCg1jdXJyZW50X21pbnVzGAMgASgJEhAKCHJlc2VydmVkGAQgASgJIkMKE0dldEJhbGFuY2VzUmVzcG9uc2USLAoIYmFsYW5jZXMYASADKAsyGi5nYXRld2F5LmxlZGdlci52MS5CYWxhbmNlIpMBChFQdXRQcmljaW5nUmVxdWVzdBIPCgdzaG9wX2lkGAEgASgJEg4KBm1ldGhvZBgCIAEoCRItCgVwYXlpbhgDIAMoCzIeLmdhdGV3YXkubGVkZ2VyLnYxLlByaWNpbmdUaWVyEi4KBnBheW91dBgEIAMoCzIeLmdhdGV3YXkubGVkZ2VyLnYxLlByaWNpbmdUaWVyIhQKElB1dFByaWNpbmdSZXNwb25zZSIlChJMaXN0UHJpY2luZ1JlcXVlc3QSDwoHc2hvcF9pZBgBIAEoCSJ+Cg1NZXRob2RQcmljaW5nEg4KBm1ldGhvZBgBIAEoCRItCgVwYXlpbhgCIAMoCzIeLmdhdGV3YXkubGVkZ2VyLnYxLlByaWNpbmdUaWVyEi4KBnBheW91dBgDIAMoCzIeLmdhdGV3YXkubGVkZ2VyLnYxLlByaWNpbmdUaWVyIkgKE0xpc3RQcmljaW5nUmVzcG9uc2USMQoHbWV0aG9kcxgBIAMoCzIgLmdhdGV3YXkubGVkZ2VyLnYxLk1ldGhvZFByaWNpbmciSgoQUHV0RnhSYXRlUmVxdWVzdBIMCgRmcm9tGAEgASgJEgoKAnRvGAIgASgJEgwKBHJhdGUYAyABKAkSDgoGc291cmNlGAQgASgJIhMKEVB1dEZ4UmF0ZVJlc3BvbnNlInEKFVBvc3RBZGp1c3RtZW50UmVxdWVzdBIPCgdzaG9wX2lkGAEgASgJEhAKCGN1cnJlbmN5GAIgASgJEg4KBmFtb3VudBgDIAEoCRIOCgZyZWFzb24YBCABKAkSFQoNYWRqdXN0bWVudF9pZBgFIAEoCSItChZQb3N0QWRqdXN0bWVudFJlc3BvbnNlEhMKC3RyYW5zZmVyX2lkGAEgASgJIpABChRSZXNlcnZlUGF5b3V0UmVxdWVzdBIPCgdzaG9wX2lkGAEgASgJEhQKDG9wZXJhdGlvbl9pZBgCIAEoCRIZChFzZXR0bGVtZW50X2Ftb3VudBgDIAEoCRIbChNzZXR0bGVtZW50X2N1cnJlbmN5GAQgASgJEhkKEW9wZXJhdGlvbl92ZXJzaW9uGAUgASgDIicKFVJlc2VydmVQYXlvdXRSZXNwb25zZRIOCgZwb3N0ZWQYASABKAgy/wYKDUxlZGdlclNlcnZpY2USSgoFUXVvdGUSHy5nYXRld2F5LmxlZGdlci52MS5RdW90ZVJlcXVlc3QaIC5nYXRld2F5LmxlZGdlci52MS5RdW90ZVJlc3BvbnNlElwKC0dldEJhbGFuY2VzEiUuZ2F0ZXdheS5sZWRnZXIudjEuR2V0QmFsYW5jZXNSZXF1ZXN0GiYuZ2F0ZXdheS5sZWRnZXIudjEuR2V0QmFsYW5jZXNSZXNwb25zZRJZCgpQdXRQcmljaW5nEiQuZ2F0ZXdheS5sZWRnZXIudjEuUHV0UHJpY2luZ1JlcXVlc3QaJS5nYXRld2F5LmxlZGdlci52MS5QdXRQcmljaW5nUmVzcG9uc2USXAoLTGlzdFByaWNpbmcSJS5nYXRld2F5LmxlZGdlci52MS5MaXN0UHJpY2luZ1JlcXVlc3QaJi5nYXRld2F5LmxlZGdlci52MS5MaXN0UHJpY2luZ1Jlc3BvbnNlElYKCVB1dEZ4UmF0ZRIjLmdhdGV3YXkubGVkZ2VyLnYxLlB1dEZ4UmF0ZVJlcXVlc3QaJC5nYXRld2F5LmxlZGdlci52MS5QdXRGeFJhdGVSZXNwb25zZRJlCg5Qb3N0QWRqdXN0bWVudBIoLmdhdGV3YXkubGVkZ2VyLnYxLlBvc3RBZGp1c3RtZW50UmVxdWVzdBopLmdhdGV3YXkubGVkZ2VyLnYxLlBvc3RBZGp1c3RtZW50UmVzcG9uc2USYgoNUmVzZXJ2ZVBheW91dBInLmdhdGV3YXkubGVkZ2VyLnYxLlJlc2VydmVQYXlvdXRSZXF1ZXN0GiguZ2F0ZXdheS5sZWRnZXIudjEuUmVzZXJ2ZVBheW91dFJlc3BvbnNlEoABChdMaXN0Q2xlYXJpbmdCeU9wZXJhdGlvbhIxLmdhdGV3YXkubGVkZ2VyLnYxLkxpc3RDbGVhcmluZ0J5T3BlcmF0aW9uUmVxdWVzdBoyLmdhdGV3YXkubGVkZ2VyLnYxLkxpc3RDbGVhcmluZ0J5T3BlcmF0aW9uUmVzcG9uc2USZQoOTGlzdFNob3BUb3RhbHMSKC5nYXRld2F5LmxlZGdlci52MS5MaXN0U2hvcFRvdGFsc1JlcXVlc3QaKS5nYXRld2F5LmxlZGdlci52MS5MaXN0U2hvcFRvdGFsc1Jlc3BvbnNlYgZwcm90bzM");
+
+/**
+ * Describes the message gateway.ledger.v1.ListClearingByOperationRequest.
+ * Use `create(ListClearingByOperationRequestSchema)` to create a new message.
+ */
+export const ListClearingByOperationRequestSchema = /*@__PURE__*/
+  messageDesc(file_gateway_ledger_v1_ledger, 0);
+
+/**
+ * Describes the message gateway.ledger.v1.OperationClearing.
+ * Use `create(OperationClearingSchema)` to create a new message.
+ */
+export const OperationClearingSchema = /*@__PURE__*/
+  messageDesc(file_gateway_ledger_v1_ledger, 1);
+
+/**
+ * Describes the message gateway.ledger.v1.ListClearingByOperationResponse.
+ * Use `create(ListClearingByOperationResponseSchema)` to create a new message.
+ */
+export const ListClearingByOperationResponseSchema = /*@__PURE__*/
+  messageDesc(file_gateway_ledger_v1_ledger, 2);
+
+/**
+ * Describes the message gateway.ledger.v1.ListShopTotalsRequest.
+ * Use `create(ListShopTotalsRequestSchema)` to create a new message.
+ */
+export const ListShopTotalsRequestSchema = /*@__PURE__*/
+  messageDesc(file_gateway_ledger_v1_ledger, 3);
+
+/**
+ * Describes the message gateway.ledger.v1.ShopTotal.
+ * Use `create(ShopTotalSchema)` to create a new message.
+ */
+export const ShopTotalSchema = /*@__PURE__*/
+  messageDesc(file_gateway_ledger_v1_ledger, 4);
+
+/**
+ * Describes the message gateway.ledger.v1.ListShopTotalsResponse.
+ * Use `create(ListShopTotalsResponseSchema)` to create a new message.
+ */
+export const ListShopTotalsResponseSchema = /*@__PURE__*/
+  messageDesc(file_gateway_ledger_v1_ledger, 5);
 
 /**
  * Describes the message gateway.ledger.v1.QuoteRequest.
  * Use `create(QuoteRequestSchema)` to create a new message.
  */
 export const QuoteRequestSchema = /*@__PURE__*/
-  messageDesc(file_gateway_ledger_v1_ledger, 0);
+  messageDesc(file_gateway_ledger_v1_ledger, 6);
 
 /**
  * Describes the message gateway.ledger.v1.QuoteResponse.
  * Use `create(QuoteResponseSchema)` to create a new message.
  */
 export const QuoteResponseSchema = /*@__PURE__*/
-  messageDesc(file_gateway_ledger_v1_ledger, 1);
+  messageDesc(file_gateway_ledger_v1_ledger, 7);
 
 /**
  * Describes the message gateway.ledger.v1.PricingTier.
  * Use `create(PricingTierSchema)` to create a new message.
  */
 export const PricingTierSchema = /*@__PURE__*/
-  messageDesc(file_gateway_ledger_v1_ledger, 2);
+  messageDesc(file_gateway_ledger_v1_ledger, 8);
 
 /**
  * Describes the message gateway.ledger.v1.GetBalancesRequest.
  * Use `create(GetBalancesRequestSchema)` to create a new message.
  */
 export const GetBalancesRequestSchema = /*@__PURE__*/
-  messageDesc(file_gateway_ledger_v1_ledger, 3);
+  messageDesc(file_gateway_ledger_v1_ledger, 9);
 
 /**
  * Describes the message gateway.ledger.v1.Balance.
  * Use `create(BalanceSchema)` to create a new message.
  */
 export const BalanceSchema = /*@__PURE__*/
-  messageDesc(file_gateway_ledger_v1_ledger, 4);
+  messageDesc(file_gateway_ledger_v1_ledger, 10);
 
 /**
  * Describes the message gateway.ledger.v1.GetBalancesResponse.
  * Use `create(GetBalancesResponseSchema)` to create a new message.
  */
 export const GetBalancesResponseSchema = /*@__PURE__*/
-  messageDesc(file_gateway_ledger_v1_ledger, 5);
+  messageDesc(file_gateway_ledger_v1_ledger, 11);
 
 /**
  * Describes the message gateway.ledger.v1.PutPricingRequest.
  * Use `create(PutPricingRequestSchema)` to create a new message.
  */
 export const PutPricingRequestSchema = /*@__PURE__*/
-  messageDesc(file_gateway_ledger_v1_ledger, 6);
+  messageDesc(file_gateway_ledger_v1_ledger, 12);
 
 /**
  * Describes the message gateway.ledger.v1.PutPricingResponse.
  * Use `create(PutPricingResponseSchema)` to create a new message.
  */
 export const PutPricingResponseSchema = /*@__PURE__*/
-  messageDesc(file_gateway_ledger_v1_ledger, 7);
+  messageDesc(file_gateway_ledger_v1_ledger, 13);
 
 /**
  * Describes the message gateway.ledger.v1.ListPricingRequest.
  * Use `create(ListPricingRequestSchema)` to create a new message.
  */
 export const ListPricingRequestSchema = /*@__PURE__*/
-  messageDesc(file_gateway_ledger_v1_ledger, 8);
+  messageDesc(file_gateway_ledger_v1_ledger, 14);
 
 /**
  * Describes the message gateway.ledger.v1.MethodPricing.
  * Use `create(MethodPricingSchema)` to create a new message.
  */
 export const MethodPricingSchema = /*@__PURE__*/
-  messageDesc(file_gateway_ledger_v1_ledger, 9);
+  messageDesc(file_gateway_ledger_v1_ledger, 15);
 
 /**
  * Describes the message gateway.ledger.v1.ListPricingResponse.
  * Use `create(ListPricingResponseSchema)` to create a new message.
  */
 export const ListPricingResponseSchema = /*@__PURE__*/
-  messageDesc(file_gateway_ledger_v1_ledger, 10);
+  messageDesc(file_gateway_ledger_v1_ledger, 16);
 
 /**
  * Describes the message gateway.ledger.v1.PutFxRateRequest.
  * Use `create(PutFxRateRequestSchema)` to create a new message.
  */
 export const PutFxRateRequestSchema = /*@__PURE__*/
-  messageDesc(file_gateway_ledger_v1_ledger, 11);
+  messageDesc(file_gateway_ledger_v1_ledger, 17);
 
 /**
  * Describes the message gateway.ledger.v1.PutFxRateResponse.
  * Use `create(PutFxRateResponseSchema)` to create a new message.
  */
 export const PutFxRateResponseSchema = /*@__PURE__*/
-  messageDesc(file_gateway_ledger_v1_ledger, 12);
+  messageDesc(file_gateway_ledger_v1_ledger, 18);
 
 /**
  * Describes the message gateway.ledger.v1.PostAdjustmentRequest.
  * Use `create(PostAdjustmentRequestSchema)` to create a new message.
  */
 export const PostAdjustmentRequestSchema = /*@__PURE__*/
-  messageDesc(file_gateway_ledger_v1_ledger, 13);
+  messageDesc(file_gateway_ledger_v1_ledger, 19);
 
 /**
  * Describes the message gateway.ledger.v1.PostAdjustmentResponse.
  * Use `create(PostAdjustmentResponseSchema)` to create a new message.
  */
 export const PostAdjustmentResponseSchema = /*@__PURE__*/
-  messageDesc(file_gateway_ledger_v1_ledger, 14);
+  messageDesc(file_gateway_ledger_v1_ledger, 20);
 
 /**
  * Describes the message gateway.ledger.v1.ReservePayoutRequest.
  * Use `create(ReservePayoutRequestSchema)` to create a new message.
  */
 export const ReservePayoutRequestSchema = /*@__PURE__*/
-  messageDesc(file_gateway_ledger_v1_ledger, 15);
+  messageDesc(file_gateway_ledger_v1_ledger, 21);
 
 /**
  * Describes the message gateway.ledger.v1.ReservePayoutResponse.
  * Use `create(ReservePayoutResponseSchema)` to create a new message.
  */
 export const ReservePayoutResponseSchema = /*@__PURE__*/
-  messageDesc(file_gateway_ledger_v1_ledger, 16);
+  messageDesc(file_gateway_ledger_v1_ledger, 22);
 
 /**
  * LedgerService owns accounts, transfers, pricing and FX. Postings come from operation

@@ -262,6 +262,167 @@ export declare type OperationEvent = Message<"gateway.operations.v1.OperationEve
 export declare const OperationEventSchema: GenMessage<OperationEvent>;
 
 /**
+ * @generated from message gateway.operations.v1.ListOperationsAuditRequest
+ */
+export declare type ListOperationsAuditRequest = Message<"gateway.operations.v1.ListOperationsAuditRequest"> & {
+  /**
+   * Empty: from the start.
+   *
+   * @generated from field: string cursor = 1;
+   */
+  cursor: string;
+
+  /**
+   * 1..1000, default 500.
+   *
+   * @generated from field: int32 limit = 2;
+   */
+  limit: number;
+};
+
+/**
+ * Describes the message gateway.operations.v1.ListOperationsAuditRequest.
+ * Use `create(ListOperationsAuditRequestSchema)` to create a new message.
+ */
+export declare const ListOperationsAuditRequestSchema: GenMessage<ListOperationsAuditRequest>;
+
+/**
+ * The completed legs one provider reported (or a receipt proved) for an operation.
+ *
+ * @generated from message gateway.operations.v1.AuditLegs
+ */
+export declare type AuditLegs = Message<"gateway.operations.v1.AuditLegs"> & {
+  /**
+   * @generated from field: string provider = 1;
+   */
+  provider: string;
+
+  /**
+   * Their sum (decimal string).
+   *
+   * @generated from field: string amount = 2;
+   */
+  amount: string;
+
+  /**
+   * @generated from field: int32 count = 3;
+   */
+  count: number;
+};
+
+/**
+ * Describes the message gateway.operations.v1.AuditLegs.
+ * Use `create(AuditLegsSchema)` to create a new message.
+ */
+export declare const AuditLegsSchema: GenMessage<AuditLegs>;
+
+/**
+ * @generated from message gateway.operations.v1.AuditOperation
+ */
+export declare type AuditOperation = Message<"gateway.operations.v1.AuditOperation"> & {
+  /**
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * @generated from field: string shop_id = 2;
+   */
+  shopId: string;
+
+  /**
+   * payment | payout
+   *
+   * @generated from field: string type = 3;
+   */
+  type: string;
+
+  /**
+   * The stored status: the public ones plus `routing` (a create in flight).
+   *
+   * @generated from field: string status = 4;
+   */
+  status: string;
+
+  /**
+   * The provider it is routed to; empty while routing, for a refused create and for a placeholder.
+   *
+   * @generated from field: string provider = 5;
+   */
+  provider: string;
+
+  /**
+   * Decimal strings; `amount` is empty when not fixed (a placeholder).
+   *
+   * @generated from field: string amount = 6;
+   */
+  amount: string;
+
+  /**
+   * @generated from field: string actual_amount = 7;
+   */
+  actualAmount: string;
+
+  /**
+   * @generated from field: string currency = 8;
+   */
+  currency: string;
+
+  /**
+   * A cancel that arrived before its create: no request, never sent to a provider.
+   *
+   * @generated from field: bool placeholder = 9;
+   */
+  placeholder: boolean;
+
+  /**
+   * @generated from field: repeated gateway.operations.v1.AuditLegs legs = 10;
+   */
+  legs: AuditLegs[];
+
+  /**
+   * RFC 3339.
+   *
+   * @generated from field: string created_at = 11;
+   */
+  createdAt: string;
+
+  /**
+   * @generated from field: string updated_at = 12;
+   */
+  updatedAt: string;
+};
+
+/**
+ * Describes the message gateway.operations.v1.AuditOperation.
+ * Use `create(AuditOperationSchema)` to create a new message.
+ */
+export declare const AuditOperationSchema: GenMessage<AuditOperation>;
+
+/**
+ * @generated from message gateway.operations.v1.ListOperationsAuditResponse
+ */
+export declare type ListOperationsAuditResponse = Message<"gateway.operations.v1.ListOperationsAuditResponse"> & {
+  /**
+   * @generated from field: repeated gateway.operations.v1.AuditOperation operations = 1;
+   */
+  operations: AuditOperation[];
+
+  /**
+   * The cursor of the next page; empty when this page is the last.
+   *
+   * @generated from field: string next_cursor = 2;
+   */
+  nextCursor: string;
+};
+
+/**
+ * Describes the message gateway.operations.v1.ListOperationsAuditResponse.
+ * Use `create(ListOperationsAuditResponseSchema)` to create a new message.
+ */
+export declare const ListOperationsAuditResponseSchema: GenMessage<ListOperationsAuditResponse>;
+
+/**
  * @generated from message gateway.operations.v1.GetPaymentPageRequest
  */
 export declare type GetPaymentPageRequest = Message<"gateway.operations.v1.GetPaymentPageRequest"> & {
@@ -1616,6 +1777,18 @@ export declare const OperationsService: GenService<{
     methodKind: "unary";
     input: typeof GetPaymentPageRequestSchema;
     output: typeof GetPaymentPageResponseSchema;
+  },
+  /**
+   * Admin audit read: every operation of every shop (cancel placeholders and creates still
+   * routing included), in id order, a page at a time (keyset: `cursor` is the last id of
+   * the page before). Errors: INVALID_ARGUMENT (a cursor that is not a UUID).
+   *
+   * @generated from rpc gateway.operations.v1.OperationsService.ListOperationsAudit
+   */
+  listOperationsAudit: {
+    methodKind: "unary";
+    input: typeof ListOperationsAuditRequestSchema;
+    output: typeof ListOperationsAuditResponseSchema;
   },
 }>;
 

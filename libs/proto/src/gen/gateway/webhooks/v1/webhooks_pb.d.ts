@@ -11,6 +11,66 @@ import type { Message } from "@bufbuild/protobuf";
 export declare const file_gateway_webhooks_v1_webhooks: GenFile;
 
 /**
+ * @generated from message gateway.webhooks.v1.ListDeliveriesAuditRequest
+ */
+export declare type ListDeliveriesAuditRequest = Message<"gateway.webhooks.v1.ListDeliveriesAuditRequest"> & {
+  /**
+   * Empty: from the start; else the page before's `next_cursor`.
+   *
+   * @generated from field: string cursor = 1;
+   */
+  cursor: string;
+
+  /**
+   * 1..1000, default 500.
+   *
+   * @generated from field: int32 limit = 2;
+   */
+  limit: number;
+
+  /**
+   * Empty: every status; else pending | delivered | failed.
+   *
+   * @generated from field: string status = 3;
+   */
+  status: string;
+
+  /**
+   * Only events of a terminal type (*.completed, *.rejected, *.cancelled, *.expired).
+   *
+   * @generated from field: bool terminal_only = 4;
+   */
+  terminalOnly: boolean;
+};
+
+/**
+ * Describes the message gateway.webhooks.v1.ListDeliveriesAuditRequest.
+ * Use `create(ListDeliveriesAuditRequestSchema)` to create a new message.
+ */
+export declare const ListDeliveriesAuditRequestSchema: GenMessage<ListDeliveriesAuditRequest>;
+
+/**
+ * @generated from message gateway.webhooks.v1.ListDeliveriesAuditResponse
+ */
+export declare type ListDeliveriesAuditResponse = Message<"gateway.webhooks.v1.ListDeliveriesAuditResponse"> & {
+  /**
+   * @generated from field: repeated gateway.webhooks.v1.Delivery deliveries = 1;
+   */
+  deliveries: Delivery[];
+
+  /**
+   * @generated from field: string next_cursor = 2;
+   */
+  nextCursor: string;
+};
+
+/**
+ * Describes the message gateway.webhooks.v1.ListDeliveriesAuditResponse.
+ * Use `create(ListDeliveriesAuditResponseSchema)` to create a new message.
+ */
+export declare const ListDeliveriesAuditResponseSchema: GenMessage<ListDeliveriesAuditResponse>;
+
+/**
  * @generated from message gateway.webhooks.v1.PutEndpointRequest
  */
 export declare type PutEndpointRequest = Message<"gateway.webhooks.v1.PutEndpointRequest"> & {
@@ -155,6 +215,13 @@ export declare type Delivery = Message<"gateway.webhooks.v1.Delivery"> & {
    * @generated from field: optional string delivered_at = 10;
    */
   deliveredAt?: string | undefined;
+
+  /**
+   * Set by the audit read only.
+   *
+   * @generated from field: string shop_id = 11;
+   */
+  shopId: string;
 };
 
 /**
@@ -257,6 +324,17 @@ export declare const WebhooksService: GenService<{
     methodKind: "unary";
     input: typeof RedeliverRequestSchema;
     output: typeof RedeliverResponseSchema;
+  },
+  /**
+   * Admin audit read: the deliveries of every shop in event id order, keyset paginated.
+   * Errors: INVALID_ARGUMENT (a cursor that is not a UUID, an unknown status).
+   *
+   * @generated from rpc gateway.webhooks.v1.WebhooksService.ListDeliveriesAudit
+   */
+  listDeliveriesAudit: {
+    methodKind: "unary";
+    input: typeof ListDeliveriesAuditRequestSchema;
+    output: typeof ListDeliveriesAuditResponseSchema;
   },
 }>;
 
