@@ -39,7 +39,8 @@ export const CONSUMER_SUBJECTS = {
   /**
    * The pool: terminal payments confirm or free their slots; the first event of a payin
    * (pending, awaiting confirmation) frees a slot the pool holds for a payin another
-   * provider took.
+   * provider took, and a refused payin create's internal `payment.refused` one its late
+   * Admit left.
    */
   "operations-pool-payins": [
     "operations.payment.pending",
