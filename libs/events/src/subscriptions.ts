@@ -39,13 +39,15 @@ export const CONSUMER_SUBJECTS = {
   /**
    * The pool: completed and rejected payments confirm or free their slots (a cancelled
    * one's slot is freed by its withdrawal); the first event of a payin (pending, awaiting
-   * confirmation) frees a slot the pool holds for a payin another provider took.
+   * confirmation) frees a slot the pool holds for a payin another provider took, and a
+   * refused payin create's internal `payment.refused` one its late Admit left.
    */
   "operations-pool-payins": [
     "operations.payment.pending",
     "operations.payment.awaiting_confirmation",
     "operations.payment.completed",
     "operations.payment.rejected",
+    "operations.payment.refused",
   ],
   /** The pool: matching's payout events. */
   "operations-pool-payouts": ["matching.pool_payout.>"],

@@ -155,6 +155,22 @@ describe("release and confirmation", () => {
     expect((await client.admit(admitMother("1000.00"))).slot?.payoutId).toBe(payout.operationId);
   });
 
+  it("admits a payin afresh once its slot was released (a refused create routed again)", async () => {
+    await clearPool();
+    const payout = await addPayout("1000.00");
+    const payinId = (await client.admit(admitMother("1000.00"))).slot?.payinId ?? "";
+    await client.releaseSlot({ payinId, reason: "rejected" });
+    const again = await client.admit(admitMother("1000.00", { payinId }));
+    expect(again).toMatchObject({
+      created: true,
+      slot: { payinId, status: "reserved", payoutId: payout.operationId },
+    });
+    const after = (await client.getPoolPayout({ operationId: payout.operationId })).payout;
+    expect(after).toMatchObject({ freeAmount: "0.00", reservedAmount: "1000.00" });
+    // While reserved, a repeat answers the same slot.
+    expect((await client.admit(admitMother("1000.00", { payinId }))).created).toBe(false);
+  });
+
   it("refuses to release a confirmed slot and to confirm a released one", async () => {
     await clearPool();
     await addPayout("1000.00");

@@ -277,22 +277,31 @@ export class PoolStore {
    * when that finds nothing is the amount unavailable.
    */
   async admit(input: AdmitInput): Promise<{ slot: SlotRow; created: boolean } | PoolRefusal> {
-    for (const skipLocked of [true, false]) {
-      let admitted: SlotRow | undefined;
-      try {
-        admitted = await retryDeadlocks(() => this.#admitOnce(input, skipLocked));
-      } catch (err) {
-        // A concurrent admission of the same payin inserted its slot first; the whole
-        // statement (and its update of the payout) rolled back. Answer that slot.
-        if (!isUniqueViolation(err)) throw err;
-        admitted = undefined;
+    for (let afresh = false; ; afresh = true) {
+      for (const skipLocked of [true, false]) {
+        let admitted: SlotRow | undefined;
+        try {
+          admitted = await retryDeadlocks(() => this.#admitOnce(input, skipLocked));
+        } catch (err) {
+          // A concurrent admission of the same payin inserted its slot first; the whole
+          // statement (and its update of the payout) rolled back. Answer that slot.
+          if (!isUniqueViolation(err)) throw err;
+          admitted = undefined;
+        }
+        if (admitted) return { slot: admitted, created: true };
       }
-      if (admitted) return { slot: admitted, created: true };
+      // Nothing admitted: the payin already has its slot (a retry, or a concurrent twin), or
+      // no payout can take the amount.
+      const existing = await this.slot(input.payinId);
+      if (existing?.status === "released" && !afresh) {
+        // A payin is admitted only while operations routes it, so a released slot of it
+        // was left by an earlier routing (a refused create, now retried): it is forgotten
+        // and the payin admitted afresh. Operations never releases a later routing's slot.
+        await this.#sql`delete from matching.slots where payin_id = ${input.payinId} and status = 'released'`;
+        continue;
+      }
+      return existing ? { slot: existing, created: false } : { refused: "amount_unavailable" };
     }
-    // Nothing admitted: the payin already has its slot (a retry, or a concurrent twin), or
-    // no payout can take the amount.
-    const existing = await this.slot(input.payinId);
-    return existing ? { slot: existing, created: false } : { refused: "amount_unavailable" };
   }
 
   async #admitOnce(input: AdmitInput, skipLocked: boolean): Promise<SlotRow | undefined> {

@@ -108,7 +108,7 @@ export function startOperations(config: OperationsConfig) {
           : ephemeralLinkSecret(),
       });
       const reconciler = new Reconciler(
-        { ...deps, logger: logger.child({ component: "reconciler" }) },
+        { ...deps, receipts, logger: logger.child({ component: "reconciler" }) },
         reconcilerOptions(config),
       );
       const appliers = [...Object.values(poolConsumers(pool)).map((c) => c.applier), withdrawalApplier];

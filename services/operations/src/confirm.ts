@@ -69,6 +69,7 @@ export async function confirmPayment(d: ReceiptDeps, req: ConfirmPaymentRequest)
   if (!row || row.status === "routing" || row.request_hash === null) throw notFound();
   if (row.type !== "payment" || !REVIEWABLE.has(row.status) || row.number === null) throw notAwaiting(row);
 
+  const reviewing = await beginReview(d, row);
   let review: Review | undefined;
   let replayed = false;
   try {
@@ -96,11 +97,50 @@ export async function confirmPayment(d: ReceiptDeps, req: ConfirmPaymentRequest)
     review = res.review;
     replayed = res.replayed;
   } catch (err) {
+    // The file refused: no review runs, the payment may expire again. Otherwise (no
+    // answer, or another upload's review running) a verdict may still be recorded: the
+    // reconciler asks for it (under-review.ts).
+    if (reviewing && err instanceof ConnectError && err.code === Code.InvalidArgument)
+      await endReview(d, row.id);
     throw fromReceipts(err, d.logger, "submit");
   }
   if (!review) throw new DependencyUnavailableError("no review came back; retry");
   const after = await applyReview(d, row.id, review, "receipt");
   return { operation: toOperation(after), replayed };
+}
+
+/**
+ * Marks a payment awaiting confirmation as under review (`review_started`) before its
+ * receipt goes to the receipts service, under the row lock: from then on it does not
+ * expire (nor its pool slot) until the verdict, which clears the mark with the status
+ * (`applyReview`), or until the reconciler finds the review over without one. A payment
+ * in manual_check never expires, so it is not marked. Answers whether it marked it;
+ * throws 412 when the payment left review meanwhile.
+ */
+export async function beginReview(d: Pick<ReceiptDeps, "store">, read: OperationRow): Promise<boolean> {
+  if (read.status !== "awaiting_confirmation") return false;
+  const at = await d.store.deadlineIn(0);
+  return d.store.transaction(async (tx) => {
+    const row = await d.store.lock(read.id, tx);
+    if (!row) throw notFound();
+    if (row.status !== "awaiting_confirmation") {
+      if (REVIEWABLE.has(row.status)) return false;
+      throw notAwaiting(row);
+    }
+    const { row: next } = await d.store.applyFact(row, { kind: "review_started", at }, { tx });
+    if (!next) throw new ConcurrentChangeError("operation changed; retry");
+    return true;
+  });
+}
+
+/** Clears the under-review mark of a payment still awaiting confirmation (`review_abandoned`). */
+export async function endReview(d: Pick<ReceiptDeps, "store">, operationId: string): Promise<boolean> {
+  return d.store.transaction(async (tx) => {
+    const row = await d.store.lock(operationId, tx);
+    if (row?.status !== "awaiting_confirmation" || !row.review_started_at) return false;
+    const { row: next } = await d.store.applyFact(row, { kind: "review_abandoned" }, { tx });
+    return next !== undefined;
+  });
 }
 
 function notAwaiting(row: OperationRow) {
@@ -119,7 +159,7 @@ function notAwaiting(row: OperationRow) {
  * that left review meanwhile (cancelled, expired) is not moved: 412, and a completed
  * verdict for it is recorded as a provider fact (`recordReceiptFact`), since money moved.
  */
-async function applyReview(
+export async function applyReview(
   d: ReceiptDeps,
   operationId: string,
   review: Review,

@@ -18,9 +18,10 @@ import {
   ValidationError,
 } from "./lifecycle/errors.ts";
 import { type OperationRow, TERMINAL } from "./model.ts";
-import { recordRefusedPayout, reserveBeforeRouting } from "./payout-reserve.ts";
+import { reserveBeforeRouting } from "./payout-reserve.ts";
 import type { PoolDeps } from "./pool.ts";
 import { applyProviderResult } from "./provider-results.ts";
+import { recordRefusal } from "./refusals.ts";
 import type { DataPatch, OperationPatch, OperationStore } from "./repository/operations.ts";
 import { quietPeriodMs, resolveUnknown } from "./unknown-outcome.ts";
 import { recordPassedOver, type WithdrawalDriver, withdrawalLeaseMs } from "./withdrawals.ts";
@@ -409,7 +410,7 @@ type Accepted = {
  * Tries the providers in order, from where the last driver stopped (`routing_passed`,
  * `routing_unresolved`); records the outcome. A payout's reserve is posted before any
  * provider is asked (`reserveBeforeRouting`), and its refusal releases it
- * (`recordRefusedPayout`).
+ * (`recordRefusal`, as a payin's refusal releases a pool slot it may hold).
  *
  * A provider's `unknown` answer (timeout, reset, 5xx, unreadable) is never taken for a
  * decline. For a payout the provider is asked its status, with backoff, until it answers
@@ -601,13 +602,10 @@ async function record(
     let next: OperationRow | undefined;
     if (current.status !== "routing") return current;
     if (!accepted) {
-      // Nobody accepted: refused, or cancelled when a cancel arrived meanwhile. A refused
-      // payout's reserve is released by its internal event, queued with the refusal.
-      next =
-        current.type === "payout"
-          ? await recordRefusedPayout(deps.store, current, { routing_deadline: null })
-          : (await deps.store.applyFact(current, { kind: "refused" }, { data: { routing_deadline: null } }))
-              .row;
+      // Nobody accepted: refused, or cancelled when a cancel arrived meanwhile. What the
+      // routing may hold (a payout's reserve, a payin's pool slot) is released by the
+      // refusal's internal event, queued with it.
+      next = await recordRefusal(deps.store, current, { routing_deadline: null });
       if (next && !current.cancel_requested) throw notAccepted();
     } else {
       const { provider, answer } = accepted;

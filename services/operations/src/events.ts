@@ -7,7 +7,7 @@ import { eventType, type OperationRow, toOperation } from "./model.ts";
 /**
  * The outbox row announcing a row's current state, published on
  * `<prefix>.operations.<type>.<status>`, or under an internal `type` that names no status
- * (`payout.refused`). Terminal events carry the receipts.
+ * (`payout.refused`, `payment.refused`: refusals.ts). Terminal events carry the receipts.
  */
 export function operationEvent(
   prefix: string,

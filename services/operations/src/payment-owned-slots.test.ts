@@ -1,9 +1,21 @@
 import { randomUUID } from "node:crypto";
+import { fromBinary } from "@bufbuild/protobuf";
+import { createLogger } from "@gw/log";
+import { OperationEventSchema } from "@gw/proto/gateway/operations/v1/operations_pb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { connectorFor } from "./connectors/index.ts";
 import { operationIdFor } from "./create.ts";
-import { SELF_MATCHING } from "./pool.ts";
+import { operationEvent } from "./events.ts";
+import { type PoolDeps, poolConsumers, SELF_MATCHING } from "./pool.ts";
 import { listProviderFacts } from "./provider-facts.ts";
-import { eventually, forceTransition, type OperationsHarness, startHarness } from "./test-support.ts";
+import { PAYMENT_REFUSED } from "./refusals.ts";
+import {
+  eventually,
+  failureOf,
+  forceTransition,
+  type OperationsHarness,
+  startHarness,
+} from "./test-support.ts";
 
 // A pool slot lives as long as its payment: matching never ends it on its own clock, so a
 // payment that completes always settles it, and an overpayment settles the slot for its
@@ -211,4 +223,79 @@ describe("a pool slot lives as long as its payment", () => {
     const freed = await h.matching.getPoolPayout({ operationId: out });
     expect(freed.payout).toMatchObject({ freeAmount: "733.19", reservedAmount: "0.00" });
   });
+
+  it("is released when its payin's create was refused after an Admit that answered too late, and a late release never touches the slot of a retry the pool took", async () => {
+    const merchant = await shop([SELF_MATCHING]);
+    const out = (await payout(merchant, "745.61")).operation?.operationId ?? "";
+    const other = (await payout(merchant, "745.60")).operation?.operationId ?? "";
+    for (const [id, amount] of [
+      [out, "745.61"],
+      [other, "745.60"],
+    ] as const)
+      await eventually(
+        () => h.matching.getPoolPayout({ operationId: id }).catch(() => undefined),
+        (p) => expect(p?.payout?.freeAmount).toBe(amount),
+      );
+    // The pool admitted the payin, but the create never saw the answer; asked again, the
+    // pool answers that slot, which does not fit the payin (here: another amount), so it
+    // declines, and nobody else is on the route: the create is refused, nothing announced.
+    const mop = `pay-${randomUUID()}`;
+    const id = operationIdFor(merchant.shopId, mop);
+    await h.matching.admit({
+      payinId: id,
+      shopId: merchant.shopId,
+      method: "WT_RUB_C2C",
+      currency: "RUB",
+      amount: "745.61",
+      slotLifetimeMs: 600_000n,
+    });
+    const create = () =>
+      h.operations.createOperation({
+        scope: merchant,
+        type: "payment",
+        merchantOperationId: mop,
+        clientId: "payer",
+        method: "WT_RUB_C2C",
+        amount: "745.60",
+        currency: "RUB",
+      });
+    expect((await failureOf(create())).info?.code).toBe("no_provider_accepted");
+    const refused = await row(id);
+    expect(refused).toMatchObject({ status: "rejected", provider: null });
+    await eventually(
+      () => slotStatus(id),
+      (s) => expect(s).toBe("released"),
+    );
+    const freed = await h.matching.getPoolPayout({ operationId: out });
+    expect(freed.payout).toMatchObject({ freeAmount: "745.61", reservedAmount: "0.00" });
+
+    // The merchant retries: the pool admits the payin afresh, into the payout that fits.
+    const retry = await create();
+    expect(retry.operation).toMatchObject({ operationId: id, status: "awaiting_confirmation" });
+    expect(await slotStatus(id)).toBe("reserved");
+    // The refusal's event delivered again now (late) leaves the retry's slot alone.
+    const late = fromBinary(
+      OperationEventSchema,
+      operationEvent(h.store.prefix, refused, [], PAYMENT_REFUSED).payload,
+    );
+    const { applier } = poolConsumers(poolDeps()).payins;
+    await h.store.transaction((tx) => applier.handle(tx, late, randomUUID()));
+    expect(await slotStatus(id)).toBe("reserved");
+    expect((await h.matching.getPoolPayout({ operationId: other })).payout).toMatchObject({
+      freeAmount: "0.00",
+      reservedAmount: "745.60",
+    });
+  });
+});
+
+/** The pool as the operations service has it, for handing its consumer an event directly. */
+const poolDeps = (): PoolDeps => ({
+  store: h.store,
+  matching: h.matching,
+  connectorFor,
+  callbackBaseUrl: "",
+  attemptTimeoutMs: 1_000,
+  slotLifetimeMs: 600_000,
+  windowMs: 600_000,
+  logger: createLogger("operations-test", "silent"),
 });

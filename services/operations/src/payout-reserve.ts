@@ -1,11 +1,8 @@
 import type { Client } from "@connectrpc/connect";
 import type { Logger } from "@gw/log";
 import type { LedgerService } from "@gw/proto/gateway/ledger/v1/ledger_pb";
-import { operationEvent } from "./events.ts";
 import { DependencyUnavailableError } from "./lifecycle/errors.ts";
 import { type OperationRow, toOperation } from "./model.ts";
-import type { DataPatch, OperationStore } from "./repository/operations.ts";
-import { enqueueEvent } from "./repository/outbox.ts";
 
 /**
  * A payout's ledger reserve around its routing (docs/architecture.md, Create):
@@ -17,7 +14,7 @@ import { enqueueEvent } from "./repository/outbox.ts";
  *   the ledger not answer, no provider is asked and the create answers 503 with the row
  *   still `routing`: whoever drives it next (a retry, the reconciler) reserves first too.
  * - **A refusal** (no provider accepted; never announced) queues the internal event
- *   `payout.refused` in the refusal's own transaction, and the ledger's consumer releases
+ *   `payout.refused` in the refusal's own transaction (refusals.ts), and the ledger's consumer releases
  *   the reserve once. A process that dies right after the refusal still releases it; a
  *   retry of the refusal routes under a newer version, so its reserve is posted again and
  *   a late release of the earlier refusal does not touch it.
@@ -25,9 +22,6 @@ import { enqueueEvent } from "./repository/outbox.ts";
  *   create's posting did not happen, `payout.rejected` releases, `payout.completed`
  *   consumes).
  */
-
-/** The internal event of a refused payout create (the ledger's `PAYOUT_REFUSED`). */
-export const PAYOUT_REFUSED = "payout.refused";
 
 /**
  * Posts a payout's reserve before its routing asks anyone; idempotent per routing (the
@@ -60,23 +54,4 @@ export async function reserveBeforeRouting(
       "the payout could not be reserved yet; retry the same request or read the state later",
     );
   }
-}
-
-/**
- * Records a payout create that no provider accepted (`rejected`, no provider, no public
- * event) together with its `payout.refused` event, in one transaction. Undefined when the
- * row's version moved on (re-read and decide).
- */
-export async function recordRefusedPayout(
-  store: OperationStore,
-  row: OperationRow,
-  data: DataPatch,
-): Promise<OperationRow | undefined> {
-  return store.transaction(async (tx) => {
-    const { row: next } = await store.applyFact(row, { kind: "refused" }, { data, tx });
-    if (next?.status !== "rejected") return next;
-    const event = operationEvent(store.prefix, next, [], PAYOUT_REFUSED);
-    await enqueueEvent(tx, event.id, event.subject, event.payload);
-    return next;
-  });
 }

@@ -21,9 +21,11 @@ import type { Connector, ProviderAnswer } from "./connectors/connector.ts";
 import { SELF_MATCHING } from "./connectors/pool-provider.ts";
 import { matchingRefusal } from "./dependency-errors.ts";
 import { recordHandOff } from "./handoff.ts";
+import { stateOf } from "./lifecycle/apply.ts";
 import { ConcurrentChangeError } from "./lifecycle/errors.ts";
 import { isTerminal, type OperationRow } from "./model.ts";
 import { recordSlotRefused } from "./provider-facts.ts";
+import { PAYMENT_REFUSED } from "./refusals.ts";
 import type { Tx } from "./repository/db.ts";
 import type { OperationStore } from "./repository/operations.ts";
 
@@ -44,7 +46,8 @@ import type { OperationStore } from "./repository/operations.ts";
  *   total); again from its `payout.pending` event until the add succeeds.
  * - The durable consumers `operations-pool-*` apply, exactly once, what follows:
  *   a pool payin that completed confirms its slot (`ConfirmSlot`) with its actual amount;
- *   one rejected or expired releases its slot; `pool_payout.completed`
+ *   one rejected or expired releases its slot, and so does a refused payin create
+ *   (`payment.refused`) for a slot its late `Admit` left; `pool_payout.completed`
  *   completes the payout with one leg (receipt item) per contribution;
  *   `pool_payout.handed_off` records the hand-off of the remainder to the providers after
  *   the pool in the payout route, which `HandOffDriver` then asks outside the transaction.
@@ -312,6 +315,7 @@ const ROUTED_PAYMENT_EVENTS = new Set(["payment.pending", "payment.awaiting_conf
  * slot is released by its withdrawal (withdrawals.ts, `PoolConnector.cancel`).
  */
 async function onPaymentEvent(pool: PoolDeps, tx: Tx, event: OperationEvent) {
+  if (event.type === PAYMENT_REFUSED) return releaseRefusedSlot(pool, tx, event);
   const routed = ROUTED_PAYMENT_EVENTS.has(event.type);
   if (!routed && !TERMINAL_PAYMENT_EVENTS.has(event.type)) return;
   const id = event.operation?.operationId;
@@ -340,6 +344,23 @@ async function onPaymentEvent(pool: PoolDeps, tx: Tx, event: OperationEvent) {
 async function releaseSlotNotTaken(pool: PoolDeps, row: OperationRow): Promise<void> {
   const routing = await pool.store.routeWithProviders(row.shop_id, row.method ?? "", "payin");
   if (!routing?.names.includes(SELF_MATCHING)) return;
+  await releaseSlot(pool, row.id, "rejected");
+}
+
+/**
+ * A payin create no provider accepted (`payment.refused`, queued with the refusal): a
+ * slot the pool may hold for it (its `Admit` answered too late) is released, since its
+ * requisites were never shown and nothing else would end it. Only while the payin is
+ * still that refusal (same version), under its row lock held until the release is done:
+ * a retry of the create reopens the row under a newer version, so it either waits for
+ * the release and routes after it, or came first and this event leaves its slot alone.
+ */
+async function releaseRefusedSlot(pool: PoolDeps, tx: Tx, event: OperationEvent) {
+  const id = event.operation?.operationId;
+  if (!id) return;
+  const row = await pool.store.lock(id, tx);
+  if (row?.type !== "payment" || row.version !== String(event.operation?.version ?? "")) return;
+  if (stateOf(row) !== "refused") return;
   await releaseSlot(pool, row.id, "rejected");
 }
 

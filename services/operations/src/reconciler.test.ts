@@ -310,7 +310,8 @@ describe("reconciler", () => {
         (r) => expect(r?.status).toBe("rejected"),
       );
       expect(row?.provider).toBeNull();
-      expect(await eventsOf(id)).toEqual([]);
+      // Nothing announced: only the internal event that frees a pool slot it may hold.
+      expect((await eventsOf(id)).map((e) => e.type)).toEqual(["payment.refused"]);
       const retry = await h.operations.createOperation(req).catch((err: unknown) => err);
       expect(errorInfo(retry)?.code).toBe("no_provider_accepted");
     });

@@ -1,4 +1,6 @@
 import { setTimeout as sleep } from "node:timers/promises";
+import type { Client } from "@connectrpc/connect";
+import type { ReceiptsService } from "@gw/proto/gateway/receipts/v1/receipts_pb";
 import { metricsRegistry } from "@gw/rpc";
 import { Gauge } from "prom-client";
 import type { OperationsConfig } from "./config.ts";
@@ -13,6 +15,10 @@ import { isTerminal } from "./model.ts";
 import { type PoolDeps, reconcilePooled, SELF_MATCHING } from "./pool.ts";
 import { applyProviderResult } from "./provider-results.ts";
 import { NON_TERMINAL, type ReconcileRow } from "./repository/operations.ts";
+import { resumeReview } from "./under-review.ts";
+
+/** What the reconciler needs: a create's dependencies, and the receipts service for reviews it resumes. */
+export type ReconcilerDeps = CreateDeps & { receipts: Client<typeof ReceiptsService> };
 
 /**
  * Operations non-terminal for longer than `RECONCILE_ALERT_AFTER_MS`, per status. Every
@@ -106,13 +112,13 @@ const ALERT_EVERY_MAX_MS = 60_000;
  *   non-terminal for longer than `alertAfterMs`, and sets the `operations_stuck` gauge.
  */
 export class Reconciler {
-  readonly #deps: CreateDeps;
+  readonly #deps: ReconcilerDeps;
   readonly #o: ReconcilerOptions;
   readonly #stop = new AbortController();
   #loop: Promise<void> | undefined;
   #lastAlert = 0;
 
-  constructor(deps: CreateDeps, options: ReconcilerOptions) {
+  constructor(deps: ReconcilerDeps, options: ReconcilerOptions) {
     this.#deps = deps;
     this.#o = options;
   }
@@ -193,7 +199,23 @@ export class Reconciler {
   }
 
   async #reconcile(row: ReconcileRow): Promise<Outcome> {
-    return row.status === "routing" ? this.#drive(row) : this.#ask(row);
+    if (row.status === "routing") return this.#drive(row);
+    return row.review_started_at ? this.#underReview(row) : this.#ask(row);
+  }
+
+  /**
+   * A payment whose receipt is under review is neither asked about nor expired: its
+   * verdict is looked for instead (`resumeReview`). Still running: looked for again after
+   * the backoff; over without a verdict: handled as any other row in the next pass.
+   */
+  async #underReview(row: ReconcileRow): Promise<Outcome> {
+    const resumed = await resumeReview(this.#deps, row);
+    if (resumed === "waiting" || resumed === "ended") {
+      await this.#deps.store.scheduleCheck(row.id, resumed === "ended" ? 0 : this.#backoff(row), false);
+      return "pending";
+    }
+    const { status } = resumed.applied;
+    return status === "completed" || status === "rejected" ? status : "pending";
   }
 
   /** Asks the provider about a pending operation and acts on the answer. */

@@ -89,7 +89,11 @@ async function refused(req: ReturnType<typeof request>) {
   const id = operationIdFor(req.scope.shopId, req.merchantOperationId);
   const row = await h.store.findAnyById(id);
   expect(row).toMatchObject({ status: "rejected", provider: null });
-  expect(await eventsOf(id)).toEqual([]);
+  // Nothing announced: only the internal event (one per refusal) that frees a pool slot
+  // the routing may hold.
+  const types = (await eventsOf(id)).map((e) => e.type);
+  expect(types.length).toBeGreaterThan(0);
+  expect(types.filter((t) => t !== "payment.refused")).toEqual([]);
   return id;
 }
 
@@ -115,7 +119,11 @@ describe("a retried create that no provider accepted", () => {
     expect(retry.replayed).toBe(false);
     expect(retry.operation).toMatchObject({ operationId: id, status: "pending", actualAmount: "0.00" });
     expect(retry.operation?.number).toMatch(/^\d{16}$/);
-    expect((await eventsOf(id)).map((e) => e.type)).toEqual(["payment.pending"]);
+    expect((await eventsOf(id)).map((e) => e.type)).toEqual([
+      "payment.refused",
+      "payment.refused",
+      "payment.pending",
+    ]);
     expect(await sandboxView(id)).toMatchObject([
       { provider: provider.name, status: "pending", requests: 1 },
     ]);
@@ -129,7 +137,11 @@ describe("a retried create that no provider accepted", () => {
     const again = await h.operations.createOperation(req);
     expect(again.replayed).toBe(true);
     expect(again.operation).toEqual(retry.operation);
-    expect((await eventsOf(id)).map((e) => e.type)).toEqual(["payment.pending"]);
+    expect((await eventsOf(id)).map((e) => e.type)).toEqual([
+      "payment.refused",
+      "payment.refused",
+      "payment.pending",
+    ]);
     expect(await sandboxView(id)).toMatchObject([{ requests: 1 }]);
   });
 
@@ -151,7 +163,7 @@ describe("a retried create that no provider accepted", () => {
       ["acme", "pending"],
       ["refuser", "rejected"],
     ]);
-    expect((await eventsOf(id)).map((e) => e.type)).toEqual(["payment.pending"]);
+    expect((await eventsOf(id)).map((e) => e.type)).toEqual(["payment.refused", "payment.pending"]);
   });
 
   it("answers 412 to a retry with another body, and routes nothing", async () => {
@@ -190,7 +202,7 @@ describe("a retried create that no provider accepted", () => {
         expect(a.operation?.number).toBe(ok[0]?.operation?.number);
       }
       expect(await sandboxView(id)).toMatchObject([{ provider: provider.name, requests: 1 }]);
-      expect((await eventsOf(id)).map((e) => e.type)).toEqual(["payment.pending"]);
+      expect((await eventsOf(id)).map((e) => e.type)).toEqual(["payment.refused", "payment.pending"]);
     }
   }, 60_000);
 
@@ -219,7 +231,7 @@ describe("a retried create that no provider accepted", () => {
     expect(retry.operation).toMatchObject({ operationId: id, status: "cancelled" });
     expect(retry.operation?.number).toBeUndefined();
     expect(await sandboxView(id)).toEqual([]);
-    expect((await eventsOf(id)).map((e) => e.type)).toEqual(["payment.cancelled"]);
+    expect((await eventsOf(id)).map((e) => e.type)).toEqual(["payment.refused", "payment.cancelled"]);
   });
 
   it("a payout whose provider answers 5xx stays unresolved, its total reserved, until that provider answers; never received, it is refused (the reserve released), and the retry routes it with its total reserved again", async () => {

@@ -12,6 +12,7 @@ import { configSchema as matchingConfig } from "@gw/matching/src/config.ts";
 import { LedgerService } from "@gw/proto/gateway/ledger/v1/ledger_pb";
 import { MatchingService } from "@gw/proto/gateway/matching/v1/matching_pb";
 import { OperationsService } from "@gw/proto/gateway/operations/v1/operations_pb";
+import { ReceiptsService } from "@gw/proto/gateway/receipts/v1/receipts_pb";
 import { startReceipts } from "@gw/receipts/src/app.ts";
 import { configSchema as receiptsConfig } from "@gw/receipts/src/config.ts";
 import { createServiceClient, errorInfo } from "@gw/rpc";
@@ -202,6 +203,17 @@ export async function startHarness(
           budgetMs: config.CREATE_BUDGET_MS,
           attemptTimeoutMs: config.PROVIDER_ATTEMPT_TIMEOUT_MS,
           logger,
+          receipts: createServiceClient(ReceiptsService, config.RECEIPTS_URL),
+          pool: {
+            store: own,
+            matching: createServiceClient(MatchingService, matchingUrl),
+            connectorFor,
+            callbackBaseUrl: callbackBase,
+            attemptTimeoutMs: config.PROVIDER_ATTEMPT_TIMEOUT_MS,
+            slotLifetimeMs: config.POOL_SLOT_LIFETIME_MS,
+            windowMs: config.POOL_WINDOW_MS,
+            logger,
+          },
         },
         { ...reconcilerOptions(config), ...overrides },
       );

@@ -76,6 +76,12 @@ export const operationsTable = operations.table(
     commissionPercent: numeric("commission_percent", { precision: 9, scale: 4 }),
     commissionFixed: numeric("commission_fixed", { precision: 20, scale: 6 }),
     manualCheckReason: text("manual_check_reason"),
+    /**
+     * Set when a payer's receipt went to the receipts service, cleared by its verdict (or
+     * by the reconciler once that review is over without one): while set, the payment does
+     * not expire and keeps its pool slot (docs/architecture.md, "Self-matching pool").
+     */
+    reviewStartedAt: timestamp("review_started_at", { withTimezone: true }),
     /** Created through a link whose shop had the hosted page on: the payer's page may show it. */
     hostedPage: boolean("hosted_page").notNull().default(false),
     cancelRequested: boolean("cancel_requested").notNull().default(false),

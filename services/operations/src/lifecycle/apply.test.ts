@@ -4,6 +4,7 @@ import { describe, expect, it } from "vitest";
 import { type Applied, apply, type Fact, type LifecycleOperation, stateOf } from "./apply.ts";
 import {
   AlreadyTerminalError,
+  ConcurrentChangeError,
   DomainError,
   LifecycleViolationError,
   NotAwaitingConfirmationError,
@@ -31,6 +32,7 @@ function operationIn(state: LifecycleState, over: Partial<LifecycleOperation> = 
     cancel_requested: false,
     cancelled_by_command: false,
     manual_check_reason: null,
+    review_started_at: null,
     legs: [],
   };
   const byState: Record<LifecycleState, Partial<LifecycleOperation>> = {
@@ -78,6 +80,8 @@ const SAMPLES: Record<(typeof FACT_KINDS)[number], Fact[]> = {
     { kind: "operator_reviewed", verdict: "completed", receiptId: "r1", amount: "150.00" },
     { kind: "operator_reviewed", verdict: "rejected", receiptId: "r1" },
   ],
+  review_started: [{ kind: "review_started", at: new Date(0) }],
+  review_abandoned: [{ kind: "review_abandoned" }],
   expired: [{ kind: "expired" }],
   refusal_retried: [{ kind: "refusal_retried" }],
   refusal_announced: [{ kind: "refusal_announced" }],
@@ -214,6 +218,25 @@ describe("the lifecycle table", () => {
     ).toBeInstanceOf(NotAwaitingConfirmationError);
     expect(apply(operationIn("manual_check"), { kind: "expired" })).toBeInstanceOf(LifecycleViolationError);
   });
+
+  it("does not expire a payment whose receipt is under review until its verdict (or the end of the review) clears it", () => {
+    const reviewing = operationIn("awaiting_confirmation", { review_started_at: new Date(0) });
+    expect(apply(reviewing, { kind: "expired" })).toBeInstanceOf(ConcurrentChangeError);
+    expect(
+      changed(apply(operationIn("awaiting_confirmation"), { kind: "review_started", at: new Date(0) }))
+        .change,
+    ).toMatchObject({ to: "awaiting_confirmation", patch: { review_started_at: new Date(0) } });
+    for (const verdict of ["completed", "rejected", "manual_check"] as const)
+      expect(
+        changed(apply(reviewing, { kind: "receipt_reviewed", verdict, receiptId: "r", amount: "1000.00" }))
+          .change?.patch,
+      ).toMatchObject({ review_started_at: null });
+    const abandoned = changed(apply(reviewing, { kind: "review_abandoned" }));
+    expect(abandoned).toMatchObject({ change: { patch: { review_started_at: null } }, events: [] });
+    expect(changed(apply({ ...reviewing, review_started_at: null }, { kind: "expired" })).events).toEqual([
+      "payment.rejected",
+    ]);
+  });
 });
 
 const cents = fc.integer({ min: 1, max: 50_000 }).map((c) => new Decimal(c).div(100).toFixed(2));
@@ -245,6 +268,8 @@ const fact: fc.Arbitrary<Fact> = fc.oneof(
   fc.record({ kind: fc.constant("provider_rejected" as const), provider }),
   verdict.map((v) => ({ kind: "receipt_reviewed" as const, ...v })),
   verdict.map((v) => ({ kind: "operator_reviewed" as const, ...v })),
+  fc.constant({ kind: "review_started" as const, at: new Date(0) }),
+  fc.constant({ kind: "review_abandoned" as const }),
   fc.constant({ kind: "expired" as const }),
   fc.constant({ kind: "refusal_retried" as const }),
   fc.constant({ kind: "refusal_announced" as const }),

@@ -2,6 +2,7 @@ import { Decimal } from "@gw/money";
 import type { OperationRow } from "../model.ts";
 import {
   AlreadyTerminalError,
+  ConcurrentChangeError,
   DependencyUnavailableError,
   type DomainError,
   IdempotencyConflictError,
@@ -43,6 +44,7 @@ export type LifecycleOperation = Pick<
   | "cancel_requested"
   | "cancelled_by_command"
   | "manual_check_reason"
+  | "review_started_at"
 > & { legs: readonly Leg[] };
 
 /** The columns a transition of the lifecycle may set. */
@@ -58,6 +60,7 @@ export type LifecyclePatch = Partial<
     | "cancelled_by_command"
     | "cancel_reason"
     | "manual_check_reason"
+    | "review_started_at"
   >
 >;
 
@@ -84,6 +87,8 @@ export type Fact =
   | { kind: "provider_rejected"; provider: string }
   | ({ kind: "receipt_reviewed" } & Verdict)
   | ({ kind: "operator_reviewed" } & Verdict)
+  | { kind: "review_started"; at: Date }
+  | { kind: "review_abandoned" }
   | { kind: "expired" }
   | { kind: "refusal_retried" }
   | { kind: "refusal_announced" }
@@ -248,7 +253,14 @@ function decide(op: LifecycleOperation, from: LifecycleState, fact: Fact): Outco
       if (fact.verdict === "manual_check")
         return new DependencyUnavailableError("an operator's decision came back without a verdict");
       return review(op, from, fact);
+    case "review_started":
+      return { to: from, patch: { review_started_at: fact.at } };
+    case "review_abandoned":
+      return { to: from, patch: { review_started_at: null } };
     case "expired":
+      // A receipt under review keeps the payment (and its pool slot) until its verdict.
+      if (op.review_started_at)
+        return new ConcurrentChangeError(`operation ${op.id} has a receipt under review`);
       return { to: "rejected", patch: { status: "rejected" } };
     case "refusal_retried":
       return { to: "routing", patch: { status: "routing" } };
@@ -281,14 +293,25 @@ function review(op: LifecycleOperation, from: LifecycleState, v: Verdict): Outco
     ]);
     return {
       to: "completed",
-      patch: { status: "completed", actual_amount: sum(all).toFixed(2), manual_check_reason: null },
+      patch: {
+        status: "completed",
+        actual_amount: sum(all).toFixed(2),
+        manual_check_reason: null,
+        review_started_at: null,
+      },
       legs: fresh,
     };
   }
   if (v.verdict === "rejected")
-    return { to: "rejected", patch: { status: "rejected", manual_check_reason: null } };
+    return {
+      to: "rejected",
+      patch: { status: "rejected", manual_check_reason: null, review_started_at: null },
+    };
   const reason = v.reason === "not_terminal" ? "not_terminal" : "potential_fake";
-  if (from === "manual_check" && op.manual_check_reason === reason)
+  if (from === "manual_check" && op.manual_check_reason === reason && !op.review_started_at)
     return { to: "manual_check", write: false };
-  return { to: "manual_check", patch: { status: "manual_check", manual_check_reason: reason } };
+  return {
+    to: "manual_check",
+    patch: { status: "manual_check", manual_check_reason: reason, review_started_at: null },
+  };
 }

@@ -31,6 +31,7 @@ const TIMESTAMPS = [
   "created_at",
   "updated_at",
   "expires_at",
+  "review_started_at",
   "routing_deadline",
   "next_check_at",
   "stuck_alerted_at",

@@ -908,8 +908,9 @@ export declare const MatchingService: GenService<{
   },
   /**
    * Reserves a slot for a payin in one payout, atomically, following the admission
-   * policy. Idempotent on payin_id: a repeat answers the slot the payin already has (in
-   * whatever status it is now). The answer carries the payout's destination, which the
+   * policy. Idempotent on payin_id: a repeat answers the slot the payin already has
+   * (reserved or confirmed); a released one is forgotten and the payin admitted afresh (a
+   * refused create routed again). The answer carries the payout's destination, which the
    * payin shows as its requisites, and the slot's expires_at.
    * Errors: INVALID_ARGUMENT `validation_failed`; FAILED_PRECONDITION `amount_unavailable`
    * when no open payout can take the amount now.
