@@ -41,6 +41,10 @@ describe("a short seeded run with misbehaving providers", () => {
         RECONCILE_INTERVAL_MS: "1000",
         RECONCILE_AFTER_MS: "3000",
         RECONCILE_BACKOFF_MS: "1000",
+        // A failing withdraw is asked again within the run's quiescence (the default
+        // backoff, 5 s doubling up to an hour, outlasts it).
+        WITHDRAW_BACKOFF_MS: "500",
+        RECONCILE_BACKOFF_MAX_MS: "4000",
       },
     });
     let secret: string | undefined;

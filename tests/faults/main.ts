@@ -125,6 +125,11 @@ const stack = await startTestStack({
     // once it is this old; the default (30 min) is longer than the run.
     RECONCILE_AFTER_MS: "10000",
     RECONCILE_BACKOFF_MS: "2000",
+    // A withdrawal the sandbox refuses (withdraw.failing) or cannot take (killed) is asked
+    // again with backoff; the default (5 s doubling, up to an hour) outlasts the run's
+    // quiescence, so a cancelled payment still being withdrawn would be read as open.
+    WITHDRAW_BACKOFF_MS: "1000",
+    RECONCILE_BACKOFF_MAX_MS: "8000",
   },
 });
 print(
