@@ -357,18 +357,12 @@ export async function drive(deps: CreateDeps, taken: OperationRow, deadline: num
   if (taken.cancel_requested) {
     // A cancel was accepted while the create was dead: it wins, and no provider is asked
     // to take it (one asked now could accept a payment nobody will pay or see). The
-    // provider the dead create was asking may have taken a payin: it is withdrawn there.
-    const cancelled = await record(deps, taken, undefined);
-    const asked =
-      cancelled.status === "cancelled" && taken.type === "payment"
-        ? beingAsked(deps, taken, routing?.providers ?? [])
-        : undefined;
-    if (asked) {
-      await deps.store.transaction((tx) =>
-        recordPassedOver(tx, taken.id, asked, withdrawalLeaseMs(deps.attemptTimeoutMs)),
-      );
-      await deps.withdrawals?.askNow(taken.id, asked);
-    }
+    // provider the dead create was asking may have taken a payin: it is withdrawn there,
+    // the withdrawal committed with the cancellation (nothing else would ever withdraw it:
+    // the cancelled row names no provider), and asked once committed.
+    const asked = taken.type === "payment" ? beingAsked(deps, taken, routing?.providers ?? []) : undefined;
+    const cancelled = await record(deps, taken, undefined, asked);
+    if (asked && cancelled.status === "cancelled") await deps.withdrawals?.askNow(taken.id, asked);
     return cancelled;
   }
   return route(deps, taken, routing?.providers ?? [], routing?.names ?? [], deadline, signal);
@@ -590,12 +584,14 @@ const sameDeadline = (a: OperationRow, b: OperationRow) =>
 /**
  * Writes the routing outcome, honouring a cancel that arrived meanwhile. Like `persist`,
  * it stops with a 503 (`unresolved`) once another driver has taken the row over (another
- * `routing_deadline`): the outcome is that driver's to record.
+ * `routing_deadline`): the outcome is that driver's to record. With `withdrawAt`, a
+ * cancellation is committed only together with the withdrawal at that provider.
  */
 async function record(
   deps: CreateDeps,
   claimed: OperationRow,
   accepted: Accepted | undefined,
+  withdrawAt?: string,
 ): Promise<OperationRow> {
   let current = claimed;
   for (let attempt = 0; attempt < 10; attempt++) {
@@ -605,7 +601,14 @@ async function record(
       // Nobody accepted: refused, or cancelled when a cancel arrived meanwhile. What the
       // routing may hold (a payout's reserve, a payin's pool slot) is released by the
       // refusal's internal event, queued with it.
-      next = await recordRefusal(deps.store, current, { routing_deadline: null });
+      next = await recordRefusal(
+        deps.store,
+        current,
+        { routing_deadline: null },
+        withdrawAt
+          ? (tx) => recordPassedOver(tx, claimed.id, withdrawAt, withdrawalLeaseMs(deps.attemptTimeoutMs))
+          : undefined,
+      );
       if (next && !current.cancel_requested) throw notAccepted();
     } else {
       const { provider, answer } = accepted;

@@ -1,5 +1,6 @@
 import { operationEvent } from "./events.ts";
 import type { OperationRow } from "./model.ts";
+import type { Tx } from "./repository/db.ts";
 import type { DataPatch, OperationStore } from "./repository/operations.ts";
 import { enqueueEvent } from "./repository/outbox.ts";
 
@@ -24,16 +25,19 @@ export const PAYMENT_REFUSED = "payment.refused";
 /**
  * Records a create that no provider accepted (the lifecycle's `refused` fact: `rejected`
  * with no provider, or `cancelled` when a cancel arrived meanwhile) with, for a refusal,
- * its internal `<type>.refused` event, in one transaction. Undefined when the row's
- * version moved on (re-read and decide).
+ * its internal `<type>.refused` event, in one transaction; for a cancellation, with what
+ * `onCancelled` writes in that transaction (a withdrawal). Undefined when the row's version
+ * moved on (re-read and decide).
  */
 export async function recordRefusal(
   store: OperationStore,
   row: OperationRow,
   data: DataPatch,
+  onCancelled?: (tx: Tx) => Promise<void>,
 ): Promise<OperationRow | undefined> {
   return store.transaction(async (tx) => {
     const { row: next } = await store.applyFact(row, { kind: "refused" }, { data, tx });
+    if (next?.status === "cancelled" && onCancelled) await onCancelled(tx);
     if (next?.status !== "rejected") return next;
     const type = next.type === "payout" ? PAYOUT_REFUSED : PAYMENT_REFUSED;
     const event = operationEvent(store.prefix, next, [], type);

@@ -5,7 +5,13 @@ import { CreateOperationRequestSchema } from "@gw/proto/gateway/operations/v1/op
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connectorFor } from "./connectors/index.ts";
 import { type CreateDeps, createOperation, parseCreate } from "./create.ts";
-import { eventually, type OperationsHarness, startHarness } from "./test-support.ts";
+import {
+  eventually,
+  failureOf,
+  insertAbandonedRouting,
+  type OperationsHarness,
+  startHarness,
+} from "./test-support.ts";
 
 let h: OperationsHarness;
 
@@ -37,6 +43,18 @@ beforeAll(async () => {
     end $$;
     create trigger refuse_fact before insert on operations.provider_facts
       for each row execute function public.refuse_fact();`);
+  // A withdrawal of an operation listed here cannot be written, as a database fault would.
+  await h.sql.unsafe(`
+    create table public.unwritable_withdrawals (operation_id uuid primary key);
+    create function public.refuse_withdrawal() returns trigger language plpgsql as $$
+    begin
+      if exists (select 1 from public.unwritable_withdrawals where operation_id = new.operation_id) then
+        raise exception 'withdrawal cannot be written (test fault)';
+      end if;
+      return new;
+    end $$;
+    create trigger refuse_withdrawal before insert or update on operations.withdrawals
+      for each row execute function public.refuse_withdrawal();`);
 }, 60_000);
 afterAll(() => h?.stop());
 
@@ -212,5 +230,42 @@ describe("a payin passed over as unknown", () => {
       (rows) => expect(rows).toMatchObject([{ provider: "withdraws", status: "withdrawn" }]),
     );
     expect(await atProviders(id)).toEqual([["withdraws", "withdrawn"]]);
+  }, 30_000);
+});
+
+describe("a cancel that wins over a dead create", () => {
+  it("commits the cancellation only with the withdrawal at the provider that create was asking", async () => {
+    const shop = await h.shop(["withdraws"]);
+    const req = payment(shop);
+    // A create whose process died while asking `withdraws` (which recorded the payin),
+    // then a cancel was accepted.
+    const id = await insertAbandonedRouting(h.store, shop, req, new Date(Date.now() + 60_000));
+    expect(
+      (
+        await h.operations.cancelOperation({
+          scope: shop,
+          id: { case: "operationId", value: id },
+          reason: "",
+        })
+      ).outcome,
+    ).toBe("cancelled");
+    await h.sql`
+      update operations.operations set routing_deadline = now() - interval '1 minute' where id = ${id}`;
+    await h.sql`insert into public.unwritable_withdrawals (operation_id) values (${id})`;
+
+    // The withdrawal cannot be written: the cancellation is not committed either.
+    expect(await failureOf(h.operations.createOperation(req))).toBeTruthy();
+    expect(await h.store.findAnyById(id)).toMatchObject({ status: "routing", cancel_requested: true });
+    expect(await withdrawalsOf(id)).toEqual([]);
+
+    // Once it can be, a retry commits both.
+    await h.sql`delete from public.unwritable_withdrawals where operation_id = ${id}`;
+    await h.sql`
+      update operations.operations set routing_deadline = now() - interval '1 minute' where id = ${id}`;
+    expect((await h.operations.createOperation(req)).operation?.status).toBe("cancelled");
+    await eventually(
+      () => withdrawalsOf(id),
+      (rows) => expect(rows).toMatchObject([{ provider: "withdraws", status: "not_found" }]),
+    );
   }, 30_000);
 });
