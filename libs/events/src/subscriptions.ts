@@ -1,8 +1,9 @@
 /**
  * The subjects (without the events prefix) each durable consumer of the gateway reads:
  * exactly the events its handler acts on. A consumer is never handed the others, so an
- * event nobody acts on (`payment.pending`, the commonest) costs no inbox transaction
- * anywhere. The services start their consumers with these lists, and the fault suite
+ * event costs an inbox transaction only where it is acted on (`payment.pending`, the
+ * commonest, only at the pool's payins consumer, which frees a slot another provider's
+ * acceptance left). The services start their consumers with these lists, and the fault suite
  * and the conservation checker expect an event in a consumer's inbox if and only if its
  * subject is on that consumer's list.
  */
@@ -37,16 +38,18 @@ export const CONSUMER_SUBJECTS = {
     "operations.payout.rejected",
   ],
   /**
-   * The pool: completed and rejected payments confirm or free their slots (a cancelled
-   * one's slot is freed by its withdrawal); the first event of a payin (pending, awaiting
-   * confirmation) frees a slot the pool holds for a payin another provider took, and a
-   * refused payin create's internal `payment.refused` one its late Admit left.
+   * The pool: completed, rejected and cancelled payments confirm or free their slots (a
+   * cancelled one's withdrawal frees it too; this consumer dead-letters where that driver
+   * gives up); the first event of a payin (pending, awaiting confirmation) frees a slot
+   * the pool holds for a payin another provider took, and a refused payin create's
+   * internal `payment.refused` one its late Admit left.
    */
   "operations-pool-payins": [
     "operations.payment.pending",
     "operations.payment.awaiting_confirmation",
     "operations.payment.completed",
     "operations.payment.rejected",
+    "operations.payment.cancelled",
     "operations.payment.refused",
   ],
   /** The pool: matching's payout events. */

@@ -299,3 +299,43 @@ const poolDeps = (): PoolDeps => ({
   windowMs: 600_000,
   logger: createLogger("operations-test", "silent"),
 });
+
+describe("a cancelled pool payin", () => {
+  it("has its slot released by the pool's consumer even when its withdrawal was given up", async () => {
+    expect(poolConsumers(poolDeps()).payins.subjects).toContain("operations.payment.cancelled");
+    const merchant = await shop([SELF_MATCHING]);
+    const out = (await payout(merchant, "733.19")).operation?.operationId ?? "";
+    await eventually(
+      () => h.matching.getPoolPayout({ operationId: out }).catch(() => undefined),
+      (p) => expect(p?.payout?.freeAmount).toBe("733.19"),
+    );
+    const pay = (await payment(merchant, "733.19")).operation;
+    expect(pay?.status).toBe("awaiting_confirmation");
+    const id = pay?.operationId ?? "";
+    expect(await slotStatus(id)).toBe("reserved");
+    // Its withdrawal already gave up (matching unreachable for all its attempts): the
+    // cancel's withdrawal row stays as it is, and the driver never asks it.
+    await h.sql`
+      insert into operations.withdrawals (operation_id, provider, status, last_error)
+      values (${id}, ${SELF_MATCHING}, 'gave_up', 'matching unavailable (test)')`;
+    const cancelled = await h.operations.cancelOperation({
+      scope: merchant,
+      id: { case: "operationId", value: id },
+      reason: "payer left",
+    });
+    expect(cancelled.outcome).toBe("cancelled");
+    await eventually(
+      () => slotStatus(id),
+      (s) => expect(s).toBe("released"),
+    );
+    expect(
+      (await h.sql`select status from operations.withdrawals where operation_id = ${id}`)[0],
+    ).toMatchObject({
+      status: "gave_up",
+    });
+    await eventually(
+      () => h.matching.getPoolPayout({ operationId: out }),
+      (p) => expect(p.payout).toMatchObject({ freeAmount: "733.19", reservedAmount: "0.00" }),
+    );
+  }, 30_000);
+});

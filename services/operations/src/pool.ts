@@ -306,13 +306,17 @@ export async function nobodyTookIt(pool: PoolDeps, tx: Tx, row: OperationRow): P
   if (!next) throw new ConcurrentChangeError("payout changed concurrently; retry");
 }
 
-const TERMINAL_PAYMENT_EVENTS = new Set(["payment.completed", "payment.rejected"]);
+const TERMINAL_PAYMENT_EVENTS = new Set(["payment.completed", "payment.rejected", "payment.cancelled"]);
 
 const ROUTED_PAYMENT_EVENTS = new Set(["payment.pending", "payment.awaiting_confirmation"]);
 
 /**
  * What the consumer does with one operation event of a pooled payin. A cancelled one's
- * slot is released by its withdrawal (withdrawals.ts, `PoolConnector.cancel`).
+ * slot is released here and by its withdrawal (withdrawals.ts, `PoolConnector.cancel`),
+ * whichever comes first (a release is idempotent): this consumer retries by redelivery
+ * and dead-letters for an operator, where the withdrawal driver gives up after its
+ * attempts. A payin cancelled with no provider (the cancel won over its create) may hold
+ * a slot its create's `Admit` left, so it is released too.
  */
 async function onPaymentEvent(pool: PoolDeps, tx: Tx, event: OperationEvent) {
   if (event.type === PAYMENT_REFUSED) return releaseRefusedSlot(pool, tx, event);
@@ -323,8 +327,11 @@ async function onPaymentEvent(pool: PoolDeps, tx: Tx, event: OperationEvent) {
   const row = await pool.store.findAnyById(id, tx);
   if (row?.type !== "payment") return;
   if (routed && !isPooled(row)) return releaseSlotNotTaken(pool, row);
+  if (row.status === "cancelled" && row.provider === null) return releaseSlotNotTaken(pool, row, "cancelled");
   if (!isPooled(row)) return;
   switch (row.status) {
+    case "cancelled":
+      return releaseSlot(pool, row.id, "cancelled");
     case "completed":
       return onPayinCompleted(pool, row);
     case "rejected": {
@@ -337,14 +344,19 @@ async function onPaymentEvent(pool: PoolDeps, tx: Tx, event: OperationEvent) {
 }
 
 /**
- * A payin a provider after the pool took: a slot the pool may still hold for it (its
- * Admit answered too late, say) is released, since its requisites were never shown.
- * Matching never ends a slot on its own, so nobody else would.
+ * A payin a provider after the pool took, or cancelled before any provider was recorded:
+ * a slot the pool may still hold for it (its Admit answered too late, say) is released,
+ * since its requisites were never shown. Matching never ends a slot on its own, so nobody
+ * else would.
  */
-async function releaseSlotNotTaken(pool: PoolDeps, row: OperationRow): Promise<void> {
+async function releaseSlotNotTaken(
+  pool: PoolDeps,
+  row: OperationRow,
+  reason: "rejected" | "cancelled" = "rejected",
+): Promise<void> {
   const routing = await pool.store.routeWithProviders(row.shop_id, row.method ?? "", "payin");
   if (!routing?.names.includes(SELF_MATCHING)) return;
-  await releaseSlot(pool, row.id, "rejected");
+  await releaseSlot(pool, row.id, reason);
 }
 
 /**
