@@ -511,6 +511,8 @@ async function route(
     else row = await passOver(deps, row, provider.name, resolution.reason);
   }
   const recorded = await record(deps, row, accepted);
+  if (accepted && recorded.provider === accepted.provider.name)
+    await deps.connectorFor(accepted.provider.kind)?.recorded?.(accepted.provider, recorded);
   if (accepted?.result && recorded.provider === accepted.provider.name) {
     const result = accepted.result;
     const provider = accepted.provider.name;

@@ -1,14 +1,16 @@
 import { randomUUID } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { create } from "@bufbuild/protobuf";
 import { Code } from "@connectrpc/connect";
 import { createLogger } from "@gw/log";
 import { Decimal } from "@gw/money";
+import { PoolPayoutEventSchema } from "@gw/proto/gateway/matching/v1/matching_pb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PoolConnector } from "./connectors/pool.ts";
 import { POOL_PROVIDER } from "./connectors/pool-provider.ts";
 import { operationIdFor } from "./create.ts";
-import { SELF_MATCHING } from "./pool.ts";
+import { poolConsumers, SELF_MATCHING } from "./pool.ts";
 import { listProviderFacts } from "./provider-facts.ts";
 import { applyProviderResult } from "./provider-results.ts";
 import {
@@ -680,18 +682,116 @@ describe("a hand-off to a provider that does not answer", () => {
   }, 45_000);
 });
 
+/** The pool as the operations service has it, for its connector and consumers. */
+const poolDeps = () => ({
+  store: h.store,
+  matching: h.matching,
+  connectorFor: () => undefined,
+  callbackBaseUrl: "",
+  attemptTimeoutMs: 1_000,
+  slotLifetimeMs: 600_000,
+  windowMs: WINDOW_MS,
+  logger: createLogger("pool-test", "silent"),
+});
+
+describe("a payout and its pool payout", () => {
+  it("enters the pool only once its create recorded it: the connector's acceptance puts nothing in", async () => {
+    const connector = new PoolConnector(poolDeps());
+    const payee = await shop([SELF_MATCHING], [SELF_MATCHING]);
+    const id = randomUUID();
+    const answer = await connector.create(
+      POOL_PROVIDER,
+      {
+        operationId: id,
+        shopId: payee.shopId,
+        direction: "payout",
+        method: "WT_RUB_PHONE",
+        amount: "1751.00",
+        currency: "RUB",
+        number: "+79001112233",
+        name: "Pool Payee",
+        bankname: "tinkoff",
+        callbackUrl: "",
+      },
+      AbortSignal.timeout(5_000),
+    );
+    expect(answer).toEqual({ outcome: "accepted", receiptRequired: false });
+    expect(await connector.status(POOL_PROVIDER, id, AbortSignal.timeout(5_000))).toEqual({
+      status: "not_found",
+    });
+    // A create through the service records it first, then puts it in.
+    const out = (await payout(payee, "1751.00", "WT_RUB_PHONE")).operation;
+    expect(out?.status).toBe("pending");
+    expect((await poolPayout(out?.operationId ?? ""))?.freeAmount).toBe("1751.00");
+  });
+
+  it("has a closed pool payout refused while it is routing, and recorded as a provider fact once another provider holds it", async () => {
+    const payee = await shop([SELF_MATCHING], ["acme"]);
+    const req = {
+      scope: payee,
+      type: "payout",
+      merchantOperationId: `out-${randomUUID()}`,
+      clientId: "payee",
+      method: "WT_RUB_C2C",
+      amount: "1762.00",
+      currency: "RUB",
+      number: "2200111122223333",
+      name: "Pool Payee",
+    };
+    const id = await insertAbandonedRouting(h.store, payee, req, new Date(Date.now() + 60_000));
+    const closed = create(PoolPayoutEventSchema, {
+      eventId: randomUUID(),
+      type: "pool_payout.completed",
+      occurredAt: new Date().toISOString(),
+      payout: {
+        operationId: id,
+        shopId: payee.shopId,
+        method: "WT_RUB_C2C",
+        currency: "RUB",
+        amount: "1762.00",
+        status: "completed",
+        contributions: [
+          {
+            id: randomUUID(),
+            payinId: randomUUID(),
+            amount: "1762.00",
+            completedAt: new Date().toISOString(),
+          },
+        ],
+      },
+    });
+    const { applier } = poolConsumers(poolDeps()).payouts;
+    const handle = () => h.store.transaction((tx) => applier.handle(tx, closed, randomUUID()));
+    // Still routing: no provider recorded yet, so the event is redelivered, not dropped.
+    await expect(handle()).rejects.toThrow(/still being routed/);
+    const routing = await h.store.findAnyById(id);
+    expect(routing?.status).toBe("routing");
+
+    // The create is recorded at acme: what the pool paid is money no payout accounts for.
+    const atAcme = await forceTransition(
+      h.store,
+      routing as NonNullable<typeof routing>,
+      { status: "pending", provider: "acme", routing_deadline: null },
+      { emit: true },
+    );
+    expect(atAcme?.status).toBe("pending");
+    await handle();
+    expect(await h.store.findAnyById(id)).toMatchObject({ status: "pending", provider: "acme" });
+    const facts = (await listProviderFacts(h.store, { limit: 500 })).filter((f) => f.operationId === id);
+    expect(facts).toMatchObject([
+      { kind: "not_routed", provider: SELF_MATCHING, direction: "payout", amount: "1762.00" },
+    ]);
+    // Redelivered: recorded once.
+    await handle();
+    expect(
+      (await listProviderFacts(h.store, { limit: 500 })).filter((f) => f.operationId === id),
+    ).toHaveLength(1);
+  });
+});
+
 describe("the pool's connector", () => {
   it("answers the status question with the pool payout: pending while open, not_found for a payout never put in", async () => {
-    const connector = new PoolConnector({
-      store: h.store,
-      matching: h.matching,
-      connectorFor: () => undefined,
-      callbackBaseUrl: "",
-      attemptTimeoutMs: 1_000,
-      slotLifetimeMs: 600_000,
-      windowMs: WINDOW_MS,
-      logger: createLogger("pool-test", "silent"),
-    });
+    const connector = new PoolConnector(poolDeps());
     const payee = await shop([SELF_MATCHING], [SELF_MATCHING]);
     // Phone rails, the last test of the file: no other test's payin can land in it.
     const id = (await payout(payee, "1740.00", "WT_RUB_PHONE")).operation?.operationId ?? "";

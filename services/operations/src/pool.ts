@@ -22,9 +22,9 @@ import { SELF_MATCHING } from "./connectors/pool-provider.ts";
 import { matchingRefusal } from "./dependency-errors.ts";
 import { recordHandOff } from "./handoff.ts";
 import { stateOf } from "./lifecycle/apply.ts";
-import { ConcurrentChangeError } from "./lifecycle/errors.ts";
+import { ConcurrentChangeError, StillRoutingError } from "./lifecycle/errors.ts";
 import { isTerminal, type OperationRow } from "./model.ts";
-import { recordSlotRefused } from "./provider-facts.ts";
+import { recordProviderFact, recordSlotRefused } from "./provider-facts.ts";
 import { PAYMENT_REFUSED } from "./refusals.ts";
 import type { Tx } from "./repository/db.ts";
 import type { OperationStore } from "./repository/operations.ts";
@@ -92,7 +92,7 @@ export type PoolEntry = Pick<
  * acceptance with the payout's destination, a receipt required and the slot's expiry.
  * `amount_unavailable` (or a slot of this payin for another amount or already released)
  * is a decline. Payouts: always accepted (the pool takes any payout; `addPayout` puts it
- * in). Transport errors throw: "no answer".
+ * in once the create recorded it). Transport errors throw: "no answer".
  */
 export async function poolAnswer(
   pool: PoolDeps,
@@ -235,18 +235,53 @@ async function completeWithLegs(pool: PoolDeps, tx: Tx, row: OperationRow) {
 }
 
 /**
+ * The payout a closed pool payout (completed or handed off) belongs to, locked in `tx`,
+ * when it is the pool's to apply: open and recorded under the pool. A payout still
+ * `routing` throws (the event is redelivered, in the end dead-lettered for an operator):
+ * its create has not recorded its provider yet. A payout recorded elsewhere (another
+ * provider, or none) whose pool payout holds contributions is money the pool paid that no
+ * payout accounts for: recorded as a `not_routed` provider fact of the pool (booked on
+ * suspense for an operator), never dropped.
+ */
+async function pooledPayout(pool: PoolDeps, tx: Tx, payout: PoolPayout): Promise<OperationRow | undefined> {
+  const row = await pool.store.lock(payout.operationId, tx);
+  if (row?.type !== "payout") {
+    pool.logger.error({ operationId: payout.operationId }, "pool: closed pool payout unknown to operations");
+    return undefined;
+  }
+  if (row.status === "routing") throw new StillRoutingError();
+  if (row.provider === SELF_MATCHING) return isTerminal(row.status) ? undefined : row;
+  const paid = payout.contributions.reduce((sum, c) => sum.plus(c.amount), new Decimal(0));
+  pool.logger.error(
+    { operationId: row.id, provider: row.provider, status: row.status, paid: paid.toFixed(2) },
+    "pool: a pool payout closed for a payout recorded elsewhere",
+  );
+  if (paid.gt(0))
+    await recordProviderFact(pool, tx, {
+      provider: SELF_MATCHING,
+      reference: row.id,
+      operation: row,
+      kind: "not_routed",
+      providerStatus: "completed",
+      legs: payout.contributions.map((c) => ({
+        id: c.id,
+        amount: c.amount,
+        completedAt: new Date(c.completedAt),
+      })),
+      direction: "payout",
+    });
+  return undefined;
+}
+
+/**
  * The pool says the payout is fully paid: it completes with one leg per contribution.
  * Idempotent (the row lock and the terminal check make the event and the direct path
  * apply once).
  */
 export async function completePayout(pool: PoolDeps, payout: PoolPayout, outer?: Tx): Promise<void> {
   const run = async (tx: Tx) => {
-    const row = await pool.store.lock(payout.operationId, tx);
-    if (row?.type !== "payout") {
-      pool.logger.error({ operationId: payout.operationId }, "pool: completed payout unknown to operations");
-      return;
-    }
-    if (isTerminal(row.status) || row.provider !== SELF_MATCHING) return;
+    const row = await pooledPayout(pool, tx, payout);
+    if (!row) return;
     await recordContributions(pool, tx, row.id, payout);
     await completeWithLegs(pool, tx, row);
   };
@@ -266,8 +301,8 @@ export async function completePayout(pool: PoolDeps, payout: PoolPayout, outer?:
  * it (`nobodyTookIt`).
  */
 export async function handOff(pool: PoolDeps, tx: Tx, payout: PoolPayout): Promise<void> {
-  const row = await pool.store.lock(payout.operationId, tx);
-  if (row?.type !== "payout" || isTerminal(row.status) || row.provider !== SELF_MATCHING) return;
+  const row = await pooledPayout(pool, tx, payout);
+  if (!row) return;
   await recordContributions(pool, tx, row.id, payout);
   const remainder = new Decimal(payout.handedOffAmount || "0");
   if (remainder.lte(0)) return completeWithLegs(pool, tx, row);

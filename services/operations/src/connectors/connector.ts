@@ -1,3 +1,5 @@
+import type { OperationRow } from "../model.ts";
+
 /**
  * The one interface between operations and every payment provider. A connector speaks
  * one provider protocol; a real provider and the sandbox are reached the same way.
@@ -129,4 +131,11 @@ export interface Connector {
    * requisites must stop taking money). Never rejects: no readable answer is `unknown`.
    */
   cancel(provider: ProviderConfig, operationId: string, signal: AbortSignal): Promise<WithdrawAnswer>;
+  /**
+   * What the provider needs only once the create has committed its acceptance (`row` is
+   * the operation as recorded, under this provider): asked once, right after that commit,
+   * best-effort. Never rejects; whatever must not be lost follows from the committed
+   * state's event as well.
+   */
+  recorded?(provider: ProviderConfig, row: OperationRow): Promise<void>;
 }

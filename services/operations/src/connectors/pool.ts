@@ -1,5 +1,6 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { matchingRefusal } from "../dependency-errors.ts";
+import type { OperationRow } from "../model.ts";
 import { addPayout, type PoolDeps, poolAnswer, releaseSlot } from "../pool.ts";
 import {
   CallbackRejectedError,
@@ -9,6 +10,7 @@ import {
   type ProviderStatus,
   type WithdrawAnswer,
 } from "./connector.ts";
+import { SELF_MATCHING } from "./pool-provider.ts";
 
 /**
  * The self-matching pool behind the connector port (kind `self_matching`, provider
@@ -22,9 +24,11 @@ import {
  *   No answer (transport error, timeout, 5xx) is `unknown`, never a decline: a slot may
  *   have been reserved, so the cascade withdraws it (`cancel`) as at any provider.
  * - `create`, a payout: the pool takes every payout, so it is accepted. It is put into the
- *   pool (`AddPayout`) before the create answers, so payins can be admitted into it at
- *   once; should that fail, the `payout.pending` event's consumer puts it in
- *   (`operations-pool-entries`), and the reconciler after it.
+ *   pool (`AddPayout`) only once the create has committed it `pending` under the pool
+ *   (`recorded`, right after that commit, before the create answers), never before: a
+ *   payout the pool kept open while a take-over recorded it at another provider would be
+ *   paid twice. Should that call fail or the process die first, the `payout.pending`
+ *   event's consumer puts it in (`operations-pool-entries`), and the reconciler after it.
  * - `status`: the pool payout read (`GetPoolPayout`): open or handed off is pending,
  *   completed is a result with one leg per contribution, absent is `not_found`. Only
  *   payouts are asked: matching has no slot read, and a payin's unknown answer is
@@ -56,21 +60,24 @@ export class PoolConnector implements Connector {
       bankname: request.bankname ?? null,
       created_at: new Date(),
     };
-    if (row.type === "payout") {
-      await addPayout(this.#pool, row).catch((err: unknown) =>
-        this.#pool.logger.warn(
-          { operationId: row.id, err: String(err) },
-          "pool: payout not put into the pool yet; its pending event puts it in",
-        ),
-      );
-      return { outcome: "accepted", receiptRequired: false };
-    }
+    if (row.type === "payout") return { outcome: "accepted", receiptRequired: false };
     try {
       return await poolAnswer(this.#pool, row, signal);
     } catch (err) {
       if (isRefusal(err)) return { outcome: "declined", reason: ConnectError.from(err).rawMessage };
       return { outcome: "unknown", reason: `matching did not answer: ${String(err)}` };
     }
+  }
+
+  /** A payout recorded `pending` under the pool enters it (`AddPayout`, idempotent). */
+  async recorded(_provider: unknown, row: OperationRow): Promise<void> {
+    if (row.type !== "payout" || row.provider !== SELF_MATCHING || row.status !== "pending") return;
+    await addPayout(this.#pool, row).catch((err: unknown) =>
+      this.#pool.logger.warn(
+        { operationId: row.id, err: String(err) },
+        "pool: payout not put into the pool yet; its pending event puts it in",
+      ),
+    );
   }
 
   parseCallback(): never {
