@@ -315,7 +315,10 @@ export async function isRefusedCreate(store: OperationStore, row: OperationRow):
  * it, so one that had accepted answers the same): a fresh quote and the route as it is now,
  * then the row is taken back to `routing` in one version-checked statement, so of two
  * concurrent retries only one routes (the other waits on the `routing` row, as for any
- * create in progress). Undefined when the row changed first. A cancel accepted after the
+ * create in progress). A provider whose passed-over withdrawal is still asking, or ended
+ * `final`, is not asked again (`notToAskAgain`): the withdrawal could withdraw the retried
+ * create there, or its completion, a provider fact already, would be booked twice.
+ * Undefined when the row changed first. A cancel accepted after the
  * refusal made the row `cancelled`, so it never gets here; one accepted while this routes
  * wins as for any create (`record`).
  */
@@ -333,7 +336,8 @@ async function retryRefused(
   const taken = await deps.store.reopen(row, {
     ...quote,
     routing_deadline: await deps.store.deadlineIn(Math.max(0, deadline - Date.now())),
-    routing_passed: [],
+    // Passed over still: a provider whose withdrawal is in flight or ended with its result.
+    routing_passed: await deps.store.withdrawals.notToAskAgain(row.id),
     routing_unresolved: null,
   });
   if (!taken) return undefined;

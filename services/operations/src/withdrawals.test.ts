@@ -108,6 +108,7 @@ const payment = (shop: { shopId: string; merchantId: string }) => ({
 /** Each provider the sandbox recorded the operation at, with its status there. */
 async function atProviders(id: string): Promise<[string, string][]> {
   const res = await fetch(`${h.sandboxUrl}/control/operations/${id}`);
+  if (res.status === 404) return [];
   const body = (await res.json()) as { received: { provider: string; status: string }[] };
   return body.received.map((r): [string, string] => [r.provider, r.status]).sort();
 }
@@ -267,5 +268,39 @@ describe("a cancel that wins over a dead create", () => {
       () => withdrawalsOf(id),
       (rows) => expect(rows).toMatchObject([{ provider: "withdraws", status: "not_found" }]),
     );
+  }, 30_000);
+});
+
+describe("a refused payin's retry", () => {
+  /** A refused create (no provider accepted) whose pass-over of `withdraws` left a withdrawal `status`. */
+  async function refusedWithWithdrawal(status: string) {
+    const shop = await h.shop(["withdraws"]);
+    const req = payment(shop);
+    const id = await insertAbandonedRouting(h.store, shop, req, undefined, {
+      status: "rejected",
+      routing_deadline: null,
+      routing_passed: ["withdraws"],
+    });
+    // Not due for an hour: the driver leaves it as it is while the retry runs.
+    await h.sql`
+      insert into operations.withdrawals (operation_id, provider, passed_over, status, next_attempt_at)
+      values (${id}, 'withdraws', true, ${status}, now() + interval '1 hour')`;
+    return { req, id };
+  }
+
+  it("does not ask a provider again while its withdrawal there is still asking, nor one whose withdrawal ended final", async () => {
+    for (const status of ["asking", "final"]) {
+      const { req, id } = await refusedWithWithdrawal(status);
+      const f = await failureOf(h.operations.createOperation(req));
+      expect(f.info?.code).toBe("no_provider_accepted");
+      expect(await h.store.findAnyById(id)).toMatchObject({ status: "rejected", provider: null });
+      expect(await atProviders(id)).toEqual([]);
+    }
+  }, 30_000);
+
+  it("asks a provider again whose withdrawal there has ended without a result", async () => {
+    const { req, id } = await refusedWithWithdrawal("withdrawn");
+    expect((await h.operations.createOperation(req)).operation?.status).toBe("pending");
+    expect(await atProviders(id)).toEqual([["withdraws", "pending"]]);
   }, 30_000);
 });

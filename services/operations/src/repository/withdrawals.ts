@@ -88,6 +88,20 @@ export class WithdrawalRepository {
     return w;
   }
 
+  /**
+   * The providers of `operationId` a retried create must not ask again: a passed-over
+   * withdrawal there still asking (its withdraw could reach the retried create the
+   * provider accepts), or one that ended `final` (the provider decided that operation:
+   * its completion is a provider fact already, which routing there again would book twice).
+   */
+  async notToAskAgain(operationId: string): Promise<string[]> {
+    const rows = await this.#sql<{ provider: string }[]>`
+      select provider from operations.withdrawals
+      where operation_id = ${operationId} and passed_over and status in ('asking', 'final')
+      order by provider`;
+    return rows.map((r) => r.provider);
+  }
+
   /** Counts an unanswered ask and schedules the next one `delayMs` ahead, if still asking. */
   async retryLater(w: WithdrawalRow, attempts: number, reason: string, delayMs: number): Promise<void> {
     await this.#sql`
