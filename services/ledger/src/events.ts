@@ -222,26 +222,28 @@ async function postReserve(
  * only for a newer operation version than the release's (`generation`): a refused
  * create's retry routes again under a newer version and reserves again, while a late or
  * repeated reserve of an earlier version, or any reserve after a rejection or cancel
- * (the newest version the payout ever has), posts nothing. Answers whether it posted.
+ * (the newest version the payout ever has), posts nothing. Answers whether it posted,
+ * and whether no reserve is held for this version (`notHeld`: after a completion, or a
+ * release at this or a newer version).
  */
 export async function payoutPending(
   tx: postgres.TransactionSql,
   f: ReserveFigures & { generation: bigint },
-): Promise<boolean> {
+): Promise<{ posted: boolean; notHeld: boolean }> {
   const row = await lockReserve(tx, f);
   if (row.state === "none") {
     await postReserve(tx, f, f.generation);
-    return true;
+    return { posted: true, notHeld: false };
   }
   if (row.state === "released" && f.generation > BigInt(row.generation)) {
     await postReserve(tx, f, f.generation, true);
-    return true;
+    return { posted: true, notHeld: false };
   }
-  if (row.state === "reserved")
-    await tx`
-      update ledger.payout_reserves set generation = greatest(generation, ${f.generation.toString()}::bigint)
-      where operation_id = ${f.operationId}`;
-  return false;
+  if (row.state !== "reserved") return { posted: false, notHeld: true };
+  await tx`
+    update ledger.payout_reserves set generation = greatest(generation, ${f.generation.toString()}::bigint)
+    where operation_id = ${f.operationId}`;
+  return { posted: false, notHeld: false };
 }
 
 /**

@@ -349,8 +349,8 @@ describe("ReservePayout", () => {
       settlementAmount: "1020.00",
       settlementCurrency: "RUB",
     });
-    expect(await ledger.reservePayout(request)).toEqual({ posted: true });
-    expect(await ledger.reservePayout(request)).toEqual({ posted: false });
+    expect(await ledger.reservePayout(request)).toEqual({ posted: true, notHeld: false });
+    expect(await ledger.reservePayout(request)).toEqual({ posted: false, notHeld: false });
     expect(await rub(shopId)).toMatchObject({ balance: "3980.00", reserved: "1020.00" });
 
     await apply(shopId, operationId, "payout.pending");
@@ -359,7 +359,7 @@ describe("ReservePayout", () => {
     await apply(shopId, operationId, "payout.rejected");
     await apply(shopId, operationId, "payout.rejected");
     expect(await rub(shopId)).toMatchObject({ balance: "5000.00", reserved: "0.00" });
-    expect(await ledger.reservePayout(request)).toEqual({ posted: false });
+    expect(await ledger.reservePayout(request)).toEqual({ posted: false, notHeld: true });
     expect(await rub(shopId)).toMatchObject({ balance: "5000.00", reserved: "0.00" });
   });
 
@@ -383,24 +383,24 @@ describe("ReservePayout", () => {
       ).map((t) => t.kind);
     // Routing at version 1 reserves; nobody accepts (refused at version 3): released once,
     // however often the event is delivered.
-    expect(await reserve(1n)).toEqual({ posted: true });
+    expect(await reserve(1n)).toEqual({ posted: true, notHeld: false });
     await apply(shopId, operationId, "payout.refused", 3n);
     await apply(shopId, operationId, "payout.refused", 3n);
     expect(await rub(shopId)).toMatchObject({ balance: "0.00", reserved: "0.00" });
-    // A late repeat of the first routing's reserve posts nothing.
-    expect(await reserve(1n)).toEqual({ posted: false });
+    // A late repeat of the first routing's reserve posts nothing and holds none for it.
+    expect(await reserve(1n)).toEqual({ posted: false, notHeld: true });
     // The retry routes at version 4 and reserves again; its second refusal (version 6)
     // arrives only after a third routing (version 7) reserved: that refusal is older than
     // the reserve held, so the reserve stays.
-    expect(await reserve(4n)).toEqual({ posted: true });
+    expect(await reserve(4n)).toEqual({ posted: true, notHeld: false });
     expect(await rub(shopId)).toMatchObject({ balance: "-1020.00", reserved: "1020.00" });
-    expect(await reserve(7n)).toEqual({ posted: false });
+    expect(await reserve(7n)).toEqual({ posted: false, notHeld: false });
     await apply(shopId, operationId, "payout.refused", 6n);
     expect(await rub(shopId)).toMatchObject({ balance: "-1020.00", reserved: "1020.00" });
     // Accepted this time: pending, then rejected by the provider, released once more.
     await apply(shopId, operationId, "payout.pending", 8n);
     await apply(shopId, operationId, "payout.rejected", 9n);
-    expect(await reserve(7n)).toEqual({ posted: false });
+    expect(await reserve(7n)).toEqual({ posted: false, notHeld: true });
     expect(await rub(shopId)).toMatchObject({ balance: "0.00", reserved: "0.00" });
     expect(await kinds()).toEqual(["payout_reserve", "payout_release", "payout_reserve", "payout_release"]);
     const rows = await sql`select 1 from ledger.payout_reserves where operation_id = ${operationId}`;
@@ -417,7 +417,7 @@ describe("ReservePayout", () => {
       settlementAmount: "1020.00",
       settlementCurrency: "RUB",
     });
-    expect(await ledger.reservePayout(request)).toEqual({ posted: false });
+    expect(await ledger.reservePayout(request)).toEqual({ posted: false, notHeld: false });
     expect(await rub(shopId)).toMatchObject({ balance: "-1020.00", reserved: "1020.00" });
   });
 

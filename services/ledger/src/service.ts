@@ -282,7 +282,7 @@ export class LedgerHandlers implements ServiceImpl<typeof LedgerService> {
       throw invalid("settlement_amount", "settlement_amount must be a positive decimal string");
     }
     const settlement = new Decimal(req.settlementAmount);
-    const posted = await withRetry(() =>
+    return withRetry(() =>
       this.#sql.begin((tx) =>
         payoutPending(tx, {
           operationId,
@@ -293,7 +293,6 @@ export class LedgerHandlers implements ServiceImpl<typeof LedgerService> {
         }),
       ),
     );
-    return { posted };
   }
 
   /**

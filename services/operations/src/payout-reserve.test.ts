@@ -1,5 +1,8 @@
 import { randomUUID } from "node:crypto";
+import { createLogger } from "@gw/log";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DependencyUnavailableError } from "./lifecycle/errors.ts";
+import { reserveBeforeRouting } from "./payout-reserve.ts";
 import { eventually, failureOf, type OperationsHarness, startHarness } from "./test-support.ts";
 
 // A payout's reserve is posted before any provider is asked: a create still unresolved at
@@ -92,5 +95,43 @@ describe("a payout's reserve is posted before any provider is asked", () => {
     const [reserves] = await h.sql<{ n: number }[]>`
       select count(*)::int as n from ledger.payout_reserves where operation_id = ${id}`;
     expect(reserves?.n).toBe(1);
+  });
+});
+
+describe("a stale driver's reserve", () => {
+  it("stops its routing when the ledger released the reserve at a newer version: no provider may be asked without one", async () => {
+    const name = `refuser-${randomUUID().slice(0, 8)}`;
+    await h.provider(name, { mode: "accept" }, { mode: "decline" });
+    const merchant = await h.shop([name]);
+    const mop = `out-${randomUUID()}`;
+    expect((await failureOf(payout(merchant, "275.00", mop))).info?.code).toBe("no_provider_accepted");
+    const refused = await h.store.findByMop(merchant.shopId, mop);
+    if (!refused) throw new Error("no refused payout");
+    await eventually(
+      () => transfers(refused.id),
+      (t) => expect(t).toEqual(["payout_reserve", "payout_release"]),
+    );
+    // A driver that routed the payout before that refusal (an older version), paused,
+    // now reserving late: the ledger posts nothing, and the driver must not go on.
+    const stale = { ...refused, status: "routing" as const, version: String(BigInt(refused.version) - 1n) };
+    const deps = {
+      ledger: h.ledger,
+      attemptTimeoutMs: 1_000,
+      logger: createLogger("operations-test", "silent"),
+    };
+    const outcome = await reserveBeforeRouting(deps, stale, AbortSignal.timeout(5_000)).then(
+      () => "went on",
+      (err: unknown) => err,
+    );
+    expect(outcome).toBeInstanceOf(DependencyUnavailableError);
+    expect(await transfers(refused.id)).toEqual(["payout_reserve", "payout_release"]);
+    expect(await balance(merchant.shopId)).toMatchObject({ balance: "0.00", reserved: "0.00" });
+    // The driver that reserves under the current routing's version is confirmed.
+    await reserveBeforeRouting(
+      deps,
+      { ...stale, version: String(BigInt(refused.version) + 1n) },
+      AbortSignal.timeout(5_000),
+    );
+    expect(await balance(merchant.shopId)).toMatchObject({ balance: "-275.00", reserved: "275.00" });
   });
 });

@@ -26,7 +26,8 @@ import { type OperationRow, toOperation } from "./model.ts";
 /**
  * Posts a payout's reserve before its routing asks anyone; idempotent per routing (the
  * ledger posts once per operation version). Throws 503 `dependency_unavailable` when the
- * ledger did not confirm it: no provider may be asked then.
+ * ledger did not confirm it, or answered that no reserve is held for this routing (a
+ * stale driver: released by a newer refusal): no provider may be asked then.
  */
 export async function reserveBeforeRouting(
   deps: { ledger: Client<typeof LedgerService>; attemptTimeoutMs: number; logger: Logger },
@@ -34,8 +35,9 @@ export async function reserveBeforeRouting(
   signal: AbortSignal,
 ): Promise<void> {
   const figures = toOperation(payout);
+  let notHeld: boolean;
   try {
-    await deps.ledger.reservePayout(
+    ({ notHeld } = await deps.ledger.reservePayout(
       {
         shopId: payout.shop_id,
         operationId: payout.id,
@@ -44,7 +46,7 @@ export async function reserveBeforeRouting(
         operationVersion: BigInt(payout.version),
       },
       { signal, timeoutMs: deps.attemptTimeoutMs },
-    );
+    ));
   } catch (err) {
     deps.logger.warn(
       { operationId: payout.id, err: String(err) },
@@ -52,6 +54,17 @@ export async function reserveBeforeRouting(
     );
     throw new DependencyUnavailableError(
       "the payout could not be reserved yet; retry the same request or read the state later",
+    );
+  }
+  if (notHeld) {
+    // Released at a newer version (a refusal after this driver's routing began) or
+    // completed: this routing is stale, and no provider may be asked without a reserve.
+    deps.logger.warn(
+      { operationId: payout.id, version: payout.version },
+      "payout reserve not held for this routing (released by a newer one); no provider asked",
+    );
+    throw new DependencyUnavailableError(
+      "the payout changed meanwhile; retry the same request or read the state later",
     );
   }
 }

@@ -630,6 +630,16 @@ export declare type ReservePayoutResponse = Message<"gateway.ledger.v1.ReservePa
    * @generated from field: bool posted = 1;
    */
   posted: boolean;
+
+  /**
+   * True when no reserve is held for the caller's routing: the payout completed, or its
+   * reserve was released at this or a newer operation_version (the caller's routing is
+   * stale and must not ask any provider). Stated as the exception, so that a ledger that
+   * predates the field (false) reads as "held", as before.
+   *
+   * @generated from field: bool not_held = 2;
+   */
+  notHeld: boolean;
 };
 
 /**
@@ -708,7 +718,8 @@ export declare const LedgerService: GenService<{
    * provider, once per operation: the payout.pending event's posting is the same one and
    * finds it done, and a payout completed, or released at this or a newer
    * operation_version, is left alone (a refused create's retry reserves again under its
-   * newer version). Errors: INVALID_ARGUMENT (validation_failed).
+   * newer version); `not_held` says a reserve is not held for the caller's routing.
+   * Errors: INVALID_ARGUMENT (validation_failed).
    *
    * @generated from rpc gateway.ledger.v1.LedgerService.ReservePayout
    */
