@@ -19,7 +19,12 @@ let down: Server;
 let downUrl: string;
 
 beforeAll(async () => {
-  h = await startHarness({ budgetMs: 4_000, attemptTimeoutMs: 1_000 });
+  h = await startHarness({
+    budgetMs: 4_000,
+    attemptTimeoutMs: 1_000,
+    // A passed-over provider's withdrawal is asked again soon once that provider is back.
+    config: { WITHDRAW_INTERVAL_MS: "100", WITHDRAW_BACKOFF_MS: "100", RECONCILE_BACKOFF_MAX_MS: "200" },
+  });
   await h.provider("acme", { mode: "accept", expires_in_seconds: 900 });
   await h.provider("refuser", { mode: "decline" });
   down = createServer((_req, res) => res.writeHead(503).end("restarting"));
@@ -54,6 +59,17 @@ async function flakyProvider(options: Record<string, unknown> = {}) {
       ),
   };
 }
+
+/**
+ * Waits until the withdrawal at the provider the refused create passed over has ended: a
+ * retry does not ask that provider again while it is in flight (its withdraw could reach
+ * the create the retry sends).
+ */
+const withdrawalEnded = (id: string) =>
+  eventually(
+    () => h.sql<{ status: string }[]>`select status from operations.withdrawals where operation_id = ${id}`,
+    (rows) => expect(rows.every((r) => r.status !== "asking")).toBe(true),
+  );
 
 const request = (shop: Shop, over: Record<string, unknown> = {}) => ({
   scope: shop,
@@ -115,6 +131,7 @@ describe("a retried create that no provider accepted", () => {
     await refused(req);
 
     await provider.up();
+    await withdrawalEnded(id);
     const retry = await h.operations.createOperation(req);
     expect(retry.replayed).toBe(false);
     expect(retry.operation).toMatchObject({ operationId: id, status: "pending", actualAmount: "0.00" });
@@ -187,6 +204,7 @@ describe("a retried create that no provider accepted", () => {
       const req = request(shop);
       const id = await refused(req);
       await provider.up();
+      await withdrawalEnded(id);
       const results = await Promise.allSettled(
         Array.from({ length: 6 }, () => h.operations.createOperation(req)),
       );
