@@ -5,14 +5,15 @@
  * lock orders concurrent changes of one payout, and the check constraints refuse any
  * state whose parts do not add up to the amount.
  *
- * Lock order: an admission locks one payout row and inserts a new slot; release and
- * confirm lock the slot first and the payout second. No statement locks a slot
- * after a payout, so the two paths cannot deadlock on each other.
+ * Lock order: admission and release of one payin first take that payin's advisory lock
+ * (`lockPayin`), so they are serialised per payin; an admission then locks one payout row
+ * and inserts a new slot; release and confirm lock the slot first and the payout second.
+ * No statement locks a slot after a payout, so the paths cannot deadlock on each other.
  */
 import { randomUUID } from "node:crypto";
 import { create, toBinary } from "@bufbuild/protobuf";
 import type { Sql } from "@gw/db";
-import { isSerializationFailure, isUniqueViolation } from "@gw/db";
+import { isSerializationFailure } from "@gw/db";
 import { PoolPayoutEventSchema } from "@gw/proto/gateway/matching/v1/matching_pb";
 import type postgres from "postgres";
 import { type Interval, toCents } from "./policy.ts";
@@ -90,6 +91,8 @@ export interface AdmitInput {
   /** The method's minimum amount, as decimal text. */
   minimum: string;
   slotLifetimeMs: number;
+  /** The routing attempt asking (the operation's version then); 0: none. */
+  generation: number;
 }
 
 /** Why a write did not happen; the service maps these to public error codes. */
@@ -97,6 +100,7 @@ export type PoolRefusal =
   | { refused: "idempotency_conflict"; payout: PayoutRow }
   | { refused: "amount_unavailable" }
   | { refused: "not_found" }
+  | { refused: "released" }
   | { refused: "slot_settled"; slot: SlotRow };
 
 export interface ConfirmResult {
@@ -128,10 +132,17 @@ async function retryDeadlocks<T>(fn: () => Promise<T>): Promise<T> {
   }
 }
 
+/** Advisory lock class of a payin's admission and release (the key's first half). */
+const PAYIN_LOCK = 0x6d617463;
+
+/** Serialises admissions and releases of one payin until the transaction ends. */
+const lockPayin = (tx: Q, payinId: string) =>
+  tx`select pg_advisory_xact_lock(${PAYIN_LOCK}::int, hashtext(${payinId}::text))`;
+
 /**
  * The admission statement, as text with positional parameters so the benchmark's pgbench
  * baseline runs exactly the same SQL: $1 method, $2 currency, $3 amount, $4 the method's
- * minimum, $5 payin id, $6 shop id, $7 slot lifetime in ms. It picks one payout by the
+ * minimum, $5 payin id, $6 shop id, $7 slot lifetime in ms, $8 the routing generation. It picks one payout by the
  * admission policy and locks it, takes the amount off its free remainder under the same
  * guards, and inserts the slot; it answers the slot with the payout's destination, or no
  * row when nothing could take the amount.
@@ -161,8 +172,9 @@ export function admissionSql(skipLocked: boolean): string {
         and (p.free_amount = $3::numeric or p.free_amount >= $3::numeric + $4::numeric)
       returning p.operation_id, p.number, p.name, p.bankname, p.method, p.currency
     ), s as (
-      insert into matching.slots (payin_id, payout_id, shop_id, amount, status, expires_at)
-      select $5::uuid, operation_id, $6::uuid, $3::numeric, 'reserved', now() + $7::int * interval '1 millisecond'
+      insert into matching.slots (payin_id, payout_id, shop_id, amount, status, expires_at, generation)
+      select $5::uuid, operation_id, $6::uuid, $3::numeric, 'reserved', now() + $7::int * interval '1 millisecond',
+        $8::bigint
       from taken
       returning payin_id, payout_id, amount, status, release_reason, expires_at
     )
@@ -275,63 +287,76 @@ export class PoolStore {
    * re-checks the guards on the newest row version after the wait, so a payout that a
    * concurrent slot made unfit is passed over, and one that still fits is taken. Only
    * when that finds nothing is the amount unavailable.
+   *
+   * Around it, under the payin's lock: a release of the payin at the request's generation
+   * or newer (its attempt was withdrawn, maybe before this Admit arrived) refuses it; a
+   * slot it already holds (reserved or confirmed) is answered; a released one was left by
+   * an earlier routing (a refused create, now retried), so it is forgotten and the payin
+   * admitted afresh.
    */
   async admit(input: AdmitInput): Promise<{ slot: SlotRow; created: boolean } | PoolRefusal> {
-    for (let afresh = false; ; afresh = true) {
-      for (const skipLocked of [true, false]) {
-        let admitted: SlotRow | undefined;
-        try {
-          admitted = await retryDeadlocks(() => this.#admitOnce(input, skipLocked));
-        } catch (err) {
-          // A concurrent admission of the same payin inserted its slot first; the whole
-          // statement (and its update of the payout) rolled back. Answer that slot.
-          if (!isUniqueViolation(err)) throw err;
-          admitted = undefined;
+    return retryDeadlocks(() =>
+      this.#sql.begin(async (tx) => {
+        await lockPayin(tx, input.payinId);
+        if (input.generation > 0) {
+          const [released] = await tx<{ generation: string }[]>`
+            select generation::text as generation from matching.slot_releases
+            where payin_id = ${input.payinId}`;
+          if (released !== undefined && BigInt(released.generation) >= BigInt(input.generation))
+            return { refused: "released" } as const;
         }
-        if (admitted) return { slot: admitted, created: true };
-      }
-      // Nothing admitted: the payin already has its slot (a retry, or a concurrent twin), or
-      // no payout can take the amount.
-      const existing = await this.slot(input.payinId);
-      if (existing?.status === "released" && !afresh) {
-        // A payin is admitted only while operations routes it, so a released slot of it
-        // was left by an earlier routing (a refused create, now retried): it is forgotten
-        // and the payin admitted afresh. Operations never releases a later routing's slot.
-        await this.#sql`delete from matching.slots where payin_id = ${input.payinId} and status = 'released'`;
-        continue;
-      }
-      return existing ? { slot: existing, created: false } : { refused: "amount_unavailable" };
-    }
-  }
-
-  async #admitOnce(input: AdmitInput, skipLocked: boolean): Promise<SlotRow | undefined> {
-    const [row] = await this.#sql.unsafe<SlotRow[]>(
-      admissionSql(skipLocked),
-      [
-        input.method,
-        input.currency,
-        input.amount,
-        input.minimum,
-        input.payinId,
-        input.shopId,
-        input.slotLifetimeMs,
-      ],
-      { prepare: true },
+        const existing = await this.slot(input.payinId, tx);
+        if (existing !== undefined && existing.status !== "released") return { slot: existing, created: false };
+        if (existing !== undefined)
+          await tx`delete from matching.slots where payin_id = ${input.payinId} and status = 'released'`;
+        for (const skipLocked of [true, false]) {
+          const [admitted] = await tx.unsafe<SlotRow[]>(
+            admissionSql(skipLocked),
+            [
+              input.method,
+              input.currency,
+              input.amount,
+              input.minimum,
+              input.payinId,
+              input.shopId,
+              input.slotLifetimeMs,
+              input.generation,
+            ],
+            { prepare: true },
+          );
+          if (admitted) return { slot: admitted, created: true };
+        }
+        return { refused: "amount_unavailable" } as const;
+      }),
     );
-    return row;
   }
 
   /**
    * Frees a reserved slot: its amount returns to the payout's free remainder in the same
    * statement. Releasing a released slot answers it unchanged; a confirmed one is settled.
+   * Under the payin's lock, the release is remembered with its generation whether or not
+   * a slot exists, so a later Admit of that generation or older reserves nothing; a slot a
+   * newer generation admitted is left reserved (answered unchanged).
    */
-  async release(payinId: string, reason: ReleaseReason): Promise<{ slot: SlotRow } | PoolRefusal> {
-    const sql = this.#sql;
-    const [row] = await retryDeadlocks(
-      () => sql<{ payin_id: string }[]>`
+  async release(
+    payinId: string,
+    reason: ReleaseReason,
+    generation: number,
+  ): Promise<{ slot: SlotRow } | PoolRefusal> {
+    return retryDeadlocks(() => this.#sql.begin((tx) => this.#release(tx, payinId, reason, generation)));
+  }
+
+  async #release(tx: Q, payinId: string, reason: ReleaseReason, generation: number) {
+    await lockPayin(tx, payinId);
+    await tx`
+      insert into matching.slot_releases (payin_id, generation) values (${payinId}, ${generation})
+      on conflict (payin_id) do update
+      set generation = greatest(slot_releases.generation, excluded.generation), released_at = now()`;
+    const [row] = await tx<{ payin_id: string }[]>`
         with s as (
           update matching.slots set status = 'released', release_reason = ${reason}, settled_at = now()
           where payin_id = ${payinId} and status = 'reserved'
+            and (${generation}::bigint = 0 or generation <= ${generation}::bigint)
           returning payin_id, payout_id, amount
         ), p as (
           update matching.pool_payouts p
@@ -340,11 +365,10 @@ export class PoolStore {
           from s where p.operation_id = s.payout_id
           returning p.operation_id
         )
-        select s.payin_id from s join p on p.operation_id = s.payout_id`,
-    );
-    const slot = await this.slot(payinId);
-    if (slot === undefined) return { refused: "not_found" };
-    if (row === undefined && slot.status === "confirmed") return { refused: "slot_settled", slot };
+        select s.payin_id from s join p on p.operation_id = s.payout_id`;
+    const slot = await this.slot(payinId, tx);
+    if (slot === undefined) return { refused: "not_found" } as const;
+    if (row === undefined && slot.status === "confirmed") return { refused: "slot_settled", slot } as const;
     return { slot };
   }
 

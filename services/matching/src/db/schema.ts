@@ -81,6 +81,8 @@ export const slots = matching.table(
     /** Why a released slot was released: `expired`, `rejected` or `cancelled`. */
     releaseReason: text("release_reason"),
     expiresAt: timestamp("expires_at", { withTimezone: true }).notNull(),
+    /** The routing attempt that admitted it (the operation's version then); 0: unknown. */
+    generation: bigint("generation", { mode: "number" }).notNull().default(0),
     createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
     settledAt: timestamp("settled_at", { withTimezone: true }),
   },
@@ -95,6 +97,18 @@ export const slots = matching.table(
     index("slots_expiry").on(t.expiresAt).where(sql`status = 'reserved'`),
   ],
 );
+
+/**
+ * The newest release operations sent for a payin, slot or no slot (a tombstone): an
+ * Admit of this generation or older is refused, so an Admit that commits after the
+ * release of its own attempt (its answer timed out, the attempt was withdrawn) reserves
+ * nothing. Admissions and releases of one payin take the same advisory lock.
+ */
+export const slotReleases = matching.table("slot_releases", {
+  payinId: uuid("payin_id").primaryKey(),
+  generation: bigint("generation", { mode: "number" }).notNull(),
+  releasedAt: timestamp("released_at", { withTimezone: true }).notNull().defaultNow(),
+});
 
 /** A confirmed payin's actual amount, paid into one payout: one `receipts` item of it. */
 export const contributions = matching.table(
