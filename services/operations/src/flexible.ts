@@ -429,7 +429,7 @@ async function createOrRelease(d: FlexibleDeps, input: CreateInput, signal: Abor
     if (op && op.provider !== SELF_MATCHING && ["rejected", "cancelled"].includes(op.status))
       await d.matching
         .releaseSlot(
-          { payinId: op.id, reason: op.status as "rejected" | "cancelled" },
+          { payinId: op.id, reason: op.status as "rejected" | "cancelled", generation: BigInt(op.version) },
           { timeoutMs: READ_TIMEOUT_MS },
         )
         .catch((e: unknown) =>
