@@ -305,28 +305,31 @@ export class PoolStore {
           if (released !== undefined && BigInt(released.generation) >= BigInt(input.generation))
             return { refused: "released" } as const;
         }
-        const existing = await this.slot(input.payinId, tx);
-        if (existing !== undefined && existing.status !== "released") return { slot: existing, created: false };
-        if (existing !== undefined)
+        for (let afresh = false; ; afresh = true) {
+          for (const skipLocked of [true, false]) {
+            const [admitted] = await tx.unsafe<SlotRow[]>(
+              admissionSql(skipLocked),
+              [
+                input.method,
+                input.currency,
+                input.amount,
+                input.minimum,
+                input.payinId,
+                input.shopId,
+                input.slotLifetimeMs,
+                input.generation,
+              ],
+              { prepare: true },
+            );
+            if (admitted) return { slot: admitted, created: true };
+          }
+          // Nothing admitted: the payin already has its slot (a retry), or no payout can
+          // take the amount.
+          const existing = await this.slot(input.payinId, tx);
+          if (existing?.status !== "released" || afresh)
+            return existing ? { slot: existing, created: false } : ({ refused: "amount_unavailable" } as const);
           await tx`delete from matching.slots where payin_id = ${input.payinId} and status = 'released'`;
-        for (const skipLocked of [true, false]) {
-          const [admitted] = await tx.unsafe<SlotRow[]>(
-            admissionSql(skipLocked),
-            [
-              input.method,
-              input.currency,
-              input.amount,
-              input.minimum,
-              input.payinId,
-              input.shopId,
-              input.slotLifetimeMs,
-              input.generation,
-            ],
-            { prepare: true },
-          );
-          if (admitted) return { slot: admitted, created: true };
         }
-        return { refused: "amount_unavailable" } as const;
       }),
     );
   }
