@@ -306,11 +306,12 @@ export class Reconciler {
   /**
    * A flexible link's attempt admits a slot before it writes the payment row; when the
    * create fails in between (a quote or ledger 503) and no retry decides the link, nothing
-   * else ends that slot. Each undecided link without a payment row (expired, or `deciding`
-   * for `afterMs`) is claimed like an attempt, so no create or confirmation admits or
-   * writes its payment meanwhile, and its slot released (`expired`; generation 0: the link
-   * has no operation version, the claim orders it against its attempts). A later attempt
-   * takes a new claim and is admitted afresh. Failures are retried in the next pass.
+   * else ends that slot (nor one whose payment ended outside the pool, when the attempt's
+   * own release failed). Each such undecided link (expired, or `deciding` for `afterMs`)
+   * is claimed like an attempt, so no create or confirmation admits or writes its payment
+   * meanwhile, and its slot released (`expired`, at the payment's version, or 0 without
+   * one: the claim orders it against the link's attempts). A later attempt takes a new
+   * claim and is admitted afresh. Failures are retried in the next pass.
    */
   async #releaseLinkSlots(pool: PoolDeps): Promise<void> {
     const { store, logger } = this.#deps;
@@ -320,8 +321,9 @@ export class Reconciler {
         const held = await store.links.claim(link.operation_id, link.status, this.#leaseMs());
         if (!held?.claim) continue;
         try {
-          if (await store.findAnyById(link.operation_id)) continue;
-          await releaseSlot(pool, link.operation_id, "expired", "0");
+          const op = await store.findAnyById(link.operation_id);
+          if (op && (op.provider === SELF_MATCHING || !["rejected", "cancelled"].includes(op.status))) continue;
+          await releaseSlot(pool, link.operation_id, "expired", op?.version ?? "0");
           await store.links.slotReleased(link.operation_id, held.claim);
         } finally {
           await store.links.release(link.operation_id, held.claim);

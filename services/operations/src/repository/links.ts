@@ -80,9 +80,10 @@ export class LinkRepository {
   }
 
   /**
-   * Undecided links nobody decides now whose attempt may have left a pool slot and no
-   * payment row: `amount_selection` or `deciding` past `expires_at`, or `deciding` for
-   * `stuckMs` (the attempt failed and no retry came), slot not released since the last claim.
+   * Undecided links nobody decides now whose attempt may have left a pool slot that no
+   * payment holds: `amount_selection` or `deciding` past `expires_at`, or `deciding` for
+   * `stuckMs` (the attempt failed and no retry came), with no payment row or one that
+   * ended outside the pool, slot not released since the last claim.
    */
   async undecidedWithoutPayment(stuckMs: number, limit: number): Promise<LinkRow[]> {
     const rows = await this.#sql<LinkRow[]>`
@@ -91,7 +92,8 @@ export class LinkRepository {
         and (l.claimed_until is null or l.claimed_until <= now())
         and (l.expires_at <= now()
           or (l.status = 'deciding' and l.created_at <= now() - ${`${stuckMs} milliseconds`}::interval))
-        and not exists (select 1 from operations.operations o where o.id = l.operation_id)
+        and not exists (select 1 from operations.operations o where o.id = l.operation_id
+          and not (o.status in ('rejected', 'cancelled') and o.provider is distinct from 'self_matching'))
       order by l.expires_at
       limit ${limit}`;
     return rows.map((r) => hydrate(r) as LinkRow);
