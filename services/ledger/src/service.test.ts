@@ -345,7 +345,9 @@ describe("ReservePayout", () => {
     await expect(apply(shopId, operationId, "payout.manual_check")).resolves.toBeUndefined();
     // A newer operations' internal type reaching an older ledger (a rolling deploy in the
     // wrong order) must not be acked as a no-op: it may release or move money.
-    await expect(apply(shopId, operationId, "payout.invented_later")).rejects.toThrow(/payout\.invented_later/);
+    await expect(apply(shopId, operationId, "payout.invented_later")).rejects.toThrow(
+      /payout\.invented_later/,
+    );
     await expect(apply(shopId, operationId, "payment.pending")).resolves.toBeUndefined();
   });
 

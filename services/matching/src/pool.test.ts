@@ -177,9 +177,9 @@ describe("release and confirmation", () => {
     const payinId = randomUUID();
     // The pass-over's release (generation 3) reaches matching before the Admit of the
     // attempt it withdraws (generation 2): it finds no slot and leaves a tombstone.
-    expect((await refusalOf(client.releaseSlot({ payinId, reason: "cancelled", generation: 3n }))).publicCode).toBe(
-      "not_found",
-    );
+    expect(
+      (await refusalOf(client.releaseSlot({ payinId, reason: "cancelled", generation: 3n }))).publicCode,
+    ).toBe("not_found");
     const late = await refusalOf(client.admit({ ...admitMother("400.00", { payinId }), generation: 2n }));
     expect(late).toMatchObject({ code: Code.FailedPrecondition, publicCode: "slot_settled" });
     expect((await client.getPoolPayout({ operationId: payout.operationId })).payout).toMatchObject({

@@ -327,7 +327,9 @@ export class PoolStore {
           // take the amount.
           const existing = await this.slot(input.payinId, tx);
           if (existing?.status !== "released" || afresh)
-            return existing ? { slot: existing, created: false } : ({ refused: "amount_unavailable" } as const);
+            return existing
+              ? { slot: existing, created: false }
+              : ({ refused: "amount_unavailable" } as const);
           await tx`delete from matching.slots where payin_id = ${input.payinId} and status = 'released'`;
         }
       }),

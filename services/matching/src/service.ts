@@ -56,7 +56,8 @@ function methodOf(req: { method: string; currency: string }): Method {
 
 /** A routing generation: 0 (none) or positive, within a safe integer. */
 function generationOf(value: bigint): number {
-  if (value < 0n || value > BigInt(Number.MAX_SAFE_INTEGER)) throw invalid("generation out of range", "generation");
+  if (value < 0n || value > BigInt(Number.MAX_SAFE_INTEGER))
+    throw invalid("generation out of range", "generation");
   return Number(value);
 }
 

@@ -470,18 +470,24 @@ describe("a link whose attempt admitted a slot but never created its payment", (
     // A link an attempt holds is left alone.
     const held = await h.store.links.claim(id, "deciding", 60_000);
     await reconciler.runOnce();
-    expect((await h.matching.getPoolPayout({ operationId: out.operation?.operationId ?? "" })).payout).toMatchObject({
+    expect(
+      (await h.matching.getPoolPayout({ operationId: out.operation?.operationId ?? "" })).payout,
+    ).toMatchObject({
       reservedAmount: "1717.17",
     });
     await h.store.links.release(id, held?.claim ?? "");
     // Nobody decides it: released, once.
     await h.sql`update operations.flexible_links set expires_at = now() - interval '1 second' where operation_id = ${id}`;
     await reconciler.runOnce();
-    expect((await h.matching.getPoolPayout({ operationId: out.operation?.operationId ?? "" })).payout).toMatchObject({
+    expect(
+      (await h.matching.getPoolPayout({ operationId: out.operation?.operationId ?? "" })).payout,
+    ).toMatchObject({
       freeAmount: "1717.17",
       reservedAmount: "0.00",
     });
-    const [slot] = await h.sql<{ status: string }[]>`select status from matching.slots where payin_id = ${id}`;
+    const [slot] = await h.sql<
+      { status: string }[]
+    >`select status from matching.slots where payin_id = ${id}`;
     expect(slot?.status).toBe("released");
     const [marked] = await h.sql<{ released: boolean }[]>`
       select slot_released_at is not null as released from operations.flexible_links where operation_id = ${id}`;

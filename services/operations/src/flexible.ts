@@ -433,7 +433,10 @@ async function createOrRelease(d: FlexibleDeps, input: CreateInput, signal: Abor
           { timeoutMs: READ_TIMEOUT_MS },
         )
         .catch((e: unknown) =>
-          d.logger.warn({ operationId: op.id, err: String(e) }, "flexible: slot release failed; the reconciler releases it"),
+          d.logger.warn(
+            { operationId: op.id, err: String(e) },
+            "flexible: slot release failed; the reconciler releases it",
+          ),
         );
     throw err;
   }

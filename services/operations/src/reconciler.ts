@@ -322,7 +322,8 @@ export class Reconciler {
         if (!held?.claim) continue;
         try {
           const op = await store.findAnyById(link.operation_id);
-          if (op && (op.provider === SELF_MATCHING || !["rejected", "cancelled"].includes(op.status))) continue;
+          if (op && (op.provider === SELF_MATCHING || !["rejected", "cancelled"].includes(op.status)))
+            continue;
           await releaseSlot(pool, link.operation_id, "expired", op?.version ?? "0");
           await store.links.slotReleased(link.operation_id, held.claim);
         } finally {
