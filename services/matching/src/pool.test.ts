@@ -19,7 +19,7 @@ afterAll(async () => {
 
 /** The pool is shared by every shop of a method and currency, so each test starts from an empty one. */
 async function clearPool() {
-  await h.sql`truncate matching.contributions, matching.slots, matching.slot_releases, matching.pool_payouts, matching.outbox`;
+  await h.sql`truncate matching.contributions, matching.slots, matching.payin_generations, matching.pool_payouts, matching.outbox`;
 }
 
 async function refusalOf(promise: Promise<unknown>): Promise<{ code: Code; publicCode: string | undefined }> {
@@ -198,6 +198,30 @@ describe("release and confirmation", () => {
     expect(third.created).toBe(true);
     const stale = await client.releaseSlot({ payinId, reason: "cancelled", generation: 7n });
     expect(stale.slot?.status).toBe("reserved");
+  });
+
+  it("leaves no slot reserved when a release races its attempt's Admit, whichever commits first", async () => {
+    await clearPool();
+    const payout = await addPayout("5000.00");
+    const payins = Array.from({ length: 40 }, () => randomUUID());
+    await Promise.all(
+      payins.map((payinId, i) => {
+        const admit = client
+          .admit({ ...admitMother("100.00", { payinId }), generation: 4n })
+          .catch(() => undefined);
+        const release = client
+          .releaseSlot({ payinId, reason: "cancelled", generation: 5n })
+          .catch(() => undefined);
+        return i % 2 === 0 ? Promise.all([admit, release]) : Promise.all([release, admit]);
+      }),
+    );
+    const rows = await h.sql<{ n: number }[]>`
+      select count(*)::int as n from matching.slots where status = 'reserved'`;
+    expect(rows[0]?.n).toBe(0);
+    expect((await client.getPoolPayout({ operationId: payout.operationId })).payout).toMatchObject({
+      freeAmount: "5000.00",
+      reservedAmount: "0.00",
+    });
   });
 
   it("refuses to release a confirmed slot and to confirm a released one", async () => {

@@ -5,15 +5,16 @@
  * lock orders concurrent changes of one payout, and the check constraints refuse any
  * state whose parts do not add up to the amount.
  *
- * Lock order: admission and release of one payin first take that payin's advisory lock
- * (`lockPayin`), so they are serialised per payin; an admission then locks one payout row
- * and inserts a new slot; release and confirm lock the slot first and the payout second.
- * No statement locks a slot after a payout, so the paths cannot deadlock on each other.
+ * Lock order: admission and release of one payin first upsert that payin's
+ * `payin_generations` row (its lock orders them per payin); an admission then locks one
+ * payout row and inserts a new slot; release and confirm lock the slot first and the
+ * payout second. No statement locks a slot after a payout, so the paths cannot deadlock
+ * on each other.
  */
 import { randomUUID } from "node:crypto";
 import { create, toBinary } from "@bufbuild/protobuf";
 import type { Sql } from "@gw/db";
-import { isSerializationFailure } from "@gw/db";
+import { isSerializationFailure, isUniqueViolation } from "@gw/db";
 import { PoolPayoutEventSchema } from "@gw/proto/gateway/matching/v1/matching_pb";
 import type postgres from "postgres";
 import { type Interval, toCents } from "./policy.ts";
@@ -132,27 +133,31 @@ async function retryDeadlocks<T>(fn: () => Promise<T>): Promise<T> {
   }
 }
 
-/** Advisory lock class of a payin's admission and release (the key's first half). */
-const PAYIN_LOCK = 0x6d617463;
-
-/** Serialises admissions and releases of one payin until the transaction ends. */
-const lockPayin = (tx: Q, payinId: string) =>
-  tx`select pg_advisory_xact_lock(${PAYIN_LOCK}::int, hashtext(${payinId}::text))`;
-
 /**
  * The admission statement, as text with positional parameters so the benchmark's pgbench
  * baseline runs exactly the same SQL: $1 method, $2 currency, $3 amount, $4 the method's
- * minimum, $5 payin id, $6 shop id, $7 slot lifetime in ms, $8 the routing generation. It picks one payout by the
- * admission policy and locks it, takes the amount off its free remainder under the same
- * guards, and inserts the slot; it answers the slot with the payout's destination, or no
- * row when nothing could take the amount.
+ * minimum, $5 payin id, $6 shop id, $7 slot lifetime in ms, $8 the routing generation. It
+ * first records the generation for the payin (`gate`), unless a release at or above it
+ * was recorded (0 passes always): the upsert locks the payin's row and reads its newest
+ * committed version, so a release committed meanwhile is seen, and a release arriving
+ * meanwhile waits for this statement's commit and then finds its slot. It then picks one
+ * payout by the admission policy and locks it, takes the amount off its free remainder
+ * under the same guards, and inserts the slot; it answers the slot with the payout's
+ * destination, or no row when the gate refused or nothing could take the amount.
  */
 export function admissionSql(skipLocked: boolean): string {
   const ts = (column: string) => `to_char(${column} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
   return `
-    with pick as (
+    with gate as (
+      insert into matching.payin_generations as g (payin_id, admitted) values ($5::uuid, $8::bigint)
+      on conflict (payin_id) do update
+      set admitted = greatest(g.admitted, excluded.admitted), updated_at = now()
+      where excluded.admitted = 0 or g.released < excluded.admitted
+      returning g.payin_id
+    ), pick as (
       select operation_id from matching.pool_payouts
-      where method = $1::text and currency = $2::text and status = 'open'
+      where exists (select 1 from gate)
+        and method = $1::text and currency = $2::text and status = 'open'
         and free_amount >= $3::numeric
         and (free_amount = $3::numeric
           or ($3::numeric >= $4::numeric and free_amount >= $3::numeric + $4::numeric))
@@ -288,60 +293,69 @@ export class PoolStore {
    * concurrent slot made unfit is passed over, and one that still fits is taken. Only
    * when that finds nothing is the amount unavailable.
    *
-   * Around it, under the payin's lock: a release of the payin at the request's generation
-   * or newer (its attempt was withdrawn, maybe before this Admit arrived) refuses it; a
-   * slot it already holds (reserved or confirmed) is answered; a released one was left by
-   * an earlier routing (a refused create, now retried), so it is forgotten and the payin
-   * admitted afresh.
+   * In the same statement, first (see `admissionSql`): a release of the payin at the
+   * request's generation or newer (its attempt was withdrawn, maybe before this Admit
+   * arrived) refuses it. A slot the payin already holds (reserved or confirmed) is
+   * answered; a released one was left by an earlier routing (a refused create, now
+   * retried), so it is forgotten and the payin admitted afresh.
    */
   async admit(input: AdmitInput): Promise<{ slot: SlotRow; created: boolean } | PoolRefusal> {
-    return retryDeadlocks(() =>
-      this.#sql.begin(async (tx) => {
-        await lockPayin(tx, input.payinId);
-        if (input.generation > 0) {
-          const [released] = await tx<{ generation: string }[]>`
-            select generation::text as generation from matching.slot_releases
-            where payin_id = ${input.payinId}`;
-          if (released !== undefined && BigInt(released.generation) >= BigInt(input.generation))
-            return { refused: "released" } as const;
+    for (let afresh = false; ; afresh = true) {
+      for (const skipLocked of [true, false]) {
+        let admitted: SlotRow | undefined;
+        try {
+          admitted = await retryDeadlocks(() => this.#admitOnce(input, skipLocked));
+        } catch (err) {
+          // A concurrent admission of the same payin inserted its slot first; the whole
+          // statement (and its update of the payout) rolled back. Answer that slot.
+          if (!isUniqueViolation(err)) throw err;
+          admitted = undefined;
         }
-        for (let afresh = false; ; afresh = true) {
-          for (const skipLocked of [true, false]) {
-            const [admitted] = await tx.unsafe<SlotRow[]>(
-              admissionSql(skipLocked),
-              [
-                input.method,
-                input.currency,
-                input.amount,
-                input.minimum,
-                input.payinId,
-                input.shopId,
-                input.slotLifetimeMs,
-                input.generation,
-              ],
-              { prepare: true },
-            );
-            if (admitted) return { slot: admitted, created: true };
-          }
-          // Nothing admitted: the payin already has its slot (a retry), or no payout can
-          // take the amount.
-          const existing = await this.slot(input.payinId, tx);
-          if (existing?.status !== "released" || afresh)
-            return existing
-              ? { slot: existing, created: false }
-              : ({ refused: "amount_unavailable" } as const);
-          await tx`delete from matching.slots where payin_id = ${input.payinId} and status = 'released'`;
-        }
-      }),
+        if (admitted) return { slot: admitted, created: true };
+      }
+      // Nothing admitted: a release refused it, the payin already has its slot (a retry,
+      // or a concurrent twin), or no payout can take the amount.
+      if (input.generation > 0) {
+        const [gen] = await this.#sql<{ released: string }[]>`
+          select released::text as released from matching.payin_generations where payin_id = ${input.payinId}`;
+        if (gen !== undefined && BigInt(gen.released) >= BigInt(input.generation))
+          return { refused: "released" };
+      }
+      const existing = await this.slot(input.payinId);
+      if (existing?.status === "released" && !afresh) {
+        await this.#sql`delete from matching.slots where payin_id = ${input.payinId} and status = 'released'`;
+        continue;
+      }
+      return existing ? { slot: existing, created: false } : { refused: "amount_unavailable" };
+    }
+  }
+
+  async #admitOnce(input: AdmitInput, skipLocked: boolean): Promise<SlotRow | undefined> {
+    const [row] = await this.#sql.unsafe<SlotRow[]>(
+      admissionSql(skipLocked),
+      [
+        input.method,
+        input.currency,
+        input.amount,
+        input.minimum,
+        input.payinId,
+        input.shopId,
+        input.slotLifetimeMs,
+        input.generation,
+      ],
+      { prepare: true },
     );
+    return row;
   }
 
   /**
    * Frees a reserved slot: its amount returns to the payout's free remainder in the same
    * statement. Releasing a released slot answers it unchanged; a confirmed one is settled.
-   * Under the payin's lock, the release is remembered with its generation whether or not
-   * a slot exists, so a later Admit of that generation or older reserves nothing; a slot a
-   * newer generation admitted is left reserved (answered unchanged).
+   * The release is first remembered with its generation in the payin's
+   * `payin_generations` row, whether or not a slot exists, so a later Admit of that
+   * generation or older reserves nothing; an admission in flight holds that row, so the
+   * release waits for it and then finds its slot. A slot a newer generation admitted is
+   * left reserved (answered unchanged).
    */
   async release(
     payinId: string,
@@ -352,11 +366,10 @@ export class PoolStore {
   }
 
   async #release(tx: Q, payinId: string, reason: ReleaseReason, generation: number) {
-    await lockPayin(tx, payinId);
     await tx`
-      insert into matching.slot_releases (payin_id, generation) values (${payinId}, ${generation})
+      insert into matching.payin_generations as g (payin_id, released) values (${payinId}, ${generation})
       on conflict (payin_id) do update
-      set generation = greatest(slot_releases.generation, excluded.generation), released_at = now()`;
+      set released = greatest(g.released, excluded.released), updated_at = now()`;
     const [row] = await tx<{ payin_id: string }[]>`
         with s as (
           update matching.slots set status = 'released', release_reason = ${reason}, settled_at = now()

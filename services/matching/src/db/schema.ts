@@ -99,15 +99,18 @@ export const slots = matching.table(
 );
 
 /**
- * The newest release operations sent for a payin, slot or no slot (a tombstone): an
- * Admit of this generation or older is refused, so an Admit that commits after the
- * release of its own attempt (its answer timed out, the attempt was withdrawn) reserves
- * nothing. Admissions and releases of one payin take the same advisory lock.
+ * The routing generations matching was told of per payin: the newest admission's and the
+ * newest release's, slot or no slot (a release with no slot is a tombstone). An Admit at
+ * or below `released` is refused, so an Admit that commits after the release of its own
+ * attempt (its answer timed out, the attempt was withdrawn) reserves nothing. Both the
+ * admission statement and a release upsert this row first, so its row lock orders them:
+ * whichever comes second sees what the first committed.
  */
-export const slotReleases = matching.table("slot_releases", {
+export const payinGenerations = matching.table("payin_generations", {
   payinId: uuid("payin_id").primaryKey(),
-  generation: bigint("generation", { mode: "number" }).notNull(),
-  releasedAt: timestamp("released_at", { withTimezone: true }).notNull().defaultNow(),
+  admitted: bigint("admitted", { mode: "number" }).notNull().default(0),
+  released: bigint("released", { mode: "number" }).notNull().default(0),
+  updatedAt: timestamp("updated_at", { withTimezone: true }).notNull().defaultNow(),
 });
 
 /** A confirmed payin's actual amount, paid into one payout: one `receipts` item of it. */
