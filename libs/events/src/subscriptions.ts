@@ -1,9 +1,10 @@
 /**
  * The subjects (without the events prefix) each durable consumer of the gateway reads:
  * exactly the events its handler acts on. A consumer is never handed the others, so an
- * event costs an inbox transaction only where it is acted on (`payment.pending`, the
- * commonest, only at the pool's payins consumer, which frees a slot another provider's
- * acceptance left). The services start their consumers with these lists, and the fault suite
+ * event nobody acts on costs no inbox transaction anywhere (`payment.pending`, the
+ * commonest, reaches only the pool's payins consumer, which releases a slot the pool may
+ * hold for a payin another provider took). The services start their consumers with these
+ * lists, and the fault suite
  * and the conservation checker expect an event in a consumer's inbox if and only if its
  * subject is on that consumer's list.
  */

@@ -108,10 +108,18 @@ export async function applyOperationEvent(
     case PAYOUT_REFUSED:
       return payoutRefused(tx, payoutRef(event), version(event));
     default:
-      // Other events (pending payments, manual checks, ...) move no money.
+      // Other payment events move no money. A payout event this ledger does not know is
+      // refused, never acked as a no-op: it may be an internal type a newer operations
+      // added (as `payout.refused` was), which releases or moves money. It is redelivered
+      // and then dead-lettered, visible until a ledger that knows it is deployed.
+      if (event.type.startsWith("payout.") && !PAYOUT_NO_MONEY.has(event.type))
+        throw new Error(`unknown payout event type ${event.type}: is this ledger older than operations?`);
       return;
   }
 }
+
+/** The payout events that move no money (seen only on a server given one wide filter subject). */
+const PAYOUT_NO_MONEY = new Set(["payout.routing", "payout.awaiting_confirmation", "payout.manual_check"]);
 
 /**
  * A completed payment: the provider holds the actual amount for us (provider_clearing

@@ -339,6 +339,18 @@ describe("ReservePayout", () => {
   const rub = async (shopId: string) =>
     (await ledger.getBalances({ shopId })).balances.find((b) => b.currency === "RUB");
 
+  it("refuses a payout event type it does not know (redelivered, then dead-lettered), and passes over those that move no money", async () => {
+    const shopId = randomUUID();
+    const operationId = randomUUID();
+    await expect(apply(shopId, operationId, "payout.manual_check")).resolves.toBeUndefined();
+    // A newer operations' internal type reaching an older ledger (a rolling deploy in the
+    // wrong order) must not be acked as a no-op: it may release or move money.
+    await expect(apply(shopId, operationId, "payout.invented_later")).rejects.toThrow(
+      /payout\.invented_later/,
+    );
+    await expect(apply(shopId, operationId, "payment.pending")).resolves.toBeUndefined();
+  });
+
   it("reserves a payout's total once, however often it is asked and whenever its pending event comes, and releases it once", async () => {
     const shopId = randomUUID();
     const operationId = randomUUID();

@@ -151,6 +151,7 @@ try {
       amount: formatCents(cents(100_00, 5_000_00)),
       minimum: METHOD_MINIMUMS.WT_RUB_C2C,
       slotLifetimeMs: 600_000,
+      generation: 1,
     });
     if ("refused" in res) throw new Error(`admission refused: ${res.refused}`);
   };
@@ -191,6 +192,7 @@ try {
         .replaceAll("$5::uuid", "('00000000-0000-4000-8000-' || lpad(to_hex(:pid::bigint), 12, '0'))::uuid")
         .replaceAll("$6::uuid", "gen_random_uuid()")
         .replaceAll("$7::int", "600000")
+        .replaceAll("$8::bigint", "1")
         // pgbench reads ":MI" and ":SS" inside the format string as variables: the
         // timestamp goes out as plain text here, a negligible difference.
         .replace(/to_char\(s\.expires_at[^)]*\)/, "s.expires_at::text")

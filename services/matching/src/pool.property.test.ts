@@ -83,13 +83,14 @@ describe("the pool under contention", () => {
                   amount,
                   minimum: METHOD_MINIMUMS.WT_RUB_C2C,
                   slotLifetimeMs: 600_000,
+                  generation: 1,
                 });
                 if (!("refused" in res)) admitted.push({ payinId, amount });
                 return;
               }
               case "release": {
                 const slot = pick(s.target);
-                if (slot) await h.store.release(slot.payinId, s.reason);
+                if (slot) await h.store.release(slot.payinId, s.reason, 0);
                 return;
               }
               case "confirm": {

@@ -19,7 +19,7 @@ afterAll(async () => {
 
 /** The pool is shared by every shop of a method and currency, so each test starts from an empty one. */
 async function clearPool() {
-  await h.sql`truncate matching.contributions, matching.slots, matching.pool_payouts, matching.outbox`;
+  await h.sql`truncate matching.contributions, matching.slots, matching.payin_generations, matching.pool_payouts, matching.outbox`;
 }
 
 async function refusalOf(promise: Promise<unknown>): Promise<{ code: Code; publicCode: string | undefined }> {
@@ -169,6 +169,59 @@ describe("release and confirmation", () => {
     expect(after).toMatchObject({ freeAmount: "0.00", reservedAmount: "1000.00" });
     // While reserved, a repeat answers the same slot.
     expect((await client.admit(admitMother("1000.00", { payinId }))).created).toBe(false);
+  });
+
+  it("refuses a late Admit of an attempt whose release came first, and admits a newer attempt", async () => {
+    await clearPool();
+    const payout = await addPayout("1000.00");
+    const payinId = randomUUID();
+    // The pass-over's release (generation 3) reaches matching before the Admit of the
+    // attempt it withdraws (generation 2): it finds no slot and leaves a tombstone.
+    expect(
+      (await refusalOf(client.releaseSlot({ payinId, reason: "cancelled", generation: 3n }))).publicCode,
+    ).toBe("not_found");
+    const late = await refusalOf(client.admit({ ...admitMother("400.00", { payinId }), generation: 2n }));
+    expect(late).toMatchObject({ code: Code.FailedPrecondition, publicCode: "slot_settled" });
+    expect((await client.getPoolPayout({ operationId: payout.operationId })).payout).toMatchObject({
+      freeAmount: "1000.00",
+      reservedAmount: "0.00",
+    });
+    // A repeat of a released attempt's Admit is refused too; a retry (newer attempt) is admitted.
+    const retry = await client.admit({ ...admitMother("400.00", { payinId }), generation: 5n });
+    expect(retry).toMatchObject({ created: true, slot: { payinId, status: "reserved" } });
+    await client.releaseSlot({ payinId, reason: "rejected", generation: 6n });
+    expect(
+      (await refusalOf(client.admit({ ...admitMother("400.00", { payinId }), generation: 5n }))).publicCode,
+    ).toBe("slot_settled");
+    // A release from an older attempt leaves a newer attempt's slot alone.
+    const third = await client.admit({ ...admitMother("400.00", { payinId }), generation: 8n });
+    expect(third.created).toBe(true);
+    const stale = await client.releaseSlot({ payinId, reason: "cancelled", generation: 7n });
+    expect(stale.slot?.status).toBe("reserved");
+  });
+
+  it("leaves no slot reserved when a release races its attempt's Admit, whichever commits first", async () => {
+    await clearPool();
+    const payout = await addPayout("5000.00");
+    const payins = Array.from({ length: 40 }, () => randomUUID());
+    await Promise.all(
+      payins.map((payinId, i) => {
+        const admit = client
+          .admit({ ...admitMother("100.00", { payinId }), generation: 4n })
+          .catch(() => undefined);
+        const release = client
+          .releaseSlot({ payinId, reason: "cancelled", generation: 5n })
+          .catch(() => undefined);
+        return i % 2 === 0 ? Promise.all([admit, release]) : Promise.all([release, admit]);
+      }),
+    );
+    const rows = await h.sql<{ n: number }[]>`
+      select count(*)::int as n from matching.slots where status = 'reserved'`;
+    expect(rows[0]?.n).toBe(0);
+    expect((await client.getPoolPayout({ operationId: payout.operationId })).payout).toMatchObject({
+      freeAmount: "5000.00",
+      reservedAmount: "0.00",
+    });
   });
 
   it("refuses to release a confirmed slot and to confirm a released one", async () => {

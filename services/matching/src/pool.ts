@@ -5,9 +5,11 @@
  * lock orders concurrent changes of one payout, and the check constraints refuse any
  * state whose parts do not add up to the amount.
  *
- * Lock order: an admission locks one payout row and inserts a new slot; release and
- * confirm lock the slot first and the payout second. No statement locks a slot
- * after a payout, so the two paths cannot deadlock on each other.
+ * Lock order: admission and release of one payin first upsert that payin's
+ * `payin_generations` row (its lock orders them per payin); an admission then locks one
+ * payout row and inserts a new slot; release and confirm lock the slot first and the
+ * payout second. No statement locks a slot after a payout, so the paths cannot deadlock
+ * on each other.
  */
 import { randomUUID } from "node:crypto";
 import { create, toBinary } from "@bufbuild/protobuf";
@@ -90,6 +92,8 @@ export interface AdmitInput {
   /** The method's minimum amount, as decimal text. */
   minimum: string;
   slotLifetimeMs: number;
+  /** The routing attempt asking (the operation's version then); 0: none. */
+  generation: number;
 }
 
 /** Why a write did not happen; the service maps these to public error codes. */
@@ -97,6 +101,7 @@ export type PoolRefusal =
   | { refused: "idempotency_conflict"; payout: PayoutRow }
   | { refused: "amount_unavailable" }
   | { refused: "not_found" }
+  | { refused: "released" }
   | { refused: "slot_settled"; slot: SlotRow };
 
 export interface ConfirmResult {
@@ -131,17 +136,28 @@ async function retryDeadlocks<T>(fn: () => Promise<T>): Promise<T> {
 /**
  * The admission statement, as text with positional parameters so the benchmark's pgbench
  * baseline runs exactly the same SQL: $1 method, $2 currency, $3 amount, $4 the method's
- * minimum, $5 payin id, $6 shop id, $7 slot lifetime in ms. It picks one payout by the
- * admission policy and locks it, takes the amount off its free remainder under the same
- * guards, and inserts the slot; it answers the slot with the payout's destination, or no
- * row when nothing could take the amount.
+ * minimum, $5 payin id, $6 shop id, $7 slot lifetime in ms, $8 the routing generation. It
+ * first records the generation for the payin (`gate`), unless a release at or above it
+ * was recorded (0 passes always): the upsert locks the payin's row and reads its newest
+ * committed version, so a release committed meanwhile is seen, and a release arriving
+ * meanwhile waits for this statement's commit and then finds its slot. It then picks one
+ * payout by the admission policy and locks it, takes the amount off its free remainder
+ * under the same guards, and inserts the slot; it answers the slot with the payout's
+ * destination, or no row when the gate refused or nothing could take the amount.
  */
 export function admissionSql(skipLocked: boolean): string {
   const ts = (column: string) => `to_char(${column} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
   return `
-    with pick as (
+    with gate as (
+      insert into matching.payin_generations as g (payin_id, admitted) values ($5::uuid, $8::bigint)
+      on conflict (payin_id) do update
+      set admitted = greatest(g.admitted, excluded.admitted), updated_at = now()
+      where excluded.admitted = 0 or g.released < excluded.admitted
+      returning g.payin_id
+    ), pick as (
       select operation_id from matching.pool_payouts
-      where method = $1::text and currency = $2::text and status = 'open'
+      where exists (select 1 from gate)
+        and method = $1::text and currency = $2::text and status = 'open'
         and free_amount >= $3::numeric
         and (free_amount = $3::numeric
           or ($3::numeric >= $4::numeric and free_amount >= $3::numeric + $4::numeric))
@@ -161,8 +177,9 @@ export function admissionSql(skipLocked: boolean): string {
         and (p.free_amount = $3::numeric or p.free_amount >= $3::numeric + $4::numeric)
       returning p.operation_id, p.number, p.name, p.bankname, p.method, p.currency
     ), s as (
-      insert into matching.slots (payin_id, payout_id, shop_id, amount, status, expires_at)
-      select $5::uuid, operation_id, $6::uuid, $3::numeric, 'reserved', now() + $7::int * interval '1 millisecond'
+      insert into matching.slots (payin_id, payout_id, shop_id, amount, status, expires_at, generation)
+      select $5::uuid, operation_id, $6::uuid, $3::numeric, 'reserved', now() + $7::int * interval '1 millisecond',
+        $8::bigint
       from taken
       returning payin_id, payout_id, amount, status, release_reason, expires_at
     )
@@ -275,6 +292,12 @@ export class PoolStore {
    * re-checks the guards on the newest row version after the wait, so a payout that a
    * concurrent slot made unfit is passed over, and one that still fits is taken. Only
    * when that finds nothing is the amount unavailable.
+   *
+   * In the same statement, first (see `admissionSql`): a release of the payin at the
+   * request's generation or newer (its attempt was withdrawn, maybe before this Admit
+   * arrived) refuses it. A slot the payin already holds (reserved or confirmed) is
+   * answered; a released one was left by an earlier routing (a refused create, now
+   * retried), so it is forgotten and the payin admitted afresh.
    */
   async admit(input: AdmitInput): Promise<{ slot: SlotRow; created: boolean } | PoolRefusal> {
     for (let afresh = false; ; afresh = true) {
@@ -290,13 +313,16 @@ export class PoolStore {
         }
         if (admitted) return { slot: admitted, created: true };
       }
-      // Nothing admitted: the payin already has its slot (a retry, or a concurrent twin), or
-      // no payout can take the amount.
+      // Nothing admitted: a release refused it, the payin already has its slot (a retry,
+      // or a concurrent twin), or no payout can take the amount.
+      if (input.generation > 0) {
+        const [gen] = await this.#sql<{ released: string }[]>`
+          select released::text as released from matching.payin_generations where payin_id = ${input.payinId}`;
+        if (gen !== undefined && BigInt(gen.released) >= BigInt(input.generation))
+          return { refused: "released" };
+      }
       const existing = await this.slot(input.payinId);
       if (existing?.status === "released" && !afresh) {
-        // A payin is admitted only while operations routes it, so a released slot of it
-        // was left by an earlier routing (a refused create, now retried): it is forgotten
-        // and the payin admitted afresh. Operations never releases a later routing's slot.
         await this.#sql`delete from matching.slots where payin_id = ${input.payinId} and status = 'released'`;
         continue;
       }
@@ -315,6 +341,7 @@ export class PoolStore {
         input.payinId,
         input.shopId,
         input.slotLifetimeMs,
+        input.generation,
       ],
       { prepare: true },
     );
@@ -324,14 +351,30 @@ export class PoolStore {
   /**
    * Frees a reserved slot: its amount returns to the payout's free remainder in the same
    * statement. Releasing a released slot answers it unchanged; a confirmed one is settled.
+   * The release is first remembered with its generation in the payin's
+   * `payin_generations` row, whether or not a slot exists, so a later Admit of that
+   * generation or older reserves nothing; an admission in flight holds that row, so the
+   * release waits for it and then finds its slot. A slot a newer generation admitted is
+   * left reserved (answered unchanged).
    */
-  async release(payinId: string, reason: ReleaseReason): Promise<{ slot: SlotRow } | PoolRefusal> {
-    const sql = this.#sql;
-    const [row] = await retryDeadlocks(
-      () => sql<{ payin_id: string }[]>`
+  async release(
+    payinId: string,
+    reason: ReleaseReason,
+    generation: number,
+  ): Promise<{ slot: SlotRow } | PoolRefusal> {
+    return retryDeadlocks(() => this.#sql.begin((tx) => this.#release(tx, payinId, reason, generation)));
+  }
+
+  async #release(tx: Q, payinId: string, reason: ReleaseReason, generation: number) {
+    await tx`
+      insert into matching.payin_generations as g (payin_id, released) values (${payinId}, ${generation})
+      on conflict (payin_id) do update
+      set released = greatest(g.released, excluded.released), updated_at = now()`;
+    const [row] = await tx<{ payin_id: string }[]>`
         with s as (
           update matching.slots set status = 'released', release_reason = ${reason}, settled_at = now()
           where payin_id = ${payinId} and status = 'reserved'
+            and (${generation}::bigint = 0 or generation <= ${generation}::bigint)
           returning payin_id, payout_id, amount
         ), p as (
           update matching.pool_payouts p
@@ -340,11 +383,10 @@ export class PoolStore {
           from s where p.operation_id = s.payout_id
           returning p.operation_id
         )
-        select s.payin_id from s join p on p.operation_id = s.payout_id`,
-    );
-    const slot = await this.slot(payinId);
-    if (slot === undefined) return { refused: "not_found" };
-    if (row === undefined && slot.status === "confirmed") return { refused: "slot_settled", slot };
+        select s.payin_id from s join p on p.operation_id = s.payout_id`;
+    const slot = await this.slot(payinId, tx);
+    if (slot === undefined) return { refused: "not_found" } as const;
+    if (row === undefined && slot.status === "confirmed") return { refused: "slot_settled", slot } as const;
     return { slot };
   }
 

@@ -54,6 +54,13 @@ function methodOf(req: { method: string; currency: string }): Method {
   return req.method;
 }
 
+/** A routing generation: 0 (none) or positive, within a safe integer. */
+function generationOf(value: bigint): number {
+  if (value < 0n || value > BigInt(Number.MAX_SAFE_INTEGER))
+    throw invalid("generation out of range", "generation");
+  return Number(value);
+}
+
 /** A positive scale-2 amount, canonical text. */
 function amount(value: string, field: string): string {
   const parsed = parseRequestAmount(value);
@@ -100,6 +107,12 @@ function refusal(r: PoolRefusal) {
       );
     case "not_found":
       return failure(Code.NotFound, "not_found", "no slot for this payin");
+    case "released":
+      return failure(
+        Code.FailedPrecondition,
+        "slot_settled",
+        "the payin's slot was released by this routing attempt or a newer one",
+      );
     case "slot_settled":
       return failure(Code.FailedPrecondition, "slot_settled", `the slot is already ${r.slot.status}`);
   }
@@ -195,6 +208,7 @@ export class MatchingHandlers implements ServiceImpl<typeof MatchingService> {
       amount: amount(req.amount, "amount"),
       minimum: METHOD_MINIMUMS[method],
       slotLifetimeMs: lifetime,
+      generation: generationOf(req.generation),
     });
     if ("refused" in result) throw refusal(result);
     return { slot: slotMessage(result.slot), created: result.created };
@@ -206,6 +220,7 @@ export class MatchingHandlers implements ServiceImpl<typeof MatchingService> {
     const result = await this.#store.release(
       uuid(req.payinId, "payin_id"),
       req.reason as "expired" | "rejected" | "cancelled",
+      generationOf(req.generation),
     );
     if ("refused" in result) throw refusal(result);
     return { slot: slotMessage(result.slot) };

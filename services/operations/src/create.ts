@@ -475,6 +475,7 @@ async function route(
         name: row.name ?? undefined,
         bankname: row.bankname ?? undefined,
         callbackUrl: `${deps.callbackBaseUrl}/callbacks/providers/${encodeURIComponent(provider.name)}`,
+        generation: BigInt(row.version),
       },
       AbortSignal.any([signal, AbortSignal.timeout(Math.min(remaining, deps.attemptTimeoutMs))]),
     );

@@ -430,3 +430,77 @@ describe("flexible links", () => {
     expect(row).toEqual({ status: retried.link?.status, claim: null });
   });
 });
+
+describe("a link whose attempt admitted a slot but never created its payment", () => {
+  it("has its slot released by the reconciler once nobody decides it, and a later attempt is admitted afresh", async () => {
+    const out = await payout("1717.17");
+    await untilInPool(out.operation?.operationId ?? "");
+    // What a create leaves when `createOperation` fails (quote or ledger unavailable)
+    // after the pool's Admit: the link `deciding`, its slot reserved, no payment row.
+    const mop = `flex-${randomUUID()}`;
+    const id = operationIdFor(shop.shopId, mop);
+    await h.store.links.insert(
+      {
+        operation_id: id,
+        shop_id: shop.shopId,
+        merchant_id: shop.merchantId,
+        merchant_operation_id: mop,
+        request_hash: "not-this-body",
+        client_id: "payer",
+        client_ip: null,
+        method: "WT_RUB_PHONE",
+        currency: "RUB",
+        recommended_amount: "1717.17",
+        min_amount: null,
+        max_amount: null,
+        picker: "amount",
+        k_hash: "00".repeat(32),
+      },
+      600_000,
+    );
+    await h.matching.admit({
+      payinId: id,
+      shopId: shop.shopId,
+      method: "WT_RUB_PHONE",
+      currency: "RUB",
+      amount: "1717.17",
+      slotLifetimeMs: 600_000n,
+    });
+    const reconciler = h.reconciler({ afterMs: 0 });
+    // A link an attempt holds is left alone.
+    const held = await h.store.links.claim(id, "deciding", 60_000);
+    await reconciler.runOnce();
+    expect(
+      (await h.matching.getPoolPayout({ operationId: out.operation?.operationId ?? "" })).payout,
+    ).toMatchObject({
+      reservedAmount: "1717.17",
+    });
+    await h.store.links.release(id, held?.claim ?? "");
+    // Nobody decides it: released, once.
+    await h.sql`update operations.flexible_links set expires_at = now() - interval '1 second' where operation_id = ${id}`;
+    await reconciler.runOnce();
+    expect(
+      (await h.matching.getPoolPayout({ operationId: out.operation?.operationId ?? "" })).payout,
+    ).toMatchObject({
+      freeAmount: "1717.17",
+      reservedAmount: "0.00",
+    });
+    const [slot] = await h.sql<
+      { status: string }[]
+    >`select status from matching.slots where payin_id = ${id}`;
+    expect(slot?.status).toBe("released");
+    const [marked] = await h.sql<{ released: boolean }[]>`
+      select slot_released_at is not null as released from operations.flexible_links where operation_id = ${id}`;
+    expect(marked?.released).toBe(true);
+    // A later attempt of the link (a create retried) is admitted afresh.
+    const again = await h.matching.admit({
+      payinId: id,
+      shopId: shop.shopId,
+      method: "WT_RUB_PHONE",
+      currency: "RUB",
+      amount: "1717.17",
+      slotLifetimeMs: 600_000n,
+    });
+    expect(again).toMatchObject({ created: true, slot: { status: "reserved" } });
+  });
+});

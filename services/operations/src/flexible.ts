@@ -419,7 +419,7 @@ async function decideLink(
  * ended without the pool (recorded `rejected`: nobody accepted), the slot is released at
  * once, since no retry can use it (a retry replays that outcome). When no payment was
  * recorded, the slot stays for the retry, which decides again with the same slot; if no
- * retry comes, matching's sweep releases it at its expiry.
+ * retry comes, the reconciler releases it (`Reconciler`, undecided links without a payment).
  */
 async function createOrRelease(d: FlexibleDeps, input: CreateInput, signal: AbortSignal) {
   try {
@@ -429,11 +429,14 @@ async function createOrRelease(d: FlexibleDeps, input: CreateInput, signal: Abor
     if (op && op.provider !== SELF_MATCHING && ["rejected", "cancelled"].includes(op.status))
       await d.matching
         .releaseSlot(
-          { payinId: op.id, reason: op.status as "rejected" | "cancelled" },
+          { payinId: op.id, reason: op.status as "rejected" | "cancelled", generation: BigInt(op.version) },
           { timeoutMs: READ_TIMEOUT_MS },
         )
         .catch((e: unknown) =>
-          d.logger.warn({ operationId: op.id, err: String(e) }, "flexible: slot release failed; it expires"),
+          d.logger.warn(
+            { operationId: op.id, err: String(e) },
+            "flexible: slot release failed; the reconciler releases it",
+          ),
         );
     throw err;
   }

@@ -4,6 +4,7 @@ import { createLogger } from "@gw/log";
 import { OperationEventSchema } from "@gw/proto/gateway/operations/v1/operations_pb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connectorFor } from "./connectors/index.ts";
+import { PoolConnector } from "./connectors/pool.ts";
 import { operationIdFor } from "./create.ts";
 import { operationEvent } from "./events.ts";
 import { type PoolDeps, poolConsumers, SELF_MATCHING } from "./pool.ts";
@@ -285,6 +286,63 @@ describe("a pool slot lives as long as its payment", () => {
       freeAmount: "0.00",
       reservedAmount: "745.60",
     });
+  });
+});
+
+describe("a release that reaches matching before its attempt's Admit", () => {
+  it("makes the late Admit of that attempt reserve nothing, while a retry of the create is admitted afresh", async () => {
+    const merchant = await shop([SELF_MATCHING]);
+    const mop = `pay-${randomUUID()}`;
+    const id = operationIdFor(merchant.shopId, mop);
+    const create = () =>
+      h.operations.createOperation({
+        scope: merchant,
+        type: "payment",
+        merchantOperationId: mop,
+        clientId: "payer",
+        method: "WT_RUB_C2C",
+        amount: "746.13",
+        currency: "RUB",
+      });
+    // Nothing in the pool fits: the create is refused.
+    expect((await failureOf(create())).info?.code).toBe("no_provider_accepted");
+    const refused = await row(id);
+    const out = (await payout(merchant, "746.13")).operation?.operationId ?? "";
+    await eventually(
+      () => h.matching.getPoolPayout({ operationId: out }).catch(() => undefined),
+      (p) => expect(p?.payout?.freeAmount).toBe("746.13"),
+    );
+    // The pool's withdrawal of the refused attempt (its Admit timed out) finds no slot yet;
+    // then that attempt's Admit reaches matching.
+    const connector = new PoolConnector(poolDeps());
+    const signal = AbortSignal.timeout(5_000);
+    expect((await connector.cancel(undefined, id, signal)).outcome).toBe("withdrawn");
+    const late = await connector.create(
+      undefined,
+      {
+        operationId: id,
+        shopId: merchant.shopId,
+        direction: "payin",
+        method: "WT_RUB_C2C",
+        amount: "746.13",
+        currency: "RUB",
+        callbackUrl: "",
+        generation: BigInt(refused.version) - 1n,
+      },
+      signal,
+    );
+    expect(late.outcome).toBe("declined");
+    expect(await slotStatus(id)).toBeUndefined();
+    expect((await h.matching.getPoolPayout({ operationId: out })).payout).toMatchObject({
+      freeAmount: "746.13",
+      reservedAmount: "0.00",
+    });
+    // The merchant retries: a newer attempt, admitted afresh.
+    expect((await create()).operation).toMatchObject({ operationId: id, status: "awaiting_confirmation" });
+    const [slot] = await h.sql<{ status: string; generation: string }[]>`
+      select status, generation::text as generation from matching.slots where payin_id = ${id}`;
+    expect(slot?.status).toBe("reserved");
+    expect(BigInt(slot?.generation ?? "0")).toBeGreaterThan(BigInt(refused.version));
   });
 });
 

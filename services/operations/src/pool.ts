@@ -85,6 +85,7 @@ export type PoolEntry = Pick<
   | "name"
   | "bankname"
   | "created_at"
+  | "version"
 >;
 
 /**
@@ -109,6 +110,7 @@ export async function poolAnswer(
         currency: row.currency ?? "",
         amount: row.expected_amount ?? "",
         slotLifetimeMs: BigInt(pool.slotLifetimeMs),
+        generation: BigInt(row.version),
       },
       { signal, timeoutMs: MATCHING_TIMEOUT_MS },
     );
@@ -148,16 +150,22 @@ export async function addPayout(pool: PoolDeps, row: PoolEntry): Promise<PoolPay
   return res.payout;
 }
 
-/** Frees a payin's slot at once. Unknown slots are fine; a confirmed one is logged (money moved). */
+/**
+ * Frees a payin's slot at once. Unknown slots are fine; a confirmed one is logged (money
+ * moved). `generation` is the payin's version the caller acts on: matching remembers the
+ * release with it, so an Admit of that routing attempt or an older one that arrives later
+ * reserves nothing, while a slot a newer attempt holds is left alone.
+ */
 export async function releaseSlot(
   pool: PoolDeps,
   payinId: string,
   reason: "expired" | "rejected" | "cancelled",
+  generation: string,
   signal?: AbortSignal,
 ): Promise<void> {
   try {
     await pool.matching.releaseSlot(
-      { payinId, reason },
+      { payinId, reason, generation: BigInt(generation) },
       { timeoutMs: MATCHING_TIMEOUT_MS, ...(signal ? { signal } : {}) },
     );
   } catch (err) {
@@ -366,12 +374,12 @@ async function onPaymentEvent(pool: PoolDeps, tx: Tx, event: OperationEvent) {
   if (!isPooled(row)) return;
   switch (row.status) {
     case "cancelled":
-      return releaseSlot(pool, row.id, "cancelled");
+      return releaseSlot(pool, row.id, "cancelled", row.version);
     case "completed":
       return onPayinCompleted(pool, row);
     case "rejected": {
       const expired = row.expires_at !== null && row.expires_at.getTime() <= Date.now();
-      return releaseSlot(pool, row.id, expired ? "expired" : "rejected");
+      return releaseSlot(pool, row.id, expired ? "expired" : "rejected", row.version);
     }
     default:
       return;
@@ -391,7 +399,7 @@ async function releaseSlotNotTaken(
 ): Promise<void> {
   const routing = await pool.store.routeWithProviders(row.shop_id, row.method ?? "", "payin");
   if (!routing?.names.includes(SELF_MATCHING)) return;
-  await releaseSlot(pool, row.id, reason);
+  await releaseSlot(pool, row.id, reason, row.version);
 }
 
 /**
@@ -408,7 +416,7 @@ async function releaseRefusedSlot(pool: PoolDeps, tx: Tx, event: OperationEvent)
   const row = await pool.store.lock(id, tx);
   if (row?.type !== "payment" || row.version !== String(event.operation?.version ?? "")) return;
   if (stateOf(row) !== "refused") return;
-  await releaseSlot(pool, row.id, "rejected");
+  await releaseSlot(pool, row.id, "rejected", row.version);
 }
 
 type ConsumerSql = Parameters<typeof runConsumer>[0]["sql"];
@@ -504,7 +512,7 @@ export async function reconcilePooled(
     if (row.status === "manual_check") return "pending";
     const { row: next } = await pool.store.applyFact(row, { kind: "expired" });
     if (!next) return "unchanged";
-    await releaseSlot(pool, row.id, "expired");
+    await releaseSlot(pool, row.id, "expired", next.version);
     return "expired";
   }
   const payout = await addPayout(pool, row);

@@ -12,7 +12,7 @@ import {
   NoProviderAcceptedError,
 } from "./lifecycle/errors.ts";
 import { isTerminal } from "./model.ts";
-import { type PoolDeps, reconcilePooled, SELF_MATCHING } from "./pool.ts";
+import { type PoolDeps, reconcilePooled, releaseSlot, SELF_MATCHING } from "./pool.ts";
 import { applyProviderResult } from "./provider-results.ts";
 import { NON_TERMINAL, type ReconcileRow } from "./repository/operations.ts";
 import { resumeReview } from "./under-review.ts";
@@ -175,6 +175,7 @@ export class Reconciler {
       }
     };
     await Promise.all(Array.from({ length: Math.min(PARALLEL, rows.length) }, worker));
+    if (this.#deps.pool) await this.#releaseLinkSlots(this.#deps.pool);
     const alertEveryMs = Math.min(this.#o.intervalMs * ALERT_EVERY_INTERVALS, ALERT_EVERY_MAX_MS);
     if (Date.now() - this.#lastAlert >= alertEveryMs) {
       this.#lastAlert = Date.now();
@@ -300,6 +301,38 @@ export class Reconciler {
     const now = await store.findAnyById(row.id);
     if (now && !isTerminal(now.status)) await store.scheduleCheck(row.id, 0, false);
     return "unchanged";
+  }
+
+  /**
+   * A flexible link's attempt admits a slot before it writes the payment row; when the
+   * create fails in between (a quote or ledger 503) and no retry decides the link, nothing
+   * else ends that slot (nor one whose payment ended outside the pool, when the attempt's
+   * own release failed). Each such undecided link (expired, or `deciding` for `afterMs`)
+   * is claimed like an attempt, so no create or confirmation admits or writes its payment
+   * meanwhile, and its slot released (`expired`, at the payment's version, or 0 without
+   * one: the claim orders it against the link's attempts). A later attempt takes a new
+   * claim and is admitted afresh. Failures are retried in the next pass.
+   */
+  async #releaseLinkSlots(pool: PoolDeps): Promise<void> {
+    const { store, logger } = this.#deps;
+    try {
+      const links = await store.links.undecidedWithoutPayment(this.#o.afterMs, this.#o.batchSize);
+      for (const link of links) {
+        const held = await store.links.claim(link.operation_id, link.status, this.#leaseMs());
+        if (!held?.claim) continue;
+        try {
+          const op = await store.findAnyById(link.operation_id);
+          if (op && (op.provider === SELF_MATCHING || !["rejected", "cancelled"].includes(op.status)))
+            continue;
+          await releaseSlot(pool, link.operation_id, "expired", op?.version ?? "0");
+          await store.links.slotReleased(link.operation_id, held.claim);
+        } finally {
+          await store.links.release(link.operation_id, held.claim);
+        }
+      }
+    } catch (err) {
+      logger.warn({ err: String(err) }, "flexible link slot release failed; will retry");
+    }
   }
 
   /** An operation in the pool: no provider to ask; expiry and the payout's pool state decide. */

@@ -81,6 +81,8 @@ export const slots = matching.table(
     /** Why a released slot was released: `expired`, `rejected` or `cancelled`. */
     releaseReason: text("release_reason"),
     expiresAt: timestamp("expires_at", { withTimezone: true }).notNull(),
+    /** The routing attempt that admitted it (the operation's version then); 0: unknown. */
+    generation: bigint("generation", { mode: "number" }).notNull().default(0),
     createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
     settledAt: timestamp("settled_at", { withTimezone: true }),
   },
@@ -95,6 +97,21 @@ export const slots = matching.table(
     index("slots_expiry").on(t.expiresAt).where(sql`status = 'reserved'`),
   ],
 );
+
+/**
+ * The routing generations matching was told of per payin: the newest admission's and the
+ * newest release's, slot or no slot (a release with no slot is a tombstone). An Admit at
+ * or below `released` is refused, so an Admit that commits after the release of its own
+ * attempt (its answer timed out, the attempt was withdrawn) reserves nothing. Both the
+ * admission statement and a release upsert this row first, so its row lock orders them:
+ * whichever comes second sees what the first committed.
+ */
+export const payinGenerations = matching.table("payin_generations", {
+  payinId: uuid("payin_id").primaryKey(),
+  admitted: bigint("admitted", { mode: "number" }).notNull().default(0),
+  released: bigint("released", { mode: "number" }).notNull().default(0),
+  updatedAt: timestamp("updated_at", { withTimezone: true }).notNull().defaultNow(),
+});
 
 /** A confirmed payin's actual amount, paid into one payout: one `receipts` item of it. */
 export const contributions = matching.table(

@@ -31,6 +31,11 @@ export interface ProviderCreateRequest {
   bankname?: string;
   /** Where the provider posts its result. */
   callbackUrl: string;
+  /**
+   * The operation's version at this routing attempt. The pool refuses an attempt at or
+   * below a release of the payin (a late Admit of an attempt already withdrawn).
+   */
+  generation?: bigint;
 }
 
 export type ProviderAnswer =

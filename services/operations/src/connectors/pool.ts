@@ -59,6 +59,7 @@ export class PoolConnector implements Connector {
       name: request.name ?? null,
       bankname: request.bankname ?? null,
       created_at: new Date(),
+      version: String(request.generation ?? 0n),
     };
     if (row.type === "payout") return { outcome: "accepted", receiptRequired: false };
     try {
@@ -106,8 +107,11 @@ export class PoolConnector implements Connector {
 
   async cancel(_provider: unknown, operationId: string, signal: AbortSignal): Promise<WithdrawAnswer> {
     try {
-      // An unknown slot and a confirmed one (logged: money moved) end here too.
-      await releaseSlot(this.#pool, operationId, "cancelled", signal);
+      // An unknown slot and a confirmed one (logged: money moved) end here too. The release
+      // carries the payin's version now, above its withdrawn attempt's: should that
+      // attempt's Admit reach matching after this, it reserves nothing.
+      const op = await this.#pool.store.findAnyById(operationId);
+      await releaseSlot(this.#pool, operationId, "cancelled", op?.version ?? "0", signal);
       return { outcome: "withdrawn" };
     } catch (err) {
       return { outcome: "unknown", reason: `matching did not answer: ${String(err)}` };

@@ -187,6 +187,11 @@ export const flexibleLinks = operations.table(
      */
     claim: uuid("claim"),
     claimedUntil: timestamp("claimed_until", { withTimezone: true }),
+    /**
+     * When the reconciler released the pool slot an undecided link's attempt may have left
+     * (no payment row was written); a new claim clears it, since that attempt may admit again.
+     */
+    slotReleasedAt: timestamp("slot_released_at", { withTimezone: true }),
     createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
     updatedAt: timestamp("updated_at", { withTimezone: true }).notNull().defaultNow(),
   },

@@ -10,7 +10,7 @@ import type { Db } from "./db.ts";
  */
 export type LinkRow = Omit<
   SnakeKeys<typeof flexibleLinks.$inferSelect>,
-  "status" | "expires_at" | "claimed_until" | "created_at" | "updated_at"
+  "status" | "expires_at" | "claimed_until" | "created_at" | "updated_at" | "slot_released_at"
 > & {
   /** `deciding`: written, decision not taken yet (an attempt failed or is under way). */
   status: "deciding" | "amount_selection" | "created" | "rejected";
@@ -58,7 +58,8 @@ export class LinkRepository {
   async claim(id: string, status: LinkRow["status"], leaseMs: number): Promise<LinkRow | undefined> {
     const [row] = await this.#sql<LinkRow[]>`
       update operations.flexible_links
-      set claim = ${randomUUID()}, claimed_until = now() + ${`${leaseMs} milliseconds`}::interval
+      set claim = ${randomUUID()}, claimed_until = now() + ${`${leaseMs} milliseconds`}::interval,
+        slot_released_at = null
       where operation_id = ${id} and status = ${status}
         and (claimed_until is null or claimed_until <= now())
       returning *`;
@@ -76,6 +77,33 @@ export class LinkRepository {
       where operation_id = ${id} and claim = ${claim}
       returning 1`;
     return rows.length === 1;
+  }
+
+  /**
+   * Undecided links nobody decides now whose attempt may have left a pool slot that no
+   * payment holds: `amount_selection` or `deciding` past `expires_at`, or `deciding` for
+   * `stuckMs` (the attempt failed and no retry came), with no payment row or one that
+   * ended outside the pool, slot not released since the last claim.
+   */
+  async undecidedWithoutPayment(stuckMs: number, limit: number): Promise<LinkRow[]> {
+    const rows = await this.#sql<LinkRow[]>`
+      select * from operations.flexible_links l
+      where l.status in ('deciding', 'amount_selection') and l.slot_released_at is null
+        and (l.claimed_until is null or l.claimed_until <= now())
+        and (l.expires_at <= now()
+          or (l.status = 'deciding' and l.created_at <= now() - ${`${stuckMs} milliseconds`}::interval))
+        and not exists (select 1 from operations.operations o where o.id = l.operation_id
+          and not (o.status in ('rejected', 'cancelled') and o.provider is distinct from 'self_matching'))
+      order by l.expires_at
+      limit ${limit}`;
+    return rows.map((r) => hydrate(r) as LinkRow);
+  }
+
+  /** Ends the claim `claim`, recording that the link's slot was released under it. */
+  async slotReleased(id: string, claim: string): Promise<void> {
+    await this.#sql`
+      update operations.flexible_links set claim = null, claimed_until = null, slot_released_at = now()
+      where operation_id = ${id} and claim = ${claim}`;
   }
 
   /** Ends the claim `claim` without a decision (the attempt failed, or left the choice open). */

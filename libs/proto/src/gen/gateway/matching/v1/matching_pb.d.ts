@@ -399,6 +399,17 @@ export declare type AdmitRequest = Message<"gateway.matching.v1.AdmitRequest"> &
    * @generated from field: int64 slot_lifetime_ms = 6;
    */
   slotLifetimeMs: bigint;
+
+  /**
+   * The routing attempt asking (the operation's version at the attempt), so a late Admit
+   * of an attempt already withdrawn is refused: a ReleaseSlot of this payin with a
+   * generation at or above this one, even one that came before the slot existed, makes
+   * the Admit FAILED_PRECONDITION `slot_settled`. A newer attempt is admitted afresh.
+   * 0: none (no tombstone check; a released slot is forgotten and admitted afresh).
+   *
+   * @generated from field: int64 generation = 7;
+   */
+  generation: bigint;
 };
 
 /**
@@ -445,6 +456,16 @@ export declare type ReleaseSlotRequest = Message<"gateway.matching.v1.ReleaseSlo
    * @generated from field: string reason = 2;
    */
   reason: string;
+
+  /**
+   * The operation's version the releaser knows. The release is recorded for the payin
+   * whether or not it has a slot (a tombstone), so an Admit of this generation or older
+   * that commits later reserves nothing. A reserved slot admitted by a newer generation is
+   * left alone (answered unchanged). 0: none (releases any reserved slot).
+   *
+   * @generated from field: int64 generation = 3;
+   */
+  generation: bigint;
 };
 
 /**
@@ -910,7 +931,8 @@ export declare const MatchingService: GenService<{
    * Reserves a slot for a payin in one payout, atomically, following the admission
    * policy. Idempotent on payin_id: a repeat answers the slot the payin already has
    * (reserved or confirmed); a released one is forgotten and the payin admitted afresh (a
-   * refused create routed again). The answer carries the payout's destination, which the
+   * refused create routed again) when the request's generation is newer than every
+   * release of the payin, and refused (`slot_settled`) otherwise. The answer carries the payout's destination, which the
    * payin shows as its requisites, and the slot's expires_at.
    * Errors: INVALID_ARGUMENT `validation_failed`; FAILED_PRECONDITION `amount_unavailable`
    * when no open payout can take the amount now.
@@ -926,6 +948,8 @@ export declare const MatchingService: GenService<{
    * Frees a reserved slot at once (the payin expired, was rejected or was cancelled):
    * its amount goes back to the payout's free remainder. Idempotent: releasing a released
    * slot answers it unchanged. A confirmed slot is FAILED_PRECONDITION `slot_settled`.
+   * Every release is remembered with its generation, even with no slot (NOT_FOUND), so a
+   * late Admit of an older attempt reserves nothing.
    * Errors: INVALID_ARGUMENT `validation_failed`, NOT_FOUND `not_found`,
    * FAILED_PRECONDITION `slot_settled`.
    *

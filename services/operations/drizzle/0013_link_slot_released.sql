@@ -1,0 +1,1 @@
+ALTER TABLE "operations"."flexible_links" ADD COLUMN "slot_released_at" timestamp with time zone;
