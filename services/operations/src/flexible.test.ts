@@ -361,7 +361,7 @@ describe("flexible links", () => {
       await eventually(
         () => h.sql<{ n: number }[]>`
           select count(*)::int as n from pg_stat_activity
-          where wait_event_type = 'Lock' and query ilike '%with pick as%' and pid <> pg_backend_pid()`,
+          where wait_event_type = 'Lock' and query ilike '%pick as (%' and pid <> pg_backend_pid()`,
         (rows) => expect(rows[0]?.n).toBeGreaterThan(0),
       );
       // The admission is waiting: the link's row must be free to any other writer.
