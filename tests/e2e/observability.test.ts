@@ -37,7 +37,6 @@ describe("traces and log context across the stack", () => {
   let receiver: WebhookReceiver;
   let shop: ProvisionedShop;
   let merchant: MerchantClient;
-  let operationId: string;
 
   beforeAll(async () => {
     stack = await startTestStack({ extraEnv: { LOG_LEVEL: "debug" } });
@@ -46,14 +45,13 @@ describe("traces and log context across the stack", () => {
     shop = await stack.provisionShop({ name: "observed", webhookUrl: receiver.url });
     secret = shop.webhookSecret;
     merchant = new MerchantClient(stack.urls.edge, shop.apiKey);
-    const op = await merchant.createPayment({
+    await merchant.createPayment({
       merchant_operation_id: `order-${randomUUID()}`,
       client_id: "customer-1",
       method: "WT_RUB_C2C",
       amount: "1000.00",
       currency: "RUB",
     });
-    operationId = op.operation_id as string;
     // A whole stack starts here; on a loaded machine that takes longer than the default.
   }, 240_000);
 
@@ -62,7 +60,7 @@ describe("traces and log context across the stack", () => {
     await stack?.stop();
   });
 
-  it("joins the edge request, the operations RPC and the webhooks consumer in one trace", async () => {
+  it("joins the edge request, the operations RPC and the consumer of the create's event in one trace", async () => {
     const edge = await pollUntil(
       "the edge's log line of the create",
       async () =>
@@ -85,25 +83,29 @@ describe("traces and log context across the stack", () => {
     );
     expect(rpc?.line).toMatchObject({ code: "ok", request_id: requestId, shop_id: shop.shopId });
 
+    // `payment.pending` reaches only the consumer that acts on it (libs/events
+    // CONSUMER_SUBJECTS): the pool's payins consumer, after the outbox relay and NATS.
     const consumed = await pollUntil(
-      "the webhooks consumer's line for the payment's pending event",
+      "the pool payins consumer's line for the payment's pending event",
       async () =>
         logLines(stack.logFile).find(
           (l) =>
-            l.service === "webhooks" &&
+            l.line.consumer === "operations-pool-payins" &&
             l.line.msg === "event handled" &&
             String(l.line.subject).endsWith(".operations.payment.pending") &&
-            l.line.operation_id === operationId,
+            l.line.trace_id === traceId,
         ),
       (l) => l !== undefined,
     );
-    expect(consumed!.line).toMatchObject({ trace_id: traceId, request_id: requestId, shop_id: shop.shopId });
+    // The consumer's line names the request that caused the event (its shop is the
+    // webhooks consumer's to log, which this event does not reach).
+    expect(consumed!.line).toMatchObject({ trace_id: traceId, request_id: requestId });
   });
 
   it("keeps service tokens, API keys, the admin token and webhook secrets out of every log", async () => {
     const logs = readFileSync(stack.logFile, "utf8");
     expect(logs).toContain('"trace_id"');
-    expect(logs).toContain(operationId);
+    expect(logs).toContain(shop.shopId);
     const secret = shop.webhookSecret.replace(/^whsec_/, "");
     for (const [what, value] of [
       ["api key", shop.apiKey],
