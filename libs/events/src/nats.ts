@@ -17,9 +17,18 @@ export interface Nats {
 /**
  * Connects to NATS and JetStream. Reconnects forever: a NATS restart pauses publishing
  * and consuming (the outbox keeps the events meanwhile) instead of killing the process.
+ * The first connection waits the same way (`waitOnFirstConnect`): a process started
+ * while NATS is down or restarting waits for it instead of exiting (Kubernetes' startup
+ * probe bounds the wait; the process is not ready meanwhile).
  */
 export async function connectNats(servers: string, name: string): Promise<Nats> {
-  const nc = await connect({ servers, name, maxReconnectAttempts: -1, reconnectTimeWait: 250 });
+  const nc = await connect({
+    servers,
+    name,
+    maxReconnectAttempts: -1,
+    reconnectTimeWait: 250,
+    waitOnFirstConnect: true,
+  });
   return { nc, js: jetstream(nc), jsm: await jetstreamManager(nc) };
 }
 

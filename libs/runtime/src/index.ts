@@ -103,16 +103,18 @@ export async function startGrpcService<C extends GrpcServiceConfig>(
   if (identity === undefined)
     logger.warn("SERVICE_TOKEN_KEYS is not set: internal access is open to any caller");
   const { sql, db } = connect(config.DATABASE_URL, { max: config.DB_POOL_MAX, application: spec.name });
-  // A database still starting is waited for (migrateSchema's bounded backoff); meanwhile
-  // the gRPC port answers health checks NOT_SERVING, so a probe reads "not ready" rather
-  // than a refused connection, and the process does not exit and restart.
+  // A database still starting is waited for (migrateSchema's bounded backoff), and so is
+  // a NATS that is down or restarting (connectNats); meanwhile the gRPC port answers
+  // health checks NOT_SERVING, so a probe reads "not ready" rather than a refused
+  // connection, and the process does not exit and restart.
   const notReady = await startNotReadyServer(spec.serviceNames, config);
+  let nats: Awaited<ReturnType<typeof connectNats>>;
   try {
     await migrateSchema(sql, db, spec.schema, spec.migrationsFolder, { logger });
+    nats = await connectNats(config.NATS_URL, spec.name);
   } finally {
     await notReady?.close();
   }
-  const nats = await connectNats(config.NATS_URL, spec.name);
   await ensureStream(nats.jsm, config.EVENTS_PREFIX, { replicas: config.EVENTS_REPLICAS });
   const parts = await runAsService(identity, () =>
     spec.setup({ config, logger, sql, db, nats, retry: consumerRetry(config) }),
