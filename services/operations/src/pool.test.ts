@@ -789,6 +789,63 @@ describe("a payout and its pool payout", () => {
   });
 });
 
+describe("a payout handed off by the pool", () => {
+  it("records no provider fact when a stale hand-off reaches it at the provider that took it: its contributions are its legs already", async () => {
+    const payee = await shop([SELF_MATCHING], ["acme"]);
+    const req = {
+      scope: payee,
+      type: "payout",
+      merchantOperationId: `out-${randomUUID()}`,
+      clientId: "payee",
+      method: "WT_RUB_C2C",
+      amount: "1763.00",
+      currency: "RUB",
+      number: "2200111122223333",
+      name: "Pool Payee",
+    };
+    const id = await insertAbandonedRouting(h.store, payee, req, new Date(Date.now() + 60_000));
+    const routing = await h.store.findAnyById(id);
+    // Handed off: acme took the remainder, and what the pool paid is a leg of the payout.
+    await forceTransition(
+      h.store,
+      routing as NonNullable<typeof routing>,
+      { status: "pending", provider: "acme", routing_deadline: null },
+      { emit: true },
+    );
+    const contribution = {
+      id: randomUUID(),
+      payinId: randomUUID(),
+      amount: "700.00",
+      completedAt: new Date().toISOString(),
+    };
+    await h.sql`
+      insert into operations.legs (id, operation_id, provider, provider_leg_id, amount, completed_at)
+      values (${contribution.id}, ${id}, ${SELF_MATCHING}, ${`pool:${contribution.payinId}`}, ${contribution.amount}, now())`;
+    // The hand-off event again (a lagging consumer, or the reconciler on a stale row).
+    const handedOff = create(PoolPayoutEventSchema, {
+      eventId: randomUUID(),
+      type: "pool_payout.handed_off",
+      occurredAt: new Date().toISOString(),
+      payout: {
+        operationId: id,
+        shopId: payee.shopId,
+        method: "WT_RUB_C2C",
+        currency: "RUB",
+        amount: "1763.00",
+        status: "handed_off",
+        handedOffAmount: "1063.00",
+        contributions: [contribution],
+      },
+    });
+    const { applier } = poolConsumers(poolDeps()).payouts;
+    await h.store.transaction((tx) => applier.handle(tx, handedOff, randomUUID()));
+    expect(await h.store.findAnyById(id)).toMatchObject({ status: "pending", provider: "acme" });
+    expect((await listProviderFacts(h.store, { limit: 500 })).filter((f) => f.operationId === id)).toEqual(
+      [],
+    );
+  });
+});
+
 describe("the pool's connector", () => {
   it("answers the status question with the pool payout: pending while open, not_found for a payout never put in", async () => {
     const connector = new PoolConnector(poolDeps());

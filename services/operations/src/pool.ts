@@ -249,7 +249,8 @@ async function completeWithLegs(pool: PoolDeps, tx: Tx, row: OperationRow) {
  * its create has not recorded its provider yet. A payout recorded elsewhere (another
  * provider, or none) whose pool payout holds contributions is money the pool paid that no
  * payout accounts for: recorded as a `not_routed` provider fact of the pool (booked on
- * suspense for an operator), never dropped.
+ * suspense for an operator), never dropped; contributions already legs of that payout (a
+ * hand-off to that provider, applied before) are not.
  */
 async function pooledPayout(pool: PoolDeps, tx: Tx, payout: PoolPayout): Promise<OperationRow | undefined> {
   const row = await pool.store.lock(payout.operationId, tx);
@@ -259,7 +260,12 @@ async function pooledPayout(pool: PoolDeps, tx: Tx, payout: PoolPayout): Promise
   }
   if (row.status === "routing") throw new StillRoutingError();
   if (row.provider === SELF_MATCHING) return isTerminal(row.status) ? undefined : row;
-  const paid = payout.contributions.reduce((sum, c) => sum.plus(c.amount), new Decimal(0));
+  // A payout the pool handed off to a provider holds the contributions as its legs
+  // already (recordContributions): a stale or repeated hand-off is no new money.
+  const legs = new Set((await pool.store.legs(row.id, tx)).map((l) => l.id));
+  const unaccounted = payout.contributions.filter((c) => !legs.has(c.id));
+  if (unaccounted.length === 0) return undefined;
+  const paid = unaccounted.reduce((sum, c) => sum.plus(c.amount), new Decimal(0));
   pool.logger.error(
     { operationId: row.id, provider: row.provider, status: row.status, paid: paid.toFixed(2) },
     "pool: a pool payout closed for a payout recorded elsewhere",
@@ -271,7 +277,7 @@ async function pooledPayout(pool: PoolDeps, tx: Tx, payout: PoolPayout): Promise
       operation: row,
       kind: "not_routed",
       providerStatus: "completed",
-      legs: payout.contributions.map((c) => ({
+      legs: unaccounted.map((c) => ({
         id: c.id,
         amount: c.amount,
         completedAt: new Date(c.completedAt),
