@@ -125,6 +125,27 @@ const balance = async (shopId: string) => {
   return balances.find((b) => b.currency === "RUB");
 };
 
+/**
+ * A fault in matching's database: every insert into `matching.<table>` whose `column` is
+ * `id` raises. Resolves the function that removes the fault.
+ */
+async function failMatchingInserts(
+  table: "slots" | "pool_payouts",
+  column: "payin_id" | "operation_id",
+  id: string,
+): Promise<() => Promise<void>> {
+  const name = `test_fail_${table}`;
+  await h.sql.unsafe(`
+    create or replace function matching.${name}() returns trigger language plpgsql
+    as $$ begin raise exception 'injected fault'; end $$`);
+  await h.sql.unsafe(`
+    create trigger ${name} before insert on matching.${table} for each row
+    when (new.${column} = '${id}') execute function matching.${name}()`);
+  return async () => {
+    await h.sql.unsafe(`drop trigger ${name} on matching.${table}`);
+  };
+}
+
 describe("a payin routed to self_matching", () => {
   it("is admitted into a pool payout and answers awaiting_confirmation with the payout's destination, a receipt and the slot's expiry", async () => {
     const merchant = await shop([SELF_MATCHING], [SELF_MATCHING]);
@@ -206,12 +227,7 @@ describe("a payin routed to self_matching", () => {
     const mop = `pay-${randomUUID()}`;
     const id = operationIdFor(merchant.shopId, mop);
     // A fault in matching's database fails this payin's admit: matching gives no decision.
-    await h.sql.unsafe(`
-      create or replace function matching.test_fail_admit() returns trigger language plpgsql
-      as $$ begin raise exception 'injected fault'; end $$`);
-    await h.sql.unsafe(`
-      create trigger test_fail_admit before insert on matching.slots for each row
-      when (new.payin_id = '${id}') execute function matching.test_fail_admit()`);
+    const undo = await failMatchingInserts("slots", "payin_id", id);
     try {
       const created = await h.operations.createOperation({
         scope: merchant,
@@ -224,7 +240,7 @@ describe("a payin routed to self_matching", () => {
       });
       expect(created.operation).toMatchObject({ operationId: id, status: "pending" });
     } finally {
-      await h.sql.unsafe("drop trigger test_fail_admit on matching.slots");
+      await undo();
     }
     expect((await h.store.findAnyById(id))?.provider).toBe("acme");
     // Passed over like a provider that did not answer a payin: withdrawn there (the slot
@@ -337,12 +353,7 @@ describe("a payout routed to self_matching", () => {
     const mop = `out-${randomUUID()}`;
     const id = operationIdFor(payee.shopId, mop);
     // A fault in matching's database refuses this payout's AddPayout, whoever sends it.
-    await h.sql.unsafe(`
-      create or replace function matching.test_refuse_payout() returns trigger language plpgsql
-      as $$ begin raise exception 'injected fault'; end $$`);
-    await h.sql.unsafe(`
-      create trigger test_refuse_payout before insert on matching.pool_payouts for each row
-      when (new.operation_id = '${id}') execute function matching.test_refuse_payout()`);
+    const undo = await failMatchingInserts("pool_payouts", "operation_id", id);
     try {
       const created = await h.operations.createOperation({
         scope: payee,
@@ -359,7 +370,7 @@ describe("a payout routed to self_matching", () => {
       // Recorded pending (the ledger reserves it), but not in the pool.
       expect((await failureOf(h.matching.getPoolPayout({ operationId: id }))).code).toBe(Code.NotFound);
     } finally {
-      await h.sql.unsafe("drop trigger test_refuse_payout on matching.pool_payouts");
+      await undo();
     }
     // No reconciler runs here (its delay is 30 min): the payout.pending event's redelivery
     // puts it in.
