@@ -33,7 +33,9 @@ const levels = arg("levels", "1,16,64").split(",").map(Number);
  * with its providers, read the pricing tier, claim the key, record the outcome with its
  * outbox row), plus the edge's key lookup. Each is its own autocommit statement, as in
  * the services. The sandbox provider's own writes are left out: it stands for a provider
- * outside the gateway.
+ * outside the gateway. The outbox row is written already published, so that the stack's
+ * relay, running beside pgbench, does not try to publish a subject no stream takes (and
+ * stall on it for the rest of the run); the relay's own marking is left out with it.
  */
 function createPathScript(shopId: string, keyHash: string): string {
   return `
@@ -43,7 +45,7 @@ select * from operations.operations where shop_id = '${shopId}' and merchant_ope
 select r.payin, r.payout, r.settlement_currency, (select json_agg(p.name) from operations.providers p where p.name = any(r.payin)) from operations.routes r where r.shop_id = '${shopId}' and r.method = 'WT_RUB_C2C';
 select * from ledger.pricing_tiers where shop_id = '${shopId}' and method = 'WT_RUB_C2C' and direction = 'payin' and min_amount <= 1000.00 and max_amount >= 1000.00;
 insert into operations.operations (id, shop_id, merchant_id, merchant_operation_id, request_hash, type, status, method, currency, expected_amount, client_id, settlement_currency, commission_percent, commission_fixed, routing_deadline) values (gen_random_uuid(), '${shopId}', '${shopId}', 'pgb-' || :r || '-' || :client_id, 'h', 'payment', 'routing', 'WT_RUB_C2C', 'RUB', 1000.00, 'c', 'RUB', 2.5, 0, now()) on conflict do nothing;
-with upd as (update operations.operations set status = 'pending', number = '2200000000000000', version = version + 1, updated_at = now() where shop_id = '${shopId}' and merchant_operation_id = 'pgb-' || :r || '-' || :client_id and version = 0 returning id), ev as (insert into operations.outbox (id, subject, payload) select gen_random_uuid(), 'pgb.operations.payment.pending', '\\x00'::bytea from upd) select count(*) from upd;
+with upd as (update operations.operations set status = 'pending', number = '2200000000000000', version = version + 1, updated_at = now() where shop_id = '${shopId}' and merchant_operation_id = 'pgb-' || :r || '-' || :client_id and version = 0 returning id), ev as (insert into operations.outbox (id, subject, payload, published_at) select gen_random_uuid(), 'pgb.operations.payment.pending', '\\x00'::bytea, now() from upd) select count(*) from upd;
 `;
 }
 

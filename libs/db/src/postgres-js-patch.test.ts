@@ -88,3 +88,31 @@ describe("postgres.js reserving a connection", () => {
     }
   });
 });
+
+describe("postgres.js beginning a transaction on a busy connection", () => {
+  it("reserves the connection when BEGIN fills its pipeline, so later statements stay out of the transaction", async () => {
+    // One connection and a pipeline of one: BEGIN sent behind a running statement is the
+    // one that fills the pipeline, where postgres.js 3.4.9 skipped reserving the connection
+    // (porsager/postgres#1189). BEGIN then failed with UNSAFE_TRANSACTION and left a
+    // transaction open on the server, which every later autocommit statement joined and
+    // which nothing ever committed.
+    const sql = postgres(testDb.url, { max: 1, max_pipeline: 1, onnotice: () => {} });
+    const reader = postgres(testDb.url, { max: 1, onnotice: () => {} });
+    try {
+      await sql`create table begin_probe (n int)`;
+      const running = sql`select pg_sleep(0.1)`.execute();
+      const tx = sql.begin(async (t) => {
+        await t`insert into begin_probe values (1)`;
+      });
+      await running;
+      await tx;
+      await sql`insert into begin_probe values (2)`;
+
+      expect(await reader`select n from begin_probe order by n`).toEqual([{ n: 1 }, { n: 2 }]);
+      expect(await reader`select count(*)::int as open from pg_stat_activity where datname = current_database() and state like 'idle in transaction%'`).toEqual([{ open: 0 }]);
+    } finally {
+      await sql.end({ timeout: 1 });
+      await reader.end({ timeout: 1 });
+    }
+  });
+});
