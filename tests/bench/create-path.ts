@@ -8,7 +8,8 @@
  * every process of the stack spent per call in each window (`process-cpu.ts`), the figure
  * that holds up on a busy machine. Not a test: nothing here asserts a time.
  *
- *   pnpm --filter @gw/tests bench [--duration=5000] [--levels=1,16,64]
+ *   pnpm --filter @gw/tests bench [--duration=5000] [--levels=1,16,64] [--warmup=5000]
+ *   (PROF_DIR=<dir> for a V8 CPU profile of every service)
  */
 import { execFile } from "node:child_process";
 import { randomUUID } from "node:crypto";
@@ -16,7 +17,7 @@ import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
-import { type Measurement, measure } from "@gw/bench";
+import { type Measurement, measure, measureOpenLoop } from "@gw/bench";
 import postgres from "postgres";
 import { Agent, request } from "undici";
 import { startTestStack } from "../src/stack.ts";
@@ -27,6 +28,7 @@ const arg = (name: string, fallback: string) =>
   process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3) ?? fallback;
 const durationMs = Number(arg("duration", "5000"));
 const levels = arg("levels", "1,16,64").split(",").map(Number);
+const warmupMs = Number(arg("warmup", "5000"));
 
 /**
  * The statements one create runs in operations and ledger (read the key, read the route
@@ -84,7 +86,14 @@ async function pgbenchCreatePath(databaseUrl: string, shopId: string, keyHash: s
   }
 }
 
-const stack = await startTestStack({ extraEnv: { LOG_LEVEL: "warn" } });
+// PROF_DIR=<dir>: every service writes a V8 CPU profile there when the stack stops.
+const profDir = process.env.PROF_DIR;
+const stack = await startTestStack({
+  extraEnv: {
+    LOG_LEVEL: "warn",
+    ...(profDir ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${profDir}` } : {}),
+  },
+});
 const sql = postgres(stack.databaseUrl, { max: 1, onnotice: () => {} });
 try {
   const shop = await stack.provisionShop({ name: "bench" });
@@ -111,10 +120,12 @@ try {
   };
   const create = () => call("POST", "/v1/payment", body(randomUUID()));
 
+  // A running gateway is warm: every process's JIT has compiled the create path before
+  // the first level is measured, or the level at 1 in flight measures compilation.
+  await measure(create, { concurrency: 16, durationMs: warmupMs });
   // What every process spends with nothing to do (pollers, timers, heartbeats), per
-  // second, after one create has warmed the stack up; it is taken off each window.
-  await create();
-  await new Promise((r) => setTimeout(r, 1000));
+  // second, once the warm-up's events have been handled; it is taken off each window.
+  await new Promise((r) => setTimeout(r, 2000));
   const idleMs = 3000;
   const idleStart = await snapshotCpu(stack, sql);
   await new Promise((r) => setTimeout(r, idleMs));
@@ -155,6 +166,29 @@ try {
   }
   const best = results.reduce((a, b) => (b.callsPerSec > a.callsPerSec ? b : a));
 
+  // Creates at half the best rate, started on a schedule as independent merchants would,
+  // with latency from each one's scheduled start.
+  let openBefore: CpuSnapshot | undefined;
+  let openAfter: CpuSnapshot | undefined;
+  const open = await measureOpenLoop(create, {
+    ratePerSec: Math.max(1, Math.round(best.callsPerSec / 2)),
+    durationMs,
+    warmupMs: 1000,
+    onWindowStart: async () => {
+      openBefore = await snapshotCpu(stack, sql);
+    },
+    onWindowEnd: async () => {
+      openAfter = await snapshotCpu(stack, sql);
+    },
+  });
+  cpuColumns.push({
+    name: "open@half",
+    perCall: cpuPerCall(openBefore!, openAfter!, open.calls, open.durationMs, idlePerSecond),
+  });
+  console.log(
+    `${row(`create, open loop ${open.ratePerSec}/s`, open)} (at most ${open.maxInFlight} in flight)`,
+  );
+
   // The reads and the replay, at the concurrency of the best create level.
   const mop = randomUUID();
   const created = JSON.parse(await call("POST", "/v1/payment", body(mop))) as { operation_id: string };
@@ -192,6 +226,9 @@ try {
   );
   console.log(
     `ratio: the stack's best (${best.concurrency} in flight) is ${(best.callsPerSec / pg.tps).toFixed(3)} × what Postgres alone does for the same SQL`,
+  );
+  console.log(
+    `at half the best rate, open loop: p99 ${open.p99Ms.toFixed(1)} ms; at ${results[0]?.concurrency} in flight: p50 ${results[0]?.p50Ms.toFixed(1)} ms`,
   );
   console.log(
     `replay rate ${(replay.callsPerSec / best.callsPerSec).toFixed(2)} × the best create rate; get_operation_state ${state.callsPerSec.toFixed(0)}/s; balances ${balances.callsPerSec.toFixed(0)}/s`,

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { runGrpcHop } from "./grpc-hop.ts";
-import { measure, percentile } from "./measure.ts";
+import { measure, measureOpenLoop, percentile } from "./measure.ts";
 import { parsePgbench, ratioToPgbench } from "./pgbench.ts";
 
 // Benchmarks are not tests: these check that the harness produces sane numbers, never
@@ -37,6 +37,43 @@ describe("measure", () => {
     );
     expect(m.errors).toBeGreaterThan(0);
     expect(m.firstError).toBe("boom");
+  });
+
+  it("starts open-loop calls on the schedule and counts a stall against the calls behind it", async () => {
+    // 200 calls/s for 250 ms: 50 calls. The first call of the window hangs 100 ms; the
+    // schedule does not wait for it, and no other call sees that stall.
+    let n = 0;
+    const m = await measureOpenLoop(
+      async () => {
+        await new Promise((r) => setTimeout(r, n++ === 0 ? 100 : 1));
+      },
+      { ratePerSec: 200, durationMs: 250 },
+    );
+    expect(m.calls).toBe(50);
+    expect(m.errors).toBe(0);
+    expect(m.maxInFlight).toBeGreaterThan(1);
+    expect(m.maxMs).toBeGreaterThanOrEqual(95); // timers may fire a fraction of a ms early
+    expect(m.p50Ms).toBeLessThan(100);
+  });
+
+  it("measures open-loop latency from the scheduled start, not from when the call began", async () => {
+    // A call that blocks the event loop for 30 ms makes the calls scheduled meanwhile start
+    // late; their latency includes that wait.
+    let n = 0;
+    const m = await measureOpenLoop(
+      async () => {
+        if (n++ === 0) {
+          const until = performance.now() + 30;
+          while (performance.now() < until);
+        }
+      },
+      { ratePerSec: 1000, durationMs: 50 },
+    );
+    // Calls 1 to 29 wait behind the block: measured from their actual start they would
+    // take about nothing, and the median would be near 0.
+    expect(m.calls).toBe(50);
+    expect(m.maxMs).toBeGreaterThanOrEqual(25);
+    expect(m.p50Ms).toBeGreaterThanOrEqual(2);
   });
 
   it("takes nearest-rank percentiles", () => {

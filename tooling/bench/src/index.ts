@@ -5,6 +5,9 @@ export {
   type Measurement,
   type MeasureOptions,
   measure,
+  measureOpenLoop,
+  type OpenLoopMeasurement,
+  type OpenLoopOptions,
   percentile,
 } from "./measure.ts";
 export {

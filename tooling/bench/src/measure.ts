@@ -96,6 +96,99 @@ export async function measure(closedLoop: ClosedLoop, options: MeasureOptions): 
   };
 }
 
+export interface OpenLoopOptions {
+  /** Calls started per second, on a fixed schedule, whatever the answers' pace. */
+  ratePerSec: number;
+  durationMs: number;
+  warmupMs?: number;
+  onWindowStart?: () => unknown;
+  onWindowEnd?: () => unknown;
+}
+
+export interface OpenLoopMeasurement extends Measurement {
+  ratePerSec: number;
+  /** The most calls that were in flight at once over the window. */
+  maxInFlight: number;
+}
+
+/**
+ * Starts calls on a fixed schedule, as independent clients would, and reports latency
+ * from each call's scheduled start, so a slow answer also counts against the calls that
+ * the schedule started behind it (no coordinated omission). Calls scheduled inside the
+ * window are recorded; all of them are awaited before it returns.
+ */
+export async function measureOpenLoop(
+  call: ClosedLoop,
+  options: OpenLoopOptions,
+): Promise<OpenLoopMeasurement> {
+  if (!(options.ratePerSec > 0) || !(options.durationMs > 0)) {
+    throw new Error("measureOpenLoop needs ratePerSec > 0 and durationMs > 0");
+  }
+  const intervalMs = 1000 / options.ratePerSec;
+  const warmupMs = options.warmupMs ?? 0;
+  const latencies: number[] = [];
+  const pending: Promise<void>[] = [];
+  let errors = 0;
+  let firstError: string | undefined;
+  let inFlight = 0;
+  let maxInFlight = 0;
+  let windowStarted = false;
+
+  const fire = (scheduled: number, recorded: boolean) => {
+    inFlight++;
+    if (recorded) maxInFlight = Math.max(maxInFlight, inFlight);
+    const done = call().then(
+      () => {
+        if (recorded) latencies.push(performance.now() - scheduled);
+      },
+      (err: unknown) => {
+        if (recorded) {
+          errors++;
+          firstError ??= err instanceof Error ? err.message : String(err);
+        }
+      },
+    );
+    pending.push(done.finally(() => inFlight--));
+  };
+
+  const start = performance.now();
+  const windowStart = start + warmupMs;
+  const end = windowStart + options.durationMs;
+  let cpuStart = process.cpuUsage();
+  for (let i = 0; ; i++) {
+    const scheduled = start + i * intervalMs;
+    if (scheduled >= end) break;
+    if (!windowStarted && scheduled >= windowStart) {
+      windowStarted = true;
+      await options.onWindowStart?.();
+      cpuStart = process.cpuUsage();
+    }
+    const wait = scheduled - performance.now();
+    if (wait > 0) await sleep(wait);
+    fire(scheduled, scheduled >= windowStart);
+  }
+  const cpu = process.cpuUsage(cpuStart);
+  await options.onWindowEnd?.();
+  await Promise.all(pending);
+
+  const sorted = Float64Array.from(latencies).sort();
+  return {
+    concurrency: maxInFlight,
+    ratePerSec: options.ratePerSec,
+    maxInFlight,
+    durationMs: options.durationMs,
+    calls: sorted.length,
+    errors,
+    ...(firstError === undefined ? {} : { firstError }),
+    callsPerSec: (sorted.length * 1000) / options.durationMs,
+    p50Ms: percentile(sorted, 0.5),
+    p99Ms: percentile(sorted, 0.99),
+    p999Ms: percentile(sorted, 0.999),
+    maxMs: sorted.length > 0 ? (sorted[sorted.length - 1] ?? 0) : 0,
+    cpuPercent: cpuPercent(cpu, options.durationMs),
+  };
+}
+
 /** Nearest-rank percentile of ascending values; 0 when there are none. */
 export function percentile(sorted: Float64Array, q: number): number {
   if (sorted.length === 0) return 0;
