@@ -154,18 +154,18 @@ export async function createOperation(
   const deadline = Date.now() + deps.budgetMs;
   const hash = requestHash(input);
   const direction = input.type === "payment" ? "payin" : "payout";
-  // The reads at once, on pooled connections: one round trip of latency instead of
-  // several. A replay wastes the route read and the deadline, which are cheap.
-  const [existing, routing, storedDeadline, linkHoldsKey] = await Promise.all([
-    deps.store.findByMop(input.shopId, input.mop),
-    deps.store.routeWithProviders(input.shopId, input.method, direction),
-    deps.store.deadlineIn(deps.budgetMs),
-    options.forLink ? false : deps.store.isFlexibleLinkKey(input.shopId, input.mop),
-  ]);
+  // Every read in one statement (a replay wastes the route and the deadline, which are cheap).
+  const {
+    existing,
+    routing,
+    deadline: storedDeadline,
+    linkHoldsKey,
+  } = await deps.store.createContext(input.shopId, input.mop, input.method, direction, deps.budgetMs);
   if (existing) return resume(deps, input, hash, existing, deadline, signal);
   // A flexible link holds its key (in amount_selection there is no operation row yet):
-  // another request under it is another body for the same key (the spec's 412).
-  if (linkHoldsKey) throw conflict();
+  // another request under it is another body for the same key (the spec's 412), except
+  // for the link's own payment.
+  if (linkHoldsKey && !options.forLink) throw conflict();
   if (!routing || routing.names.length === 0) throw routeNotConfigured(direction, input.method);
   const quote = await quoteFor(deps, input, routing.route.settlementCurrency, deadline, signal);
 

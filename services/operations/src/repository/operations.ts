@@ -54,6 +54,42 @@ export interface Route {
   settlementCurrency: string;
 }
 
+/** A route with the configs of its providers for one direction, in route order. */
+export interface RouteWithProviders {
+  route: Route;
+  providers: (ProviderConfig | undefined)[];
+  names: string[];
+}
+
+/** A route's columns as `routeWithProviders` and `createContext` select them. */
+interface RouteColumns {
+  route_payin: string[];
+  route_payout: string[];
+  route_settlement_currency: string;
+  route_providers: ProviderConfig[] | null;
+}
+
+/** The configs of the providers route `r` names for `direction`, as `route_providers`. */
+const providersOf = (sql: Sql, direction: "payin" | "payout") => sql`
+  (select json_agg(json_build_object('name', p.name, 'kind', p.kind, 'baseUrl', p.base_url,
+           'credentials', p.credentials, 'methods', p.methods))
+     from operations.providers p
+    where p.name = any(case when ${direction} = 'payin' then r.payin else r.payout end)) as route_providers`;
+
+function routeOf(row: RouteColumns, direction: "payin" | "payout"): RouteWithProviders {
+  const names = direction === "payin" ? row.route_payin : row.route_payout;
+  const byName = new Map((row.route_providers ?? []).map((p) => [p.name, p]));
+  return {
+    route: {
+      payin: row.route_payin,
+      payout: row.route_payout,
+      settlementCurrency: row.route_settlement_currency,
+    },
+    providers: names.map((n) => byName.get(n) ?? builtInProvider(n)),
+    names,
+  };
+}
+
 /** Columns a transition may change. */
 export type OperationPatch = Partial<
   Omit<
@@ -213,24 +249,62 @@ export class OperationStore {
     shopId: string,
     method: string,
     direction: "payin" | "payout",
-  ): Promise<{ route: Route; providers: (ProviderConfig | undefined)[]; names: string[] } | undefined> {
-    const rows = await this.#sql<
-      { payin: string[]; payout: string[]; settlement_currency: string; providers: ProviderConfig[] | null }[]
-    >`
-      select r.payin, r.payout, r.settlement_currency,
-        (select json_agg(json_build_object('name', p.name, 'kind', p.kind, 'baseUrl', p.base_url,
-                 'credentials', p.credentials, 'methods', p.methods))
-           from operations.providers p
-          where p.name = any(case when ${direction} = 'payin' then r.payin else r.payout end)) as providers
+  ): Promise<RouteWithProviders | undefined> {
+    const [row] = await this.#sql<RouteColumns[]>`
+      select r.payin as route_payin, r.payout as route_payout,
+        r.settlement_currency as route_settlement_currency, ${providersOf(this.#sql, direction)}
       from operations.routes r where r.shop_id = ${shopId} and r.method = ${method}`;
-    const row = rows[0];
-    if (!row) return undefined;
-    const names = direction === "payin" ? row.payin : row.payout;
-    const byName = new Map((row.providers ?? []).map((p) => [p.name, p]));
+    return row ? routeOf(row, direction) : undefined;
+  }
+
+  /**
+   * What a create reads before it claims its key, in one statement: the row already under
+   * (shop, merchant_operation_id) if any, the route with its providers, the routing
+   * deadline `budgetMs` ahead by the database's clock, and whether a flexible link holds
+   * the key.
+   */
+  async createContext(
+    shopId: string,
+    mop: string,
+    method: string,
+    direction: "payin" | "payout",
+    budgetMs: number,
+  ): Promise<{
+    existing: OperationRow | undefined;
+    routing: RouteWithProviders | undefined;
+    deadline: Date;
+    linkHoldsKey: boolean;
+  }> {
+    const sql = this.#sql;
+    const [row] = await sql<
+      (Record<string, unknown> & RouteColumns & { ctx_deadline: string; ctx_link_key: boolean })[]
+    >`
+      select o.*, r.payin as route_payin, r.payout as route_payout,
+        r.settlement_currency as route_settlement_currency, ${providersOf(sql, direction)},
+        now() + ${millis(sql, budgetMs)} as ctx_deadline,
+        exists (select 1 from operations.flexible_links l
+                 where l.shop_id = ${shopId} and l.merchant_operation_id = ${mop}) as ctx_link_key
+      from (select 1) as one
+      left join operations.operations o on o.shop_id = ${shopId} and o.merchant_operation_id = ${mop}
+      left join operations.routes r on r.shop_id = ${shopId} and r.method = ${method}`;
+    if (!row) throw new Error("createContext returned no row");
+    const {
+      route_payin,
+      route_payout,
+      route_settlement_currency,
+      route_providers,
+      ctx_deadline,
+      ctx_link_key,
+      ...operation
+    } = row;
     return {
-      route: { payin: row.payin, payout: row.payout, settlementCurrency: row.settlement_currency },
-      providers: names.map((n) => byName.get(n) ?? builtInProvider(n)),
-      names,
+      existing: operation.id == null ? undefined : hydrate(operation as unknown as OperationRow),
+      routing:
+        route_payin == null
+          ? undefined
+          : routeOf({ route_payin, route_payout, route_settlement_currency, route_providers }, direction),
+      deadline: new Date(ctx_deadline),
+      linkHoldsKey: ctx_link_key === true,
     };
   }
 
@@ -420,13 +494,6 @@ export class OperationStore {
     return hydrate(row);
   }
 
-  /** Whether a flexible link holds (shop, merchant_operation_id), whatever its status. */
-  async isFlexibleLinkKey(shopId: string, mop: string): Promise<boolean> {
-    const [row] = await this.#sql<{ found: boolean }[]>`
-      select exists (select 1 from operations.flexible_links
-        where shop_id = ${shopId} and merchant_operation_id = ${mop}) as found`;
-    return row?.found === true;
-  }
 
   /** Whether `id` is the payment of a flexible link (whose refusals keep their own rules). */
   async isFlexiblePayment(id: string): Promise<boolean> {
