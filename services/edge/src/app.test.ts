@@ -173,6 +173,40 @@ describe("startEdge", () => {
       });
       expect(oversized.status).toBe(413);
       expect(await oversized.json()).toMatchObject({ error: { code: "payload_too_large" } });
+      // A body sent chunked (no declared length) is bounded as it streams, and read whole.
+      const chunked = (text: string) =>
+        fetch(`${base}/admin/v1/merchants`, {
+          method: "POST",
+          headers: { authorization: `Bearer ${ADMIN_TOKEN}`, "content-type": "application/json" },
+          body: new ReadableStream({
+            start(controller) {
+              for (let i = 0; i < text.length; i += 8192)
+                controller.enqueue(Buffer.from(text.slice(i, i + 8192)));
+              controller.close();
+            },
+          }),
+          duplex: "half",
+        } as RequestInit);
+      const chunkedOversized = await chunked(JSON.stringify({ name: "x".repeat(65 * 1024) }));
+      expect(chunkedOversized.status).toBe(413);
+      expect(await chunkedOversized.json()).toMatchObject({ error: { code: "payload_too_large" } });
+      const chunkedBroken = await chunked(`{"name": "${"x".repeat(20_000)}`);
+      expect(chunkedBroken.status).toBe(400);
+      expect(await chunkedBroken.json()).toMatchObject({ error: { code: "invalid_json" } });
+      // With a declared length the body is read straight from the socket.
+      const declared = await fetch(`${base}/admin/v1/merchants`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${ADMIN_TOKEN}`, "content-type": "application/json" },
+        body: '{"name": ',
+      });
+      expect(declared.status).toBe(400);
+      expect(await declared.json()).toMatchObject({ error: { code: "invalid_json" } });
+      const notJson = await fetch(`${base}/admin/v1/merchants`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${ADMIN_TOKEN}`, "content-type": "text/plain" },
+        body: '{"name": "a"}',
+      });
+      expect(notJson.status).toBe(415);
       const metrics = await (await fetch(`http://127.0.0.1:${edge.metricsPort}/metrics`)).text();
       expect(metrics).toContain("http_server_duration_seconds");
     } finally {
