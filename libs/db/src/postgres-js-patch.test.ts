@@ -96,7 +96,10 @@ describe("postgres.js beginning a transaction on a busy connection", () => {
     // (porsager/postgres#1189). BEGIN then failed with UNSAFE_TRANSACTION and left a
     // transaction open on the server, which every later autocommit statement joined and
     // which nothing ever committed.
-    const sql = postgres(testDb.url, { max: 1, max_pipeline: 1, onnotice: () => {} });
+    // max_pipeline is a postgres.js option its types leave out (passed as a variable, not
+    // checked as a literal).
+    const pipelineOfOne = { max: 1, max_pipeline: 1, onnotice: () => {} };
+    const sql = postgres(testDb.url, pipelineOfOne);
     const reader = postgres(testDb.url, { max: 1, onnotice: () => {} });
     try {
       await sql`create table begin_probe (n int)`;
@@ -109,7 +112,9 @@ describe("postgres.js beginning a transaction on a busy connection", () => {
       await sql`insert into begin_probe values (2)`;
 
       expect(await reader`select n from begin_probe order by n`).toEqual([{ n: 1 }, { n: 2 }]);
-      expect(await reader`select count(*)::int as open from pg_stat_activity where datname = current_database() and state like 'idle in transaction%'`).toEqual([{ open: 0 }]);
+      expect(
+        await reader`select count(*)::int as open from pg_stat_activity where datname = current_database() and state like 'idle in transaction%'`,
+      ).toEqual([{ open: 0 }]);
     } finally {
       await sql.end({ timeout: 1 });
       await reader.end({ timeout: 1 });
