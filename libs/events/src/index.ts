@@ -25,6 +25,7 @@ export {
   type CacheOutcome,
   InvalidatedCache,
   type InvalidatedCacheOptions,
+  pricingInvalidationSubject,
   publishInvalidation,
 } from "./invalidated-cache.ts";
 export { connectNats, ensureStream, type Nats, streamName } from "./nats.ts";

@@ -163,3 +163,9 @@ export async function publishInvalidation(nc: Nats["nc"], subject: string): Prom
   nc.publish(subject);
   await nc.flush();
 }
+
+/**
+ * The subject the ledger publishes on after every committed pricing-tier or FX-rate
+ * write, which operations' pricing cache invalidates on; outside the events stream.
+ */
+export const pricingInvalidationSubject = (prefix: string) => `ledger-pricing.${prefix}`;
