@@ -193,6 +193,26 @@ describe("the local quote", () => {
     }
   });
 
+  it("does not serve a cached entry before a NATS round trip, so an invalidation still on its way is applied first", async () => {
+    const proxy = await natsProxy(h.config.NATS_URL);
+    const own = await connectNats(proxy.url, "pricing-test-slow");
+    const shopId = randomUUID();
+    await h.ledger.putPricing({ shopId, method: "WT_RUB_C2C", payin: [tier("0", "10000", "1", "0")] });
+    const pricing = await cachedPricing(h.ledger, own.nc);
+    try {
+      await pricing.quote(input(shopId));
+      expect(await pricing.quote(input(shopId))).toMatchObject({ commissionAmount: "10.00" });
+      // The server's messages now reach this cache's connection 300 ms late.
+      proxy.delay(300);
+      await h.ledger.putPricing({ shopId, method: "WT_RUB_C2C", payin: [tier("0", "10000", "5", "0")] });
+      expect(await pricing.quote(input(shopId))).toMatchObject({ commissionAmount: "50.00" });
+    } finally {
+      pricing.stop();
+      await own.nc.close();
+      await proxy.close();
+    }
+  });
+
   it("asks the ledger for every quote while NATS is disconnected, and caches again once it is back", async () => {
     const proxy = await natsProxy(h.config.NATS_URL);
     const own = await connectNats(proxy.url, "pricing-test-proxied");
@@ -270,6 +290,7 @@ async function natsProxy(natsUrl: string) {
   const target = new URL(natsUrl.replace(/^nats:/, "http:"));
   const sockets = new Set<Socket>();
   let refusing = false;
+  let delayMs = 0;
   const server: Server = createServer((client) => {
     if (refusing) {
       client.destroy();
@@ -277,7 +298,12 @@ async function natsProxy(natsUrl: string) {
     }
     const upstream = connect(Number(target.port || 4222), target.hostname);
     sockets.add(client).add(upstream);
-    client.pipe(upstream).pipe(client);
+    client.pipe(upstream);
+    // Server to client, held `delayMs` (in order): messages reach this connection late.
+    upstream.on("data", (chunk: Buffer) => {
+      if (delayMs === 0) client.write(chunk);
+      else setTimeout(() => client.write(chunk), delayMs);
+    });
     const drop = () => {
       client.destroy();
       upstream.destroy();
@@ -299,6 +325,9 @@ async function natsProxy(natsUrl: string) {
     },
     restore() {
       refusing = false;
+    },
+    delay(ms: number) {
+      delayMs = ms;
     },
     close: () => new Promise<void>((r) => server.close(() => r())),
   };
