@@ -21,6 +21,13 @@ export {
   retryDeadLetter,
 } from "./dead-letters.ts";
 export { EventHealthHandlers, type EventHealthOptions } from "./event-health.ts";
+export {
+  type CacheOutcome,
+  InvalidatedCache,
+  type InvalidatedCacheOptions,
+  pricingInvalidationSubject,
+  publishInvalidation,
+} from "./invalidated-cache.ts";
 export { connectNats, ensureStream, type Nats, streamName } from "./nats.ts";
 export { enqueueEvent, eventHeaders, type OutboxRow, REQUEST_ID_EVENT_HEADER } from "./outbox.ts";
 export { OutboxRelay, type OutboxRelayOptions } from "./relay.ts";

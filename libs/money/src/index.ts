@@ -102,3 +102,103 @@ export function settlementFigures(input: {
   const commission = Decimal.min(fee, converted);
   return { converted, commission, settlement: converted.minus(commission) };
 }
+
+/** Positive decimal text a quote takes: up to 20 integer digits and 6 fraction digits, not zero. */
+const QUOTE_AMOUNT = /^(0|[1-9]\d{0,19})(\.\d{1,6})?$/;
+
+/** Parses a quote's amount; undefined when it is not positive decimal text (`validation_failed`). */
+export function parseQuoteAmount(text: string): Decimal | undefined {
+  if (!QUOTE_AMOUNT.test(text)) return undefined;
+  const amount = new Decimal(text);
+  return amount.isZero() ? undefined : amount;
+}
+
+/** A pricing tier as the wire and the ledger's read carry it: decimal strings. */
+export interface TierTerms {
+  minAmount: string;
+  maxAmount: string;
+  percent: string;
+  fixed: string;
+}
+
+/**
+ * Everything a quote depends on for one shop, method, direction, currency and settlement
+ * currency: every tier (closed ranges that do not overlap), and when the currencies differ
+ * the stored rate and its source, or none (`fx` undefined: the rate is missing).
+ */
+export interface PricingTerms {
+  tiers: TierTerms[];
+  currency: Currency;
+  settlementCurrency: Currency;
+  fx?: { rate: string; source: string } | undefined;
+}
+
+/** A quote's answer as the ledger's Quote gives it: figures at the settlement scale, the tier and rate used. */
+export interface PricedQuote {
+  commissionAmount: string;
+  settlementAmount: string;
+  settlementCurrency: Currency;
+  fxRate?: string | undefined;
+  fxSource?: string | undefined;
+  tier: TierTerms;
+}
+
+/** Why a quote is refused: the ledger's FAILED_PRECONDITION with this code, message and field. */
+export interface QuoteRefusal {
+  refusal: "pricing_not_configured" | "fx_rate_missing";
+  message: string;
+  field: string;
+}
+
+/**
+ * Prices an amount from its terms: the tier whose range holds it, the rate rounded to
+ * `FX_RATE_SCALE`, then `settlementFigures`. The one computation behind the ledger's Quote
+ * and operations' cached quote, so both give the same answer for the same terms.
+ */
+export function priceFromTerms(
+  terms: PricingTerms,
+  amount: Decimal,
+  direction: "payin" | "payout",
+): PricedQuote | QuoteRefusal {
+  const tier = terms.tiers.find((t) => amount.gte(t.minAmount) && amount.lte(t.maxAmount));
+  if (!tier) {
+    return {
+      refusal: "pricing_not_configured",
+      message: "no pricing tier covers this amount",
+      field: "amount",
+    };
+  }
+  let fx: { rate: Decimal; source: string } | undefined;
+  if (terms.settlementCurrency !== terms.currency) {
+    if (!terms.fx) {
+      return {
+        refusal: "fx_rate_missing",
+        message: `no rate from ${terms.currency} to ${terms.settlementCurrency}`,
+        field: "settlement_currency",
+      };
+    }
+    // The operation shows and settles at this rate, six places.
+    fx = { rate: quotedRate(new Decimal(terms.fx.rate)), source: terms.fx.source };
+  }
+  const plain = (text: string) => new Decimal(text).toFixed();
+  const q = settlementFigures({
+    amount,
+    settlementCurrency: terms.settlementCurrency,
+    fxRate: fx?.rate,
+    terms: { percent: plain(tier.percent), fixed: plain(tier.fixed) },
+    direction,
+  });
+  return {
+    commissionAmount: formatAmount(q.commission, terms.settlementCurrency),
+    settlementAmount: formatAmount(q.settlement, terms.settlementCurrency),
+    settlementCurrency: terms.settlementCurrency,
+    fxRate: fx?.rate.toFixed(FX_RATE_SCALE),
+    fxSource: fx?.source,
+    tier: {
+      minAmount: plain(tier.minAmount),
+      maxAmount: plain(tier.maxAmount),
+      percent: plain(tier.percent),
+      fixed: plain(tier.fixed),
+    },
+  };
+}

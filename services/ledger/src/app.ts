@@ -5,6 +5,8 @@ import {
   DeadLetterHandlers,
   type EventApplier,
   EventHealthHandlers,
+  pricingInvalidationSubject,
+  publishInvalidation,
   type RunningConsumer,
   runConsumer,
 } from "@gw/events";
@@ -50,7 +52,12 @@ export function startLedger(config: GrpcServiceConfig) {
       let facts: RunningConsumer | undefined;
       return {
         routes: (router) => {
-          router.service(LedgerService, new LedgerHandlers(sql, logger));
+          router.service(
+            LedgerService,
+            new LedgerHandlers(sql, logger, () =>
+              publishInvalidation(nats.nc, pricingInvalidationSubject(config.EVENTS_PREFIX)),
+            ),
+          );
           router.service(DeadLetterService, deadLetters);
           router.service(
             EventHealthService,

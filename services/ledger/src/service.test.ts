@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import { create } from "@bufbuild/protobuf";
 import type { Sql } from "@gw/db";
 import {
+  GetPricingTermsRequestSchema,
   PostAdjustmentRequestSchema,
   type PricingTier,
   PutFxRateRequestSchema,
@@ -250,6 +251,77 @@ describe("PutFxRate", () => {
     expect(await put("RUB", "USDT", "-0.5")).toMatchObject({ field: "rate" });
     expect(await put("RUB", "EUR", "1")).toMatchObject({ field: "to" });
     expect(await put("RUB", "RUB", "1")).toMatchObject({ field: "to" });
+  });
+});
+
+describe("GetPricingTerms", () => {
+  const terms = (handlers: LedgerHandlers, shopId: string, settlementCurrency = "RUB") =>
+    handlers.getPricingTerms(
+      create(GetPricingTermsRequestSchema, {
+        shopId,
+        method: "WT_RUB_C2C",
+        direction: "payin",
+        currency: "RUB",
+        settlementCurrency,
+      }),
+    );
+
+  it("answers every tier, the rate or its absence, and a version every pricing or rate write raises (and then announces)", async () => {
+    const fresh = await migratedDatabase();
+    try {
+      let announced = 0;
+      const isolated = new LedgerHandlers(fresh.sql, silentLogger, async () => {
+        announced++;
+      });
+      const shopId = randomUUID();
+      expect(await terms(isolated, shopId, "USDT")).toMatchObject({
+        tiers: [],
+        fxRateMissing: true,
+        pricingVersion: 0n,
+      });
+      await isolated.putPricing(
+        create(PutPricingRequestSchema, {
+          shopId,
+          method: "WT_RUB_C2C",
+          payin: [tier("1000.00", "5000", "1.50", "0"), tier("0", "999.99", "2", "10.5")],
+        }),
+      );
+      expect(announced).toBe(1);
+      const first = await terms(isolated, shopId, "USDT");
+      expect(first).toMatchObject({
+        tiers: [tier("0", "999.99", "2", "10.5"), tier("1000", "5000", "1.5", "0")],
+        settlementCurrency: "USDT",
+        fxRateMissing: true,
+        pricingVersion: 1n,
+      });
+      expect(first.fxRate).toBeUndefined();
+      await isolated.putFxRate(
+        create(PutFxRateRequestSchema, { from: "RUB", to: "USDT", rate: "0.0123456789", source: "cb" }),
+      );
+      expect(announced).toBe(2);
+      expect(await terms(isolated, shopId, "USDT")).toMatchObject({
+        fxRate: "0.0123456789",
+        fxSource: "cb",
+        fxRateMissing: false,
+        pricingVersion: 2n,
+      });
+      // Same currency: no rate asked for, none missing.
+      expect(await terms(isolated, shopId)).toMatchObject({ fxRateMissing: false, pricingVersion: 2n });
+    } finally {
+      await fresh.close();
+    }
+  });
+
+  it("validates its key as Quote does", async () => {
+    const call = ledger.getPricingTerms(
+      create(GetPricingTermsRequestSchema, {
+        shopId: "s",
+        method: "WT_RUB_C2C",
+        direction: "in",
+        currency: "RUB",
+      }),
+    );
+    expect(await failureOf(call)).toMatchObject({ code: Code.InvalidArgument, field: "direction" });
   });
 });
 

@@ -7,15 +7,18 @@ import {
   CURRENCIES,
   type Currency,
   Decimal,
-  FX_RATE_SCALE,
   formatAmount,
   isCurrency,
   isMethod,
   METHODS,
+  type PricingTerms,
+  parseQuoteAmount,
+  priceFromTerms,
   quotedRate,
-  settlementFigures,
 } from "@gw/money";
 import type {
+  GetPricingTermsRequest,
+  GetPricingTermsResponseSchema,
   LedgerService,
   ListClearingByOperationRequest,
   ListPricingRequest,
@@ -28,14 +31,15 @@ import type {
   ReservePayoutRequest,
 } from "@gw/proto/gateway/ledger/v1/ledger_pb";
 import { Code, failure } from "@gw/rpc";
+import type postgres from "postgres";
 import stringify from "safe-stable-stringify";
 import { listClearingByOperation, listShopTotals } from "./audit.ts";
 import { payoutPending } from "./events.ts";
-import { invalid, isDirection, type Tier, validateTiers } from "./pricing.ts";
+import { invalid, isDirection, validateTiers } from "./pricing.ts";
 import { listPricing } from "./pricing-read.ts";
 import { type AccountRef, credit, debit, postTransfer } from "./transfers.ts";
 
-/** Positive decimal text for quoted amounts: up to 20 integer digits and 6 fraction digits. */
+/** Positive decimal text for reserved amounts: up to 20 integer digits and 6 fraction digits. */
 const AMOUNT = /^(0|[1-9]\d{0,19})(\.\d{1,6})?$/;
 /** Signed decimal text for adjustments; the currency's scale is checked separately. */
 const SIGNED_AMOUNT = /^-?(0|[1-9]\d{0,19})(\.\d{1,6})?$/;
@@ -62,8 +66,82 @@ export interface BalanceRow {
   currentMinus: string;
 }
 
+/** A quote's or a terms read's key, validated: INVALID_ARGUMENT (validation_failed) naming the field. */
+function termsKey(req: {
+  shopId: string;
+  method: string;
+  direction: string;
+  currency: string;
+  settlementCurrency: string;
+}) {
+  const shopId = requireText(req.shopId, "shop_id");
+  if (!isMethod(req.method)) throw invalid("method", "method is not supported");
+  if (!isDirection(req.direction)) throw invalid("direction", "direction must be payin or payout");
+  const currency = requireCurrency(req.currency, "currency");
+  if (METHODS[req.method].currency !== currency)
+    throw invalid("currency", "currency does not match the method");
+  const settlementCurrency = req.settlementCurrency
+    ? requireCurrency(req.settlementCurrency, "settlement_currency")
+    : currency;
+  return { shopId, method: req.method, direction: req.direction, currency, settlementCurrency };
+}
+
+/**
+ * The tiers of one shop, method and direction, the rate when the currencies differ, and
+ * the pricing version, in one statement (one snapshot: a write raises the version in its
+ * own transaction, so the version names exactly these terms).
+ */
+async function readPricingTerms(
+  sql: Sql,
+  key: ReturnType<typeof termsKey>,
+): Promise<{ terms: PricingTerms; version: number }> {
+  const differs = key.settlementCurrency !== key.currency;
+  const [row] = await sql<
+    {
+      version: string;
+      tiers: { minAmount: string; maxAmount: string; percent: string; fixed: string }[];
+      rate: string | null;
+      source: string | null;
+    }[]
+  >`
+    select
+      coalesce((select version from ledger.pricing_version where id = 1), 0)::text as version,
+      coalesce((select json_agg(json_build_object(
+                  'minAmount', min_amount::text, 'maxAmount', max_amount::text,
+                  'percent', percent::text, 'fixed', fixed::text) order by min_amount)
+                from ledger.pricing_tiers
+               where shop_id = ${key.shopId} and method = ${key.method} and direction = ${key.direction}),
+               '[]'::json) as tiers,
+      r.rate::text as rate, r.source
+    from (select 1) one
+    left join ledger.fx_rates r
+      on ${differs} and r.from_currency = ${key.currency} and r.to_currency = ${key.settlementCurrency}`;
+  if (!row) throw new Error("pricing terms read returned no row");
+  return {
+    terms: {
+      tiers: row.tiers.map((t) => ({
+        minAmount: plain(t.minAmount),
+        maxAmount: plain(t.maxAmount),
+        percent: plain(t.percent),
+        fixed: plain(t.fixed),
+      })),
+      currency: key.currency,
+      settlementCurrency: key.settlementCurrency,
+      fx: row.rate !== null && row.source !== null ? { rate: row.rate, source: row.source } : undefined,
+    },
+    version: Number(row.version),
+  };
+}
+
+/** Raises the pricing version; call it in the transaction of every pricing-tier or FX-rate write. */
+async function raisePricingVersion(tx: postgres.TransactionSql) {
+  await tx`
+    insert into ledger.pricing_version (id, version) values (1, 1)
+    on conflict (id) do update set version = ledger.pricing_version.version + 1`;
+}
+
 /** Prints a stored tier figure without exponent or trailing noise. */
-const plain = (value: Decimal) => value.toFixed();
+const plain = (value: string) => new Decimal(value).toFixed();
 
 /**
  * The ledger's RPC surface: quotes, balances, and the admin writes (pricing, FX rates,
@@ -72,10 +150,16 @@ const plain = (value: Decimal) => value.toFixed();
 export class LedgerHandlers implements ServiceImpl<typeof LedgerService> {
   readonly #sql: Sql;
   readonly #logger: Logger;
+  readonly #invalidate: () => Promise<void>;
 
-  constructor(sql: Sql, logger: Logger) {
+  /**
+   * `invalidate`: tells the pricing caches (operations') that pricing changed, resolving
+   * once NATS has the message; called after every committed pricing or rate write.
+   */
+  constructor(sql: Sql, logger: Logger, invalidate: () => Promise<void> = async () => {}) {
     this.#sql = sql;
     this.#logger = logger;
+    this.#invalidate = invalidate;
   }
 
   /** Admin audit: provider clearing per operation and currency. Errors: INVALID_ARGUMENT (cursor). */
@@ -94,76 +178,31 @@ export class LedgerHandlers implements ServiceImpl<typeof LedgerService> {
    * (pricing_not_configured, fx_rate_missing).
    */
   async quote(req: QuoteRequest): Promise<MessageInitShape<typeof QuoteResponseSchema>> {
-    const shopId = requireText(req.shopId, "shop_id");
-    if (!isMethod(req.method)) throw invalid("method", "method is not supported");
-    if (!isDirection(req.direction)) throw invalid("direction", "direction must be payin or payout");
-    const currency = requireCurrency(req.currency, "currency");
-    if (METHODS[req.method].currency !== currency)
-      throw invalid("currency", "currency does not match the method");
-    const settlementCurrency = req.settlementCurrency
-      ? requireCurrency(req.settlementCurrency, "settlement_currency")
-      : currency;
-    if (!AMOUNT.test(req.amount) || new Decimal(req.amount).isZero()) {
-      throw invalid("amount", "amount must be a positive decimal string");
-    }
-    const amount = new Decimal(req.amount);
+    const key = termsKey(req);
+    const amount = parseQuoteAmount(req.amount);
+    if (!amount) throw invalid("amount", "amount must be a positive decimal string");
+    const { terms } = await readPricingTerms(this.#sql, key);
+    const q = priceFromTerms(terms, amount, key.direction);
+    if ("refusal" in q) throw failure(Code.FailedPrecondition, q.refusal, q.message, q.field);
+    return q;
+  }
 
-    const [tierRow] = await this.#sql<
-      { min_amount: string; max_amount: string; percent: string; fixed: string }[]
-    >`
-      select min_amount, max_amount, percent, fixed from ledger.pricing_tiers
-      where shop_id = ${shopId} and method = ${req.method} and direction = ${req.direction}
-        and min_amount <= ${amount.toFixed()}::numeric and max_amount >= ${amount.toFixed()}::numeric
-      limit 1`;
-    if (!tierRow) {
-      throw failure(
-        Code.FailedPrecondition,
-        "pricing_not_configured",
-        "no pricing tier covers this amount",
-        "amount",
-      );
-    }
-    const tier: Tier = {
-      minAmount: new Decimal(tierRow.min_amount),
-      maxAmount: new Decimal(tierRow.max_amount),
-      percent: new Decimal(tierRow.percent),
-      fixed: new Decimal(tierRow.fixed),
-    };
-
-    let fx: { rate: Decimal; source: string } | undefined;
-    if (settlementCurrency !== currency) {
-      const [row] = await this.#sql<{ rate: string; source: string }[]>`
-        select rate, source from ledger.fx_rates where from_currency = ${currency} and to_currency = ${settlementCurrency}`;
-      if (!row) {
-        throw failure(
-          Code.FailedPrecondition,
-          "fx_rate_missing",
-          `no rate from ${currency} to ${settlementCurrency}`,
-          "settlement_currency",
-        );
-      }
-      // The operation shows and settles at this rate, six places (libs/money, FX_RATE_SCALE).
-      fx = { rate: quotedRate(new Decimal(row.rate)), source: row.source };
-    }
-    const q = settlementFigures({
-      amount,
-      settlementCurrency,
-      fxRate: fx?.rate,
-      terms: { percent: tier.percent.toFixed(), fixed: tier.fixed.toFixed() },
-      direction: req.direction,
-    });
+  /**
+   * What a quote depends on, read at one point in time with the pricing version, for a
+   * caller that prices locally (operations' pricing cache). Errors: INVALID_ARGUMENT
+   * (validation_failed).
+   */
+  async getPricingTerms(
+    req: GetPricingTermsRequest,
+  ): Promise<MessageInitShape<typeof GetPricingTermsResponseSchema>> {
+    const { terms, version } = await readPricingTerms(this.#sql, termsKey(req));
     return {
-      commissionAmount: formatAmount(q.commission, settlementCurrency),
-      settlementAmount: formatAmount(q.settlement, settlementCurrency),
-      settlementCurrency,
-      fxRate: fx?.rate.toFixed(FX_RATE_SCALE),
-      fxSource: fx?.source,
-      tier: {
-        minAmount: plain(tier.minAmount),
-        maxAmount: plain(tier.maxAmount),
-        percent: plain(tier.percent),
-        fixed: plain(tier.fixed),
-      },
+      tiers: terms.tiers,
+      settlementCurrency: terms.settlementCurrency,
+      fxRate: terms.fx?.rate,
+      fxSource: terms.fx?.source,
+      fxRateMissing: terms.settlementCurrency !== terms.currency && terms.fx === undefined,
+      pricingVersion: BigInt(version),
     };
   }
 
@@ -239,8 +278,10 @@ export class LedgerHandlers implements ServiceImpl<typeof LedgerService> {
       this.#sql.begin(async (tx) => {
         await tx`delete from ledger.pricing_tiers where shop_id = ${shopId} and method = ${req.method}`;
         if (rows.length > 0) await tx`insert into ledger.pricing_tiers ${tx(rows)}`;
+        await raisePricingVersion(tx);
       }),
     );
+    await this.#invalidate();
     return {};
   }
 
@@ -261,11 +302,17 @@ export class LedgerHandlers implements ServiceImpl<typeof LedgerService> {
       );
     }
     const source = requireText(req.source || "manual", "source");
-    await this.#sql`
-      insert into ledger.fx_rates (from_currency, to_currency, rate, source)
-      values (${from}, ${to}, ${new Decimal(req.rate).toFixed()}::numeric, ${source})
-      on conflict (from_currency, to_currency)
-      do update set rate = excluded.rate, source = excluded.source, updated_at = now()`;
+    await withRetry(() =>
+      this.#sql.begin(async (tx) => {
+        await tx`
+          insert into ledger.fx_rates (from_currency, to_currency, rate, source)
+          values (${from}, ${to}, ${new Decimal(req.rate).toFixed()}::numeric, ${source})
+          on conflict (from_currency, to_currency)
+          do update set rate = excluded.rate, source = excluded.source, updated_at = now()`;
+        await raisePricingVersion(tx);
+      }),
+    );
+    await this.#invalidate();
     return {};
   }
 

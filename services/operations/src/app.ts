@@ -17,6 +17,7 @@ import { OperationsHandlers } from "./handlers.ts";
 import { HandOffDriver } from "./handoff.ts";
 import { withErrorCatalogue } from "./lifecycle/catalogue.ts";
 import { nobodyTookIt, type PoolDeps, poolConsumers, SELF_MATCHING, startPoolConsumers } from "./pool.ts";
+import { Pricing } from "./pricing.ts";
 import { reportOpenProviderFacts } from "./provider-facts.ts";
 import { ProviderFactsHandlers } from "./provider-facts-handlers.ts";
 import { Reconciler, reconcilerOptions } from "./reconciler.ts";
@@ -43,6 +44,12 @@ export function startOperations(config: OperationsConfig) {
       const store = new OperationStore(sql, config.EVENTS_PREFIX);
       reportOpenProviderFacts(store);
       const ledger = createServiceClient(LedgerService, config.LEDGER_URL);
+      const pricing = Pricing.cached(
+        ledger,
+        nats.nc,
+        config.EVENTS_PREFIX,
+        logger.child({ component: "pricing" }),
+      );
       const relay = new OutboxRelay({ sql, schema: "operations", js: nats.js, logger });
       const callbackBaseUrl = config.PROVIDER_CALLBACK_BASE_URL.replace(/\/+$/, "");
       const pool: PoolDeps = {
@@ -71,6 +78,7 @@ export function startOperations(config: OperationsConfig) {
       const deps = {
         store,
         ledger,
+        pricing,
         connectorFor,
         callbackBaseUrl,
         budgetMs: config.CREATE_BUDGET_MS,
@@ -138,6 +146,7 @@ export function startOperations(config: OperationsConfig) {
           );
         },
         start: async () => {
+          await pricing.start();
           await relay.start();
           consumers = await startPoolConsumers(pool, nats, sql, config.EVENTS_PREFIX, retry);
           await handOffs.start();
@@ -153,6 +162,7 @@ export function startOperations(config: OperationsConfig) {
           await withdrawals.stop();
           await Promise.all(consumers.map((c) => c.stop()));
           await relay.stop();
+          pricing.stop();
         },
       };
     },

@@ -20,6 +20,7 @@ import {
 import { type OperationRow, TERMINAL } from "./model.ts";
 import { reserveBeforeRouting } from "./payout-reserve.ts";
 import type { PoolDeps } from "./pool.ts";
+import { Pricing } from "./pricing.ts";
 import { applyProviderResult } from "./provider-results.ts";
 import { recordRefusal } from "./refusals.ts";
 import type { DataPatch, OperationPatch, OperationStore } from "./repository/operations.ts";
@@ -132,7 +133,13 @@ export interface CreateDeps {
    * process asks it once its lease has run out).
    */
   withdrawals?: Pick<WithdrawalDriver, "askNow">;
+  /** Quotes from cached pricing terms (`Pricing.cached`); absent: every quote is the ledger's Quote. */
+  pricing?: Pricing;
 }
+
+/** The deps' pricing: the cached one, or the ledger's Quote. */
+export const pricingOf = (deps: Pick<CreateDeps, "ledger" | "pricing">) =>
+  deps.pricing ?? new Pricing(deps.ledger);
 
 export type CreateResult = { row: OperationRow; replayed: boolean };
 
@@ -209,7 +216,7 @@ async function quoteFor(
   deadline: number,
   signal: AbortSignal,
 ) {
-  const quote = await deps.ledger
+  const quote = await pricingOf(deps)
     .quote(
       {
         shopId: input.shopId,
@@ -230,6 +237,7 @@ async function quoteFor(
     fx_source: quote.fxSource ?? null,
     commission_percent: quote.tier?.percent ?? "0",
     commission_fixed: quote.tier?.fixed ?? "0",
+    pricing_version: quote.pricingVersion,
   };
 }
 

@@ -12,7 +12,14 @@ import type {
   GetPoolCoverageRequest,
 } from "@gw/proto/gateway/operations/v1/operations_pb";
 import { stringify } from "safe-stable-stringify";
-import { type CreateDeps, type CreateInput, conflict, createOperation, operationIdFor } from "./create.ts";
+import {
+  type CreateDeps,
+  type CreateInput,
+  conflict,
+  createOperation,
+  operationIdFor,
+  pricingOf,
+} from "./create.ts";
 import { matchingRefusal } from "./dependency-errors.ts";
 import {
   DependencyUnavailableError,
@@ -100,7 +107,7 @@ export async function getPoolCoverage(d: CreateDeps, req: GetPoolCoverageRequest
   if (!routing || routing.names.length === 0) throw new RouteNotConfiguredError("payin", req.method);
   await Promise.all(
     [lo, hi].map((amount) =>
-      d.ledger.quote(
+      pricingOf(d).quote(
         {
           shopId,
           method: req.method,

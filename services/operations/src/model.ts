@@ -18,11 +18,19 @@ export type SnakeKeys<T> = { [K in keyof T as K extends string ? CamelToSnake<K>
  */
 export type OperationRow = Omit<
   SnakeKeys<typeof operationsTable.$inferSelect>,
-  "type" | "status" | "version" | "next_check_at" | "reconcile_checks" | "stuck_alerted_at"
+  | "type"
+  | "status"
+  | "version"
+  | "next_check_at"
+  | "reconcile_checks"
+  | "stuck_alerted_at"
+  | "pricing_version"
 > & {
   type: "payment" | "payout";
   status: Status;
   version: string;
+  /** A bigint column, as the driver reads it (text). */
+  pricing_version: string | null;
 };
 
 /**

@@ -10,6 +10,7 @@ import {
   numeric,
   pgSchema,
   primaryKey,
+  smallint,
   text,
   timestamp,
   unique,
@@ -132,6 +133,21 @@ export const fxRates = ledger.table(
     primaryKey({ columns: [t.fromCurrency, t.toCurrency] }),
     check("fx_rates_positive", sql`${t.rate} > 0`),
   ],
+);
+
+/**
+ * One row (id 1): the pricing version, raised in the transaction of every pricing-tier
+ * and FX-rate write. A quote computed from terms read at version n names n, so the
+ * operation row records which pricing it was priced with. Absent until the first write
+ * (version 0).
+ */
+export const pricingVersion = ledger.table(
+  "pricing_version",
+  {
+    id: smallint("id").primaryKey(),
+    version: bigint("version", { mode: "number" }).notNull(),
+  },
+  (t) => [check("pricing_version_one_row", sql`${t.id} = 1`)],
 );
 
 /**

@@ -75,6 +75,12 @@ export const operationsTable = operations.table(
     fxSource: text("fx_source"),
     commissionPercent: numeric("commission_percent", { precision: 9, scale: 4 }),
     commissionFixed: numeric("commission_fixed", { precision: 20, scale: 6 }),
+    /**
+     * The ledger's pricing version the quote's terms were read at (`GetPricingTerms`):
+     * which pricing and rate priced this operation. Null for rows created before it was
+     * recorded, or quoted by the ledger's Quote (an amount the local quote does not take).
+     */
+    pricingVersion: bigint("pricing_version", { mode: "number" }),
     manualCheckReason: text("manual_check_reason"),
     /**
      * Set when a payer's receipt went to the receipts service, cleared by its verdict (or

@@ -278,6 +278,97 @@ export declare type QuoteResponse = Message<"gateway.ledger.v1.QuoteResponse"> &
 export declare const QuoteResponseSchema: GenMessage<QuoteResponse>;
 
 /**
+ * @generated from message gateway.ledger.v1.GetPricingTermsRequest
+ */
+export declare type GetPricingTermsRequest = Message<"gateway.ledger.v1.GetPricingTermsRequest"> & {
+  /**
+   * @generated from field: string shop_id = 1;
+   */
+  shopId: string;
+
+  /**
+   * @generated from field: string method = 2;
+   */
+  method: string;
+
+  /**
+   * "payin" or "payout".
+   *
+   * @generated from field: string direction = 3;
+   */
+  direction: string;
+
+  /**
+   * @generated from field: string currency = 4;
+   */
+  currency: string;
+
+  /**
+   * Empty: the operation currency.
+   *
+   * @generated from field: string settlement_currency = 5;
+   */
+  settlementCurrency: string;
+};
+
+/**
+ * Describes the message gateway.ledger.v1.GetPricingTermsRequest.
+ * Use `create(GetPricingTermsRequestSchema)` to create a new message.
+ */
+export declare const GetPricingTermsRequestSchema: GenMessage<GetPricingTermsRequest>;
+
+/**
+ * @generated from message gateway.ledger.v1.GetPricingTermsResponse
+ */
+export declare type GetPricingTermsResponse = Message<"gateway.ledger.v1.GetPricingTermsResponse"> & {
+  /**
+   * Every tier of the shop, method and direction, by min_amount (none: every quote
+   * answers pricing_not_configured).
+   *
+   * @generated from field: repeated gateway.ledger.v1.PricingTier tiers = 1;
+   */
+  tiers: PricingTier[];
+
+  /**
+   * @generated from field: string settlement_currency = 2;
+   */
+  settlementCurrency: string;
+
+  /**
+   * The stored rate (not yet rounded to the quote's six places) and its source, set when
+   * settlement_currency differs from the currency and a rate exists.
+   *
+   * @generated from field: optional string fx_rate = 3;
+   */
+  fxRate?: string | undefined;
+
+  /**
+   * @generated from field: optional string fx_source = 4;
+   */
+  fxSource?: string | undefined;
+
+  /**
+   * The currencies differ and no rate exists: every quote answers fx_rate_missing.
+   *
+   * @generated from field: bool fx_rate_missing = 5;
+   */
+  fxRateMissing: boolean;
+
+  /**
+   * Raised by every pricing-tier and FX-rate write, in the write's transaction.
+   *
+   * @generated from field: int64 pricing_version = 6;
+   */
+  pricingVersion: bigint;
+};
+
+/**
+ * Describes the message gateway.ledger.v1.GetPricingTermsResponse.
+ * Use `create(GetPricingTermsResponseSchema)` to create a new message.
+ */
+export declare const GetPricingTermsResponseSchema: GenMessage<GetPricingTermsResponse>;
+
+/**
  * @generated from message gateway.ledger.v1.PricingTier
  */
 export declare type PricingTier = Message<"gateway.ledger.v1.PricingTier"> & {
@@ -665,6 +756,20 @@ export declare const LedgerService: GenService<{
     methodKind: "unary";
     input: typeof QuoteRequestSchema;
     output: typeof QuoteResponseSchema;
+  },
+  /**
+   * What a quote depends on, for a caller that prices locally (operations' pricing
+   * cache): every tier of the shop, method and direction, the FX rate when the currencies
+   * differ, and the pricing version, all read at one point in time. Pricing and rate
+   * writes raise the version in their transaction and then publish on the core-NATS
+   * subject `ledger-pricing.<prefix>`. Errors: INVALID_ARGUMENT (validation_failed).
+   *
+   * @generated from rpc gateway.ledger.v1.LedgerService.GetPricingTerms
+   */
+  getPricingTerms: {
+    methodKind: "unary";
+    input: typeof GetPricingTermsRequestSchema;
+    output: typeof GetPricingTermsResponseSchema;
   },
   /**
    * One row per supported currency. Errors: INTERNAL (ledger_inconsistent) when a

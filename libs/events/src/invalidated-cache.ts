@@ -1,0 +1,171 @@
+import type { Logger } from "@gw/log";
+import type { Nats } from "./nats.ts";
+
+/** How one lookup was answered: from the cache after the barrier, from `load`, or `load` with the cache unusable. */
+export type CacheOutcome = "hit" | "miss" | "bypass";
+
+export interface InvalidatedCacheOptions<V> {
+  /** The core-NATS subject the replicas invalidate on (outside the events stream). */
+  subject: string;
+  logger: Logger;
+  /** What a log line calls an entry ("API key", "pricing terms"). */
+  what: string;
+  /** Entries remembered at most; past it the oldest goes. */
+  maxEntries?: number;
+  /** Whether a loaded value may be kept (default: anything but undefined). */
+  cacheable?: (value: V) => boolean;
+  /** Called once per lookup with its outcome (a metric). */
+  onOutcome?: (outcome: CacheOutcome) => void;
+}
+
+/**
+ * A process's cache of values read from a database, with invalidation across replicas
+ * over core NATS (the mechanism of the edge's API-key cache and of operations' pricing
+ * cache; docs/architecture.md).
+ *
+ * A change (`invalidateAll`, after it committed) publishes on the subject and waits for
+ * the NATS server to have it (a flush) before the admin call answers. A cached value is
+ * served only after a NATS round trip (PING/PONG) that started after the lookup began:
+ * the server sends a connection its messages in order, so by the PONG every invalidation
+ * published before the lookup, by any process, has been applied here. Concurrent lookups
+ * share one round trip. A lookup that an invalidation overtook stores nothing (a
+ * generation counter).
+ *
+ * While NATS is disconnected the cache is not used (every lookup calls `load`), and it is
+ * emptied when the connection comes back, since invalidations may have been missed
+ * meanwhile. The ordering holds on one NATS server; across a NATS cluster an
+ * invalidation reaches the other servers' clients asynchronously.
+ */
+export class InvalidatedCache<V> {
+  readonly #nc: Nats["nc"];
+  readonly #subject: string;
+  readonly #logger: Logger;
+  readonly #what: string;
+  readonly #maxEntries: number;
+  readonly #cacheable: (value: V) => boolean;
+  readonly #onOutcome: (outcome: CacheOutcome) => void;
+  readonly #entries = new Map<string, V>();
+  /** Bumped by every invalidation: a lookup that started before one does not store its answer. */
+  #generation = 0;
+  #connected = true;
+  #flushing: Promise<void> | undefined;
+  #queued: Promise<void> | undefined;
+  #sub: ReturnType<Nats["nc"]["subscribe"]> | undefined;
+
+  constructor(nc: Nats["nc"], options: InvalidatedCacheOptions<V>) {
+    this.#nc = nc;
+    this.#subject = options.subject;
+    this.#logger = options.logger;
+    this.#what = options.what;
+    this.#maxEntries = options.maxEntries ?? 10_000;
+    this.#cacheable = options.cacheable ?? ((value) => value !== undefined);
+    this.#onOutcome = options.onOutcome ?? (() => {});
+  }
+
+  /** Subscribes to invalidations and follows the connection's state. */
+  async start(): Promise<void> {
+    // A callback subscription runs as the message is parsed, before any later PONG resolves.
+    this.#sub = this.#nc.subscribe(this.#subject, { callback: () => this.#clear() });
+    await this.#nc.flush();
+    void (async () => {
+      for await (const s of this.#nc.status()) {
+        if (s.type === "disconnect" || s.type === "reconnecting" || s.type === "staleConnection") {
+          this.#connected = false;
+          this.#clear();
+        } else if (s.type === "reconnect") {
+          this.#clear();
+          this.#connected = true;
+        }
+      }
+    })();
+  }
+
+  stop(): void {
+    this.#sub?.unsubscribe();
+    this.#clear();
+  }
+
+  /** The value of a key: cached (after the barrier) or from `load`, which it then caches. */
+  async get(key: string, load: () => Promise<V>): Promise<V> {
+    if (!this.#usable()) {
+      this.#onOutcome("bypass");
+      return load();
+    }
+    if (this.#entries.has(key)) {
+      try {
+        await this.#barrier();
+      } catch (err) {
+        this.#logger.warn({ err }, `NATS barrier failed; ${this.#what} read without the cache`);
+        this.#onOutcome("bypass");
+        return load();
+      }
+      if (this.#entries.has(key) && this.#usable()) {
+        this.#onOutcome("hit");
+        return this.#entries.get(key) as V;
+      }
+    }
+    this.#onOutcome("miss");
+    const generation = this.#generation;
+    const value = await load();
+    if (this.#cacheable(value) && generation === this.#generation && this.#usable()) {
+      if (this.#entries.size >= this.#maxEntries) this.#entries.delete(this.#entries.keys().next().value!);
+      this.#entries.set(key, value);
+    }
+    return value;
+  }
+
+  /**
+   * Empties every process's cache (changes are rare, so it names no key) and resolves
+   * once the NATS server has the message; call it after the change committed.
+   */
+  async invalidateAll(): Promise<void> {
+    this.#clear();
+    await publishInvalidation(this.#nc, this.#subject);
+  }
+
+  #usable(): boolean {
+    return this.#connected && !this.#nc.isClosed();
+  }
+
+  #clear(): void {
+    this.#generation++;
+    this.#entries.clear();
+  }
+
+  /** Resolves after a NATS round trip that started after this call; concurrent callers share one. */
+  #barrier(): Promise<void> {
+    if (this.#flushing === undefined) {
+      this.#flushing = this.#nc.flush().finally(() => {
+        this.#flushing = undefined;
+      });
+      return this.#flushing;
+    }
+    // The round trip in flight started before this lookup: wait for the next one.
+    this.#queued ??= this.#flushing.then(
+      () => {
+        this.#queued = undefined;
+        return this.#barrier();
+      },
+      () => {
+        this.#queued = undefined;
+        return this.#barrier();
+      },
+    );
+    return this.#queued;
+  }
+}
+
+/**
+ * Publishes an invalidation on a cache's subject and resolves once the NATS server has it;
+ * for a writer that keeps no cache itself (the ledger for operations' pricing cache).
+ */
+export async function publishInvalidation(nc: Nats["nc"], subject: string): Promise<void> {
+  nc.publish(subject);
+  await nc.flush();
+}
+
+/**
+ * The subject the ledger publishes on after every committed pricing-tier or FX-rate
+ * write, which operations' pricing cache invalidates on; outside the events stream.
+ */
+export const pricingInvalidationSubject = (prefix: string) => `ledger-pricing.${prefix}`;

@@ -1,0 +1,1 @@
+ALTER TABLE "operations"."operations" ADD COLUMN "pricing_version" bigint;

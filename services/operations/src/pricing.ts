@@ -1,0 +1,133 @@
+import type { Client } from "@connectrpc/connect";
+import { InvalidatedCache, type Nats, pricingInvalidationSubject } from "@gw/events";
+import type { Logger } from "@gw/log";
+import { type Currency, isCurrency, type PricingTerms, parseQuoteAmount, priceFromTerms } from "@gw/money";
+import type { LedgerService } from "@gw/proto/gateway/ledger/v1/ledger_pb";
+import { Code, failure, metricsRegistry } from "@gw/rpc";
+import { Counter } from "prom-client";
+
+const lookups = new Counter({
+  name: "operations_pricing_cache_total",
+  help: "Pricing terms lookups by outcome: hit (served from the cache after the NATS barrier), miss (read from the ledger), bypass (cache unusable: NATS down).",
+  labelNames: ["outcome"],
+  registers: [metricsRegistry],
+});
+
+/** What a quote is asked for: the ledger's QuoteRequest. */
+export interface QuoteInput {
+  shopId: string;
+  method: string;
+  direction: string;
+  amount: string;
+  currency: string;
+  settlementCurrency: string;
+}
+
+/** A quote as the ledger's Quote answers it, and the pricing version it was priced at (null: not known). */
+export interface Quoted {
+  commissionAmount: string;
+  settlementAmount: string;
+  settlementCurrency: string;
+  fxRate?: string | undefined;
+  fxSource?: string | undefined;
+  tier?: { minAmount: string; maxAmount: string; percent: string; fixed: string } | undefined;
+  pricingVersion: string | null;
+}
+
+interface CachedTerms {
+  terms: PricingTerms;
+  version: string;
+}
+
+type CallOptions = { signal?: AbortSignal; timeoutMs?: number };
+
+/**
+ * Quotes, computed here from the ledger's pricing terms (`GetPricingTerms`) with the
+ * ledger's own function (`priceFromTerms`, libs/money), so a create costs no Quote call.
+ * The terms are kept per (shop, method, direction, currency, settlement currency) in an
+ * `InvalidatedCache`: the ledger publishes on `ledger-pricing.<prefix>` after every
+ * committed pricing or rate write, and a cached entry is served only after a NATS round
+ * trip, so the very next quote after an admin change prices with the new terms. While NATS
+ * is disconnected every quote reads the terms from the ledger. Without a cache (tests,
+ * tools) every quote is the ledger's Quote.
+ *
+ * Refusals are the ledger's: `validation_failed` from the terms read (or from Quote, for
+ * an amount the local path does not take), `pricing_not_configured` and `fx_rate_missing`
+ * built from the same `QuoteRefusal` the ledger answers with.
+ */
+export class Pricing {
+  readonly #ledger: Client<typeof LedgerService>;
+  readonly #cache: InvalidatedCache<CachedTerms> | undefined;
+
+  constructor(ledger: Client<typeof LedgerService>, cache?: InvalidatedCache<CachedTerms>) {
+    this.#ledger = ledger;
+    this.#cache = cache;
+  }
+
+  /** A pricing whose terms are cached and invalidated over `nc` (call `start`, then `stop`). */
+  static cached(ledger: Client<typeof LedgerService>, nc: Nats["nc"], prefix: string, logger: Logger) {
+    return new Pricing(
+      ledger,
+      new InvalidatedCache<CachedTerms>(nc, {
+        subject: pricingInvalidationSubject(prefix),
+        logger,
+        what: "pricing terms",
+        onOutcome: (outcome) => lookups.inc({ outcome }),
+      }),
+    );
+  }
+
+  start(): Promise<void> {
+    return this.#cache?.start() ?? Promise.resolve();
+  }
+
+  stop(): void {
+    this.#cache?.stop();
+  }
+
+  async quote(input: QuoteInput, options: CallOptions = {}): Promise<Quoted> {
+    const amount = parseQuoteAmount(input.amount);
+    if (this.#cache === undefined || amount === undefined || !isCurrency(input.currency)) {
+      // The ledger's Quote: its answer, or its validation_failed for the amount.
+      return { ...(await this.#ledger.quote(input, options)), pricingVersion: null };
+    }
+    const currency: Currency = input.currency;
+    const key = [input.shopId, input.method, input.direction, input.currency, input.settlementCurrency].join(
+      "\u0000",
+    );
+    const { terms, version } = await this.#cache.get(key, async () => {
+      const read = await this.#ledger.getPricingTerms(
+        {
+          shopId: input.shopId,
+          method: input.method,
+          direction: input.direction,
+          currency: input.currency,
+          settlementCurrency: input.settlementCurrency,
+        },
+        options,
+      );
+      if (!isCurrency(read.settlementCurrency))
+        throw new Error("ledger answered an unknown settlement currency");
+      return {
+        terms: {
+          tiers: read.tiers.map((t) => ({
+            minAmount: t.minAmount,
+            maxAmount: t.maxAmount,
+            percent: t.percent,
+            fixed: t.fixed,
+          })),
+          currency,
+          settlementCurrency: read.settlementCurrency,
+          fx:
+            read.fxRate !== undefined && !read.fxRateMissing
+              ? { rate: read.fxRate, source: read.fxSource ?? "" }
+              : undefined,
+        },
+        version: read.pricingVersion.toString(),
+      };
+    });
+    const q = priceFromTerms(terms, amount, input.direction === "payout" ? "payout" : "payin");
+    if ("refusal" in q) throw failure(Code.FailedPrecondition, q.refusal, q.message, q.field);
+    return { ...q, pricingVersion: version };
+  }
+}
