@@ -494,7 +494,6 @@ export class OperationStore {
     return hydrate(row);
   }
 
-
   /** Whether `id` is the payment of a flexible link (whose refusals keep their own rules). */
   async isFlexiblePayment(id: string): Promise<boolean> {
     const [row] = await this.#sql<{ found: boolean }[]>`
