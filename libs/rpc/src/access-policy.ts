@@ -47,6 +47,7 @@ export const GATEWAY_ACCESS_POLICY: AccessPolicy = {
   },
   "gateway.ledger.v1.LedgerService": {
     Quote: ["operations"],
+    GetPricingTerms: ["operations"],
     ReservePayout: ["operations"],
     GetBalances: ["edge", "operations"],
     PutPricing: ADMIN,

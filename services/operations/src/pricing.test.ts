@@ -6,6 +6,8 @@ import { connectNats, type Nats } from "@gw/events";
 import { createLogger } from "@gw/log";
 import type { LedgerService } from "@gw/proto/gateway/ledger/v1/ledger_pb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { toConnectError } from "./lifecycle/catalogue.ts";
+import { isDomainError } from "./lifecycle/errors.ts";
 import { Pricing, type QuoteInput } from "./pricing.ts";
 import { failureOf, type OperationsHarness, startHarness } from "./test-support.ts";
 
@@ -91,7 +93,9 @@ async function outcome(call: Promise<unknown>) {
     const { pricingVersion: _, ...answer } = (await call) as Record<string, unknown>;
     return { answer: JSON.parse(JSON.stringify(answer), (k, v) => (k.startsWith("$") ? undefined : v)) };
   } catch (err) {
-    return { refused: await failureOf(Promise.reject(err)) };
+    // As a client gets it: a domain error through the handler boundary's catalogue.
+    const answered = isDomainError(err) ? toConnectError(err, logger, "CreateOperation") : err;
+    return { refused: await failureOf(Promise.reject(answered)) };
   }
 }
 
@@ -162,8 +166,8 @@ describe("the local quote", () => {
       });
       // The tiers removed: the next quote is refused, not priced from the old tier.
       await h.ledger.putPricing({ shopId, method: "WT_RUB_C2C", payin: [] });
-      expect(await failureOf(pricing.quote(input(shopId)))).toMatchObject({
-        info: { code: "pricing_not_configured" },
+      expect(await outcome(pricing.quote(input(shopId)))).toMatchObject({
+        refused: { info: { code: "pricing_not_configured" } },
       });
     } finally {
       pricing.stop();

@@ -3,8 +3,9 @@ import { InvalidatedCache, type Nats, pricingInvalidationSubject } from "@gw/eve
 import type { Logger } from "@gw/log";
 import { type Currency, isCurrency, type PricingTerms, parseQuoteAmount, priceFromTerms } from "@gw/money";
 import type { LedgerService } from "@gw/proto/gateway/ledger/v1/ledger_pb";
-import { Code, failure, metricsRegistry } from "@gw/rpc";
+import { metricsRegistry } from "@gw/rpc";
 import { Counter } from "prom-client";
+import { PricingRefusedError } from "./lifecycle/errors.ts";
 
 const lookups = new Counter({
   name: "operations_pricing_cache_total",
@@ -127,7 +128,7 @@ export class Pricing {
       };
     });
     const q = priceFromTerms(terms, amount, input.direction === "payout" ? "payout" : "payin");
-    if ("refusal" in q) throw failure(Code.FailedPrecondition, q.refusal, q.message, q.field);
+    if ("refusal" in q) throw new PricingRefusedError(q.refusal, q.message, q.field);
     return { ...q, pricingVersion: version };
   }
 }

@@ -31,6 +31,7 @@ import {
   NotInManualCheckError,
   NotRoutedError,
   OperationNotFoundError,
+  PricingRefusedError,
   ProviderNotFoundError,
   ReceiptEvidenceUnavailableError,
   RouteNotConfiguredError,
@@ -151,6 +152,16 @@ describe("the error catalogue", () => {
         "flexible_route_not_pool",
       ],
       flexible_link_not_found: [new FlexibleLinkNotFoundError(), Code.NotFound, "flexible_link_not_found"],
+      pricing_not_configured: [
+        new PricingRefusedError("pricing_not_configured", "no pricing tier covers this amount", "amount"),
+        Code.FailedPrecondition,
+        "pricing_not_configured",
+      ],
+      fx_rate_missing: [
+        new PricingRefusedError("fx_rate_missing", "no rate from RUB to USDT", "settlement_currency"),
+        Code.FailedPrecondition,
+        "fx_rate_missing",
+      ],
       provider_fact_not_found: [
         new ProviderFactNotFoundError("gone"),
         Code.NotFound,

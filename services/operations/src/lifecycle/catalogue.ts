@@ -41,6 +41,11 @@ export const CATALOGUE: Readonly<Record<DomainErrorCode, CatalogueEntry>> = {
   [DomainErrorCode.StillRouting]: { connect: Code.Unavailable, public: "dependency_unavailable" },
   [DomainErrorCode.IdempotencyConflict]: { connect: Code.FailedPrecondition, public: "idempotency_conflict" },
   [DomainErrorCode.RouteNotConfigured]: { connect: Code.FailedPrecondition, public: "route_not_configured" },
+  [DomainErrorCode.PricingNotConfigured]: {
+    connect: Code.FailedPrecondition,
+    public: "pricing_not_configured",
+  },
+  [DomainErrorCode.FxRateMissing]: { connect: Code.FailedPrecondition, public: "fx_rate_missing" },
   [DomainErrorCode.NoProviderAccepted]: { connect: Code.Unavailable, public: "no_provider_accepted" },
   [DomainErrorCode.FlexibleRouteNotPool]: {
     connect: Code.FailedPrecondition,

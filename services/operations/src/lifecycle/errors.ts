@@ -23,6 +23,8 @@ export const DomainErrorCode = {
   IdempotencyConflict: "idempotency_conflict",
   LegsDisagree: "legs_disagree",
   RouteNotConfigured: "route_not_configured",
+  PricingNotConfigured: "pricing_not_configured",
+  FxRateMissing: "fx_rate_missing",
   NoProviderAccepted: "no_provider_accepted",
   FlexibleRouteNotPool: "flexible_route_not_pool",
   FlexibleLinkNotFound: "flexible_link_not_found",
@@ -165,6 +167,18 @@ export class RouteNotConfiguredError extends DomainError {
   readonly code = DomainErrorCode.RouteNotConfigured;
   constructor(direction: string, method: string) {
     super(`no ${direction} route for method ${method}`);
+  }
+}
+
+/**
+ * The shop's pricing cannot price the operation: no tier covers the amount, or no rate to
+ * the settlement currency. The ledger's own refusal, priced here from its terms.
+ */
+export class PricingRefusedError extends DomainError {
+  readonly code: typeof DomainErrorCode.PricingNotConfigured | typeof DomainErrorCode.FxRateMissing;
+  constructor(refusal: "pricing_not_configured" | "fx_rate_missing", message: string, field?: string) {
+    super(message, field);
+    this.code = refusal;
   }
 }
 
