@@ -16,6 +16,17 @@ export interface InvalidatedCacheOptions<V> {
   cacheable?: (value: V) => boolean;
   /** Called once per lookup with its outcome (a metric). */
   onOutcome?: (outcome: CacheOutcome) => void;
+  /**
+   * An entry older than this is read again (default 10 s): the bound on staleness when an
+   * invalidation was lost on the way (a writer's NATS connection dropped after its commit,
+   * a route between NATS servers down), which nothing else would ever notice.
+   */
+  maxAgeMs?: number;
+  /**
+   * How long a lookup waits for the NATS round trip before it reads without the cache
+   * (default 1 s): a half-open NATS connection must not hold requests.
+   */
+  barrierTimeoutMs?: number;
 }
 
 /**
@@ -33,7 +44,9 @@ export interface InvalidatedCacheOptions<V> {
  *
  * While NATS is disconnected the cache is not used (every lookup calls `load`), and it is
  * emptied when the connection comes back, since invalidations may have been missed
- * meanwhile. The ordering holds on one NATS server; across a NATS cluster an
+ * meanwhile. A round trip that does not come back within `barrierTimeoutMs` (a half-open
+ * connection) makes that lookup call `load`, and an entry older than `maxAgeMs` is read
+ * again: the bound on staleness when an invalidation was lost on the way. The ordering holds on one NATS server; across a NATS cluster an
  * invalidation reaches the other servers' clients asynchronously.
  */
 export class InvalidatedCache<V> {
@@ -44,10 +57,13 @@ export class InvalidatedCache<V> {
   readonly #maxEntries: number;
   readonly #cacheable: (value: V) => boolean;
   readonly #onOutcome: (outcome: CacheOutcome) => void;
-  readonly #entries = new Map<string, V>();
+  readonly #maxAgeMs: number;
+  readonly #barrierTimeoutMs: number;
+  readonly #entries = new Map<string, { value: V; storedAt: number }>();
   /** Bumped by every invalidation: a lookup that started before one does not store its answer. */
   #generation = 0;
-  #connected = true;
+  /** False until `start` has subscribed (and while NATS is disconnected): lookups bypass the cache. */
+  #connected = false;
   #flushing: Promise<void> | undefined;
   #queued: Promise<void> | undefined;
   #sub: ReturnType<Nats["nc"]["subscribe"]> | undefined;
@@ -60,6 +76,8 @@ export class InvalidatedCache<V> {
     this.#maxEntries = options.maxEntries ?? 10_000;
     this.#cacheable = options.cacheable ?? ((value) => value !== undefined);
     this.#onOutcome = options.onOutcome ?? (() => {});
+    this.#maxAgeMs = options.maxAgeMs ?? 10_000;
+    this.#barrierTimeoutMs = options.barrierTimeoutMs ?? 1_000;
   }
 
   /** Subscribes to invalidations and follows the connection's state. */
@@ -67,6 +85,7 @@ export class InvalidatedCache<V> {
     // A callback subscription runs as the message is parsed, before any later PONG resolves.
     this.#sub = this.#nc.subscribe(this.#subject, { callback: () => this.#clear() });
     await this.#nc.flush();
+    this.#connected = true;
     void (async () => {
       for await (const s of this.#nc.status()) {
         if (s.type === "disconnect" || s.type === "reconnecting" || s.type === "staleConnection") {
@@ -91,27 +110,49 @@ export class InvalidatedCache<V> {
       this.#onOutcome("bypass");
       return load();
     }
-    if (this.#entries.has(key)) {
+    if (this.#fresh(key)) {
       try {
-        await this.#barrier();
+        await this.#barrierWithin(this.#barrierTimeoutMs);
       } catch (err) {
         this.#logger.warn({ err }, `NATS barrier failed; ${this.#what} read without the cache`);
         this.#onOutcome("bypass");
         return load();
       }
-      if (this.#entries.has(key) && this.#usable()) {
+      const entry = this.#fresh(key);
+      if (entry && this.#usable()) {
         this.#onOutcome("hit");
-        return this.#entries.get(key) as V;
+        return entry.value;
       }
     }
     this.#onOutcome("miss");
     const generation = this.#generation;
+    const storedAt = Date.now();
     const value = await load();
     if (this.#cacheable(value) && generation === this.#generation && this.#usable()) {
+      this.#entries.delete(key);
       if (this.#entries.size >= this.#maxEntries) this.#entries.delete(this.#entries.keys().next().value!);
-      this.#entries.set(key, value);
+      this.#entries.set(key, { value, storedAt });
     }
     return value;
+  }
+
+  /** The entry of `key` unless it is older than `maxAgeMs` (then it is dropped). */
+  #fresh(key: string): { value: V; storedAt: number } | undefined {
+    const entry = this.#entries.get(key);
+    if (entry && Date.now() - entry.storedAt > this.#maxAgeMs) {
+      this.#entries.delete(key);
+      return undefined;
+    }
+    return entry;
+  }
+
+  /** The barrier, or a rejection after `ms` (a NATS connection that stopped answering). */
+  #barrierWithin(ms: number): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`no NATS round trip within ${ms} ms`)), ms);
+    });
+    return Promise.race([this.#barrier(), timeout]).finally(() => clearTimeout(timer));
   }
 
   /**

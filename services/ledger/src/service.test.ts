@@ -192,6 +192,25 @@ describe("Quote", () => {
 });
 
 describe("PutPricing", () => {
+  it("leaves one of two concurrent writes' tiers, never both overlapping (run many times)", async () => {
+    for (let round = 0; round < 20; round++) {
+      const shopId = randomUUID();
+      const put = (percent: string) =>
+        ledger.putPricing(
+          create(PutPricingRequestSchema, {
+            shopId,
+            method: "WT_RUB_C2C",
+            payin: [tier("0.01", "999.99", percent, "0"), tier("1000", "100000", percent, "0")],
+          }),
+        );
+      await Promise.all([put("1"), put("2")]);
+      const rows = await sql<{ percent: string }[]>`
+        select percent::text from ledger.pricing_tiers where shop_id = ${shopId} and method = 'WT_RUB_C2C'`;
+      expect(rows).toHaveLength(2);
+      expect(new Set(rows.map((r) => Number(r.percent))).size).toBe(1);
+    }
+  });
+
   const put = (payin: PricingTier[], payout: PricingTier[] = []) =>
     failureOf(
       ledger.putPricing(

@@ -276,9 +276,11 @@ export class LedgerHandlers implements ServiceImpl<typeof LedgerService> {
     }));
     await withRetry(() =>
       this.#sql.begin(async (tx) => {
+        // First: the version row's lock orders concurrent pricing writes, so the delete of
+        // the second sees the tiers of the first (two at once left both sets, overlapping).
+        await raisePricingVersion(tx);
         await tx`delete from ledger.pricing_tiers where shop_id = ${shopId} and method = ${req.method}`;
         if (rows.length > 0) await tx`insert into ledger.pricing_tiers ${tx(rows)}`;
-        await raisePricingVersion(tx);
       }),
     );
     await this.#invalidate();
@@ -304,12 +306,12 @@ export class LedgerHandlers implements ServiceImpl<typeof LedgerService> {
     const source = requireText(req.source || "manual", "source");
     await withRetry(() =>
       this.#sql.begin(async (tx) => {
+        await raisePricingVersion(tx);
         await tx`
           insert into ledger.fx_rates (from_currency, to_currency, rate, source)
           values (${from}, ${to}, ${new Decimal(req.rate).toFixed()}::numeric, ${source})
           on conflict (from_currency, to_currency)
           do update set rate = excluded.rate, source = excluded.source, updated_at = now()`;
-        await raisePricingVersion(tx);
       }),
     );
     await this.#invalidate();

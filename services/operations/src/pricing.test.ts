@@ -1,8 +1,6 @@
 import { randomUUID } from "node:crypto";
-import { once } from "node:events";
-import { connect, createServer, type Server, type Socket } from "node:net";
 import type { Client } from "@connectrpc/connect";
-import { connectNats, type Nats } from "@gw/events";
+import { connectNats, type Nats, startNatsProxy } from "@gw/events";
 import { createLogger } from "@gw/log";
 import type { LedgerService } from "@gw/proto/gateway/ledger/v1/ledger_pb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -198,7 +196,7 @@ describe("the local quote", () => {
   });
 
   it("does not serve a cached entry before a NATS round trip, so an invalidation still on its way is applied first", async () => {
-    const proxy = await natsProxy(h.config.NATS_URL);
+    const proxy = await startNatsProxy(h.config.NATS_URL);
     const own = await connectNats(proxy.url, "pricing-test-slow");
     const shopId = randomUUID();
     await h.ledger.putPricing({ shopId, method: "WT_RUB_C2C", payin: [tier("0", "10000", "1", "0")] });
@@ -218,7 +216,7 @@ describe("the local quote", () => {
   });
 
   it("asks the ledger for every quote while NATS is disconnected, and caches again once it is back", async () => {
-    const proxy = await natsProxy(h.config.NATS_URL);
+    const proxy = await startNatsProxy(h.config.NATS_URL);
     const own = await connectNats(proxy.url, "pricing-test-proxied");
     const shopId = randomUUID();
     await h.ledger.putPricing({ shopId, method: "WT_RUB_C2C", payin: [tier("0", "10000", "1", "0")] });
@@ -287,52 +285,4 @@ describe("a create", () => {
 /** Resolves at the next status of `type` on the connection. */
 async function waitForStatus(n: Nats, type: string) {
   for await (const s of n.nc.status()) if (s.type === type) return;
-}
-
-/** A TCP proxy in front of NATS whose connections can be cut, and refused until restored. */
-async function natsProxy(natsUrl: string) {
-  const target = new URL(natsUrl.replace(/^nats:/, "http:"));
-  const sockets = new Set<Socket>();
-  let refusing = false;
-  let delayMs = 0;
-  const server: Server = createServer((client) => {
-    if (refusing) {
-      client.destroy();
-      return;
-    }
-    const upstream = connect(Number(target.port || 4222), target.hostname);
-    sockets.add(client).add(upstream);
-    client.pipe(upstream);
-    // Server to client, held `delayMs` (in order): messages reach this connection late.
-    upstream.on("data", (chunk: Buffer) => {
-      if (delayMs === 0) client.write(chunk);
-      else setTimeout(() => client.write(chunk), delayMs);
-    });
-    const drop = () => {
-      client.destroy();
-      upstream.destroy();
-      sockets.delete(client);
-      sockets.delete(upstream);
-    };
-    client.on("error", drop).on("close", drop);
-    upstream.on("error", drop).on("close", drop);
-  });
-  server.listen(0, "127.0.0.1");
-  await once(server, "listening");
-  const port = (server.address() as { port: number }).port;
-  return {
-    url: `nats://127.0.0.1:${port}`,
-    cut() {
-      refusing = true;
-      for (const s of sockets) s.destroy();
-      sockets.clear();
-    },
-    restore() {
-      refusing = false;
-    },
-    delay(ms: number) {
-      delayMs = ms;
-    },
-    close: () => new Promise<void>((r) => server.close(() => r())),
-  };
 }

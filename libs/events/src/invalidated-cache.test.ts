@@ -1,0 +1,89 @@
+import { createLogger } from "@gw/log";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type CacheOutcome, InvalidatedCache } from "./invalidated-cache.ts";
+import { connectNats, type Nats } from "./nats.ts";
+import { startNatsProxy } from "./nats-proxy.ts";
+
+const NATS_URL = process.env.NATS_URL ?? "nats://127.0.0.1:4222";
+const logger = createLogger("invalidated-cache-test", "silent");
+
+let nats: Nats;
+beforeAll(async () => {
+  nats = await connectNats(NATS_URL, "invalidated-cache-test");
+});
+afterAll(async () => {
+  await nats?.nc.close();
+});
+
+const subject = () => `invalidated-cache-test.${Math.random().toString(36).slice(2)}`;
+
+describe("InvalidatedCache", () => {
+  it("keeps nothing before it has subscribed to invalidations", async () => {
+    const outcomes: CacheOutcome[] = [];
+    const cache = new InvalidatedCache<string>(nats.nc, {
+      subject: subject(),
+      logger,
+      what: "test",
+      onOutcome: (o) => outcomes.push(o),
+    });
+    expect(await cache.get("k", async () => "a")).toBe("a");
+    expect(await cache.get("k", async () => "b")).toBe("b");
+    await cache.start();
+    try {
+      expect(await cache.get("k", async () => "c")).toBe("c");
+      expect(await cache.get("k", async () => "d")).toBe("c");
+      expect(outcomes).toEqual(["bypass", "bypass", "miss", "hit"]);
+    } finally {
+      cache.stop();
+    }
+  });
+
+  it("reads an entry again once it is older than maxAgeMs, though no invalidation came", async () => {
+    // A lost invalidation: the source changes and nobody publishes.
+    const cache = new InvalidatedCache<string>(nats.nc, {
+      subject: subject(),
+      logger,
+      what: "test",
+      maxAgeMs: 50,
+    });
+    await cache.start();
+    try {
+      let source = "old";
+      const load = async () => source;
+      expect(await cache.get("k", load)).toBe("old");
+      source = "new";
+      expect(await cache.get("k", load)).toBe("old");
+      await new Promise((r) => setTimeout(r, 80));
+      expect(await cache.get("k", load)).toBe("new");
+    } finally {
+      cache.stop();
+    }
+  });
+
+  it("reads without the cache when the NATS round trip does not come back (a half-open connection)", async () => {
+    const proxy = await startNatsProxy(NATS_URL);
+    const own = await connectNats(proxy.url, "invalidated-cache-test-held");
+    const outcomes: CacheOutcome[] = [];
+    const cache = new InvalidatedCache<string>(own.nc, {
+      subject: subject(),
+      logger,
+      what: "test",
+      barrierTimeoutMs: 100,
+      onOutcome: (o) => outcomes.push(o),
+    });
+    await cache.start();
+    try {
+      expect(await cache.get("k", async () => "cached")).toBe("cached");
+      // From now on nothing the server sends reaches the client (its PONGs included); the
+      // connection itself stays up. Without the timeout the lookup would wait for good.
+      proxy.delay(600_000);
+      expect(await cache.get("k", async () => "read")).toBe("read");
+      expect(outcomes).toEqual(["miss", "bypass"]);
+    } finally {
+      cache.stop();
+      await own.nc.close().catch(() => {});
+      proxy.cut();
+      await proxy.close();
+    }
+  });
+});
