@@ -2,7 +2,7 @@ import type { Client } from "@connectrpc/connect";
 import { InvalidatedCache, type Nats, pricingInvalidationSubject } from "@gw/events";
 import type { Logger } from "@gw/log";
 import { type Currency, isCurrency, type PricingTerms, parseQuoteAmount, priceFromTerms } from "@gw/money";
-import type { LedgerService } from "@gw/proto/gateway/ledger/v1/ledger_pb";
+import type { LedgerService, QuoteRequest } from "@gw/proto/gateway/ledger/v1/ledger_pb";
 import { metricsRegistry } from "@gw/rpc";
 import { Counter } from "prom-client";
 import { PricingRefusedError } from "./lifecycle/errors.ts";
@@ -15,14 +15,10 @@ const lookups = new Counter({
 });
 
 /** What a quote is asked for: the ledger's QuoteRequest. */
-export interface QuoteInput {
-  shopId: string;
-  method: string;
-  direction: string;
-  amount: string;
-  currency: string;
-  settlementCurrency: string;
-}
+export type QuoteInput = Pick<
+  QuoteRequest,
+  "shopId" | "method" | "direction" | "amount" | "currency" | "settlementCurrency"
+>;
 
 /** A quote as the ledger's Quote answers it, and the pricing version it was priced at (null: not known). */
 export interface Quoted {
