@@ -39,7 +39,7 @@ export const jsonBody = () => {
     }
     // A declared length is checked as declared, and the body read straight off the socket
     // (@hono/node-server's direct read). Otherwise hono's limit counts the stream, which
-    // needs the whole web Request built first: several times the CPU of the request.
+    // needs the web Request and its stream built first (0.1 to 0.3 ms of CPU a request).
     if (framing === "declared") {
       if (declaredLength(c) > JSON_BODY_LIMIT_BYTES) throw tooLarge(JSON_BODY_LIMIT_BYTES);
       return readJson(c, next);
