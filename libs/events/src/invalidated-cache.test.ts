@@ -18,7 +18,7 @@ afterAll(async () => {
 const subject = () => `invalidated-cache-test.${Math.random().toString(36).slice(2)}`;
 
 describe("InvalidatedCache", () => {
-  it("keeps nothing before it has subscribed to invalidations", async () => {
+  it("keeps nothing before it has subscribed to invalidations, nor after it stopped", async () => {
     const outcomes: CacheOutcome[] = [];
     const cache = new InvalidatedCache<string>(nats.nc, {
       subject: subject(),
@@ -32,10 +32,13 @@ describe("InvalidatedCache", () => {
     try {
       expect(await cache.get("k", async () => "c")).toBe("c");
       expect(await cache.get("k", async () => "d")).toBe("c");
-      expect(outcomes).toEqual(["bypass", "bypass", "miss", "hit"]);
     } finally {
       cache.stop();
     }
+    // Stopped, it hears no invalidation: it keeps nothing again.
+    expect(await cache.get("k", async () => "e")).toBe("e");
+    expect(await cache.get("k", async () => "f")).toBe("f");
+    expect(outcomes).toEqual(["bypass", "bypass", "miss", "hit", "bypass", "bypass"]);
   });
 
   it("reads an entry again once it is older than maxAgeMs, though no invalidation came", async () => {

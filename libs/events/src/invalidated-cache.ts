@@ -99,7 +99,9 @@ export class InvalidatedCache<V> {
     })();
   }
 
+  /** Unsubscribes; lookups from now on bypass the cache (no invalidation would reach it). */
   stop(): void {
+    this.#connected = false;
     this.#sub?.unsubscribe();
     this.#clear();
   }
