@@ -94,7 +94,7 @@ function termsKey(req: {
 async function readPricingTerms(
   sql: Sql,
   key: ReturnType<typeof termsKey>,
-): Promise<{ terms: PricingTerms; version: number }> {
+): Promise<{ terms: PricingTerms; version: string }> {
   const differs = key.settlementCurrency !== key.currency;
   const [row] = await sql<
     {
@@ -129,7 +129,7 @@ async function readPricingTerms(
       settlementCurrency: key.settlementCurrency,
       fx: row.rate !== null && row.source !== null ? { rate: row.rate, source: row.source } : undefined,
     },
-    version: Number(row.version),
+    version: row.version,
   };
 }
 

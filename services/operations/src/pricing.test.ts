@@ -102,6 +102,9 @@ describe("the local quote", () => {
     const shopId = randomUUID();
     const tiers = [tier("0.01", "999.99", "2.5", "10"), tier("1000", "5000", "1.333", "0.005")];
     await h.ledger.putPricing({ shopId, method: "WT_RUB_C2C", payin: tiers, payout: tiers });
+    // No RUB→USDT rate to start with, whichever test of this file set one before (rates
+    // are global); the cache below is new, so it has read none.
+    await h.sql`delete from ledger.fx_rates where from_currency = 'RUB' and to_currency = 'USDT'`;
     const pricing = await cachedPricing(h.ledger);
     try {
       const cases: QuoteInput[] = [];
@@ -120,7 +123,6 @@ describe("the local quote", () => {
         }
         return codes;
       };
-      // This file's first test: its database has no rate yet (every harness has its own).
       const before = await compare();
       expect(before).toContain("fx_rate_missing");
       expect(before).toContain("pricing_not_configured");
