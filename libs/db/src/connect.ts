@@ -12,10 +12,20 @@ export type Database = PostgresJsDatabase<Record<string, never>>;
  * timestamps come back as Postgres text and must be sent as ISO strings, and json values
  * must be sent already stringified.
  */
-export function connect(url: string, options: { max?: number; application?: string } = {}) {
+export function connect(
+  url: string,
+  options: {
+    max?: number;
+    application?: string;
+    /** Sees every statement sent (its text), for tests that count round trips. */
+    onStatement?: (query: string) => void;
+  } = {},
+) {
+  const { onStatement } = options;
   const sql = postgres(url, {
     max: options.max ?? 10,
     onnotice: () => {},
+    ...(onStatement ? { debug: (_connection: number, query: string) => onStatement(query) } : {}),
     connection: { application_name: options.application ?? "gateway" },
   });
   const db: Database = drizzle(sql);

@@ -55,12 +55,59 @@ async function pendingPayment(): Promise<OperationRow> {
   return next;
 }
 
+/** A store on a connection of its own whose statements from now on are listed. */
+async function countingStore() {
+  const statements: string[] = [];
+  const conn = connect(database.url, { max: 1, onStatement: (q) => statements.push(q.trim()) });
+  await conn.sql`select 1`; // the connection's own first queries (its types) are not counted
+  statements.length = 0;
+  return { store: new OperationStore(conn.sql, "counted"), statements, end: () => conn.sql.end() };
+}
+
 async function outboxCount(): Promise<number> {
   const [row] = await sql<{ n: number }[]>`select count(*)::int as n from operations.outbox`;
   return row?.n ?? 0;
 }
 
 describe("the operations repository", () => {
+  it("records a provider's acceptance in one statement, with its event and no transaction around it", async () => {
+    const { store: counted, statements, end } = await countingStore();
+    try {
+      const row = await routingPayment();
+      const before = await outboxCount();
+      const { row: after } = await counted.applyFact(row, {
+        kind: "provider_accepted",
+        provider: "a",
+        receiptRequired: false,
+      });
+      expect(after?.status).toBe("pending");
+      expect(await outboxCount()).toBe(before + 1);
+      // The acceptance decides nothing from the legs: no begin, no legs read, no commit.
+      expect(statements).toHaveLength(1);
+      expect(statements[0]).toMatch(/^with upd as \(\s*update operations\.operations/);
+    } finally {
+      await end();
+    }
+  });
+
+  it("reads the legs in the fact's transaction when its decision depends on them", async () => {
+    const { store: counted, statements, end } = await countingStore();
+    try {
+      const row = await pendingPayment();
+      const { row: after } = await counted.applyFact(row, {
+        kind: "provider_completed",
+        provider: "a",
+        legs: [{ id: "l1", amount: "400.00" }],
+      });
+      expect(after).toMatchObject({ status: "completed", actual_amount: "400.00" });
+      expect(statements[0]).toBe("begin");
+      expect(statements.some((q) => /from operations\.legs/.test(q))).toBe(true);
+      expect(statements.at(-1)).toBe("commit");
+    } finally {
+      await end();
+    }
+  });
+
   it("refuses to move a pending payment straight to manual_check, and writes nothing", async () => {
     const row = await pendingPayment();
     await expect(

@@ -1,7 +1,14 @@
 import { Decimal } from "@gw/money";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { type Applied, apply, type Fact, type LifecycleOperation, stateOf } from "./apply.ts";
+import {
+  type Applied,
+  apply,
+  applyWithoutLegs,
+  type Fact,
+  type LifecycleOperation,
+  stateOf,
+} from "./apply.ts";
 import {
   AlreadyTerminalError,
   ConcurrentChangeError,
@@ -283,6 +290,33 @@ const fact: fc.Arbitrary<Fact> = fc.oneof(
 const start = fc.record({
   type: fc.constantFrom("payment" as const, "payout" as const),
   placeholder: fc.boolean(),
+});
+
+describe("a fact applied without the legs", () => {
+  it("answers as with any legs, or not at all when its decision looked at them", () => {
+    const someLegs = [{ id: "l0", amount: "250.00" }];
+    let answered = 0;
+    let declined = 0;
+    for (const state of LIFECYCLE_STATES)
+      for (const type of ["payment", "payout"] as const)
+        for (const f of Object.values(SAMPLES).flat()) {
+          const { legs: _, ...row } = operationIn(state, { type });
+          const blind = applyWithoutLegs(row, f);
+          if (blind === undefined) {
+            declined++;
+            continue;
+          }
+          answered++;
+          for (const legs of [[], someLegs]) expect(blind).toEqual(apply({ ...row, legs }, f));
+        }
+    // Both answers occur: acceptances and cancels go without legs, completions do not.
+    expect(answered).toBeGreaterThan(0);
+    expect(declined).toBeGreaterThan(0);
+    expect(applyWithoutLegs(operationIn("pending"), SAMPLES.provider_completed[1] as Fact)).toBeUndefined();
+    expect(applyWithoutLegs(operationIn("routing"), SAMPLES.provider_accepted[0] as Fact)).toMatchObject({
+      change: { to: "pending" },
+    });
+  });
 });
 
 describe("the lifecycle under random sequences of facts", () => {

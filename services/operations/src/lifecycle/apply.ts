@@ -151,6 +151,28 @@ export function apply(op: LifecycleOperation, fact: Fact): Applied | DomainError
   };
 }
 
+/**
+ * `apply` for a caller that has not read the operation's legs: its answer when the fact's
+ * decision did not look at them (an acceptance, a cancel), undefined when it did (read
+ * them and call `apply`). Observed rather than listed, so a rule that starts reading the
+ * legs falls back by itself.
+ */
+export function applyWithoutLegs(
+  op: Omit<LifecycleOperation, "legs">,
+  fact: Fact,
+): Applied | DomainError | undefined {
+  let read = false;
+  const blind = Object.defineProperty({ ...op }, "legs", {
+    enumerable: true,
+    get: () => {
+      read = true;
+      return [];
+    },
+  }) as LifecycleOperation;
+  const applied = apply(blind, fact);
+  return read ? undefined : applied;
+}
+
 const EMITS = new Map(TRANSITIONS.map((r) => [`${r.from}|${r.fact}|${r.to}`, r.emits]));
 
 /** The refusals that do not depend on the fact's details: wrong provider, final state, no row. */

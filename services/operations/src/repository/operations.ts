@@ -7,8 +7,21 @@ import type postgres from "postgres";
 import type { ProviderConfig } from "../connectors/connector.ts";
 import { builtInProvider } from "../connectors/pool-provider.ts";
 import { operationEvent } from "../events.ts";
-import { type Applied, apply, type Fact, type LifecyclePatch, stateOf } from "../lifecycle/apply.ts";
-import { isDomainError, LegsDisagreeError, LifecycleViolationError } from "../lifecycle/errors.ts";
+import {
+  type Applied,
+  apply,
+  applyWithoutLegs,
+  type Change,
+  type Fact,
+  type LifecyclePatch,
+  stateOf,
+} from "../lifecycle/apply.ts";
+import {
+  type DomainError,
+  isDomainError,
+  LegsDisagreeError,
+  LifecycleViolationError,
+} from "../lifecycle/errors.ts";
 import { allowsState } from "../lifecycle/table.ts";
 import type { LegRow, OperationRow, ReconcileRow } from "../model.ts";
 import { receiptsOf } from "../receipts-of.ts";
@@ -21,6 +34,9 @@ import { WithdrawalRepository } from "./withdrawals.ts";
 export type { LegRow, ReconcileRow };
 
 type Tx = Sql | postgres.TransactionSql;
+
+/** A change that adds no legs and checks none (not a completion): one statement writes it whole. */
+const writesOnlyTheRow = (change: Change) => change.legs.length === 0 && change.to !== "completed";
 
 /**
  * drizzle, attached to the same postgres.js client, makes it pass timestamps through as
@@ -392,7 +408,8 @@ export class OperationStore {
   /**
    * Applies a lifecycle fact to `before` (read, or locked, by the caller): records the
    * legs the fact adds, then writes its change with its event (and, on a completion, the
-   * receipts) through `transition`, in one transaction. `data` adds columns that are not
+   * receipts) through `transition`, in one transaction; a fact decided without the legs
+   * that adds none is the one statement of `transition`, atomic on its own. `data` adds columns that are not
    * the lifecycle's (requisites, say). Throws the fact's `DomainError`; returns the row
    * after (the same row when neither the fact nor `data` changes anything), or undefined when the version
    * moved on (re-read and decide).
@@ -403,16 +420,33 @@ export class OperationStore {
     options: { tx?: postgres.TransactionSql; data?: DataPatch } = {},
   ): Promise<{ row: OperationRow | undefined; applied: Applied }> {
     const tx = options.tx;
-    if (!tx) return this.#sql.begin((t) => this.applyFact(before, fact, { ...options, tx: t }));
+    if (!tx) {
+      // Most facts (an acceptance, a cancel) decide without the legs and add none: their
+      // change is one version-checked statement, with no transaction around it.
+      const blind = applyWithoutLegs(before, fact);
+      if (blind && (isDomainError(blind) || !blind.change || writesOnlyTheRow(blind.change)))
+        return this.#write(before, blind, this.#sql, options.data);
+      return this.#sql.begin((t) => this.applyFact(before, fact, { ...options, tx: t }));
+    }
     const legs = await this.legs(before.id, tx);
-    const applied = apply({ ...before, legs }, fact);
+    return this.#write(before, apply({ ...before, legs }, fact), tx, options.data, legs);
+  }
+
+  /** Writes what `apply` decided for `before` (the legs it read, if any, are `legs`). */
+  async #write(
+    before: OperationRow,
+    applied: Applied | DomainError,
+    tx: Tx,
+    data: DataPatch | undefined,
+    legs: LegRow[] = [],
+  ): Promise<{ row: OperationRow | undefined; applied: Applied }> {
     if (isDomainError(applied)) throw applied;
     const { change, events } = applied;
     if (!change) {
       // Nothing of the lifecycle changes (a declined provider during the cascade): the
       // caller's own columns (its cascade position) are still written, version-checked.
-      if (!options.data || Object.keys(options.data).length === 0) return { row: before, applied };
-      return { row: await this.transition(before, options.data, { emit: false, tx }), applied };
+      if (!data || Object.keys(data).length === 0) return { row: before, applied };
+      return { row: await this.transition(before, data, { emit: false, tx }), applied };
     }
     for (const leg of change.legs)
       await tx`
@@ -420,7 +454,7 @@ export class OperationStore {
         values (${randomUUID()}, ${before.id}, ${before.provider ?? "receipt"}, ${leg.id}, ${leg.amount},
           ${(leg.completedAt ?? new Date()).toISOString()}, ${leg.receiptId ?? null})
         on conflict (operation_id, provider_leg_id) do nothing`;
-    const patch: OperationPatch = { ...options.data, ...change.patch };
+    const patch: OperationPatch = { ...data, ...change.patch };
     const receipts =
       change.to === "completed"
         ? receiptsOf({ ...before, ...patch }, change.legs.length > 0 ? await this.legs(before.id, tx) : legs)
