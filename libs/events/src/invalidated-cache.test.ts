@@ -63,6 +63,39 @@ describe("InvalidatedCache", () => {
     }
   });
 
+  it("serves a fresh entry after a round trip its caller started earlier, and leaves none unhandled", async () => {
+    const proxy = await startNatsProxy(NATS_URL);
+    const own = await connectNats(proxy.url, "invalidated-cache-test-early");
+    const outcomes: CacheOutcome[] = [];
+    const cache = new InvalidatedCache<string>(own.nc, {
+      subject: subject(),
+      logger,
+      what: "test",
+      barrierTimeoutMs: 100,
+      onOutcome: (o) => outcomes.push(o),
+    });
+    await cache.start();
+    try {
+      expect(await cache.get("k", async () => "cached")).toBe("cached");
+      const early = cache.barrier();
+      await early;
+      // No PONG comes back from now on: a lookup that started its own round trip would
+      // wait it out and read without the cache.
+      proxy.delay(600_000);
+      expect(await cache.get("k", async () => "read", early)).toBe("cached");
+      // A round trip started and never awaited (its create answered a replay first) times
+      // out without an unhandled rejection (vitest fails the run on one).
+      cache.barrier();
+      await new Promise((r) => setTimeout(r, 200));
+      expect(outcomes).toEqual(["miss", "hit"]);
+    } finally {
+      cache.stop();
+      await own.nc.close().catch(() => {});
+      proxy.cut();
+      await proxy.close();
+    }
+  });
+
   it("reads without the cache when the NATS round trip does not come back (a half-open connection)", async () => {
     const proxy = await startNatsProxy(NATS_URL);
     const own = await connectNats(proxy.url, "invalidated-cache-test-held");

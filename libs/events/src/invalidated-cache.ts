@@ -106,15 +106,32 @@ export class InvalidatedCache<V> {
     this.#clear();
   }
 
-  /** The value of a key: cached (after the barrier) or from `load`, which it then caches. */
-  async get(key: string, load: () => Promise<V>): Promise<V> {
+  /**
+   * A NATS round trip that starts now, for a caller that will look a key up after other
+   * work (a create starts it before its database read, so the two overlap); undefined
+   * while the cache is unusable. Its rejection is handled here: a caller that never gets
+   * to `get` leaves nothing unhandled.
+   */
+  barrier(): Promise<void> | undefined {
+    if (!this.#usable()) return undefined;
+    const round = this.#barrier();
+    round.catch(() => {});
+    return round;
+  }
+
+  /**
+   * The value of a key: cached (after the barrier) or from `load`, which it then caches.
+   * `barrier` is one from `barrier()` that the caller started after its request began;
+   * without it the lookup starts its own.
+   */
+  async get(key: string, load: () => Promise<V>, barrier?: Promise<void>): Promise<V> {
     if (!this.#usable()) {
       this.#onOutcome("bypass");
       return load();
     }
     if (this.#fresh(key)) {
       try {
-        await this.#barrierWithin(this.#barrierTimeoutMs);
+        await (barrier ?? this.#barrier());
       } catch (err) {
         this.#logger.warn({ err }, `NATS barrier failed; ${this.#what} read without the cache`);
         this.#onOutcome("bypass");
@@ -148,15 +165,6 @@ export class InvalidatedCache<V> {
     return entry;
   }
 
-  /** The barrier, or a rejection after `ms` (a NATS connection that stopped answering). */
-  #barrierWithin(ms: number): Promise<void> {
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`no NATS round trip within ${ms} ms`)), ms);
-    });
-    return Promise.race([this.#barrier(), timeout]).finally(() => clearTimeout(timer));
-  }
-
   /**
    * Empties every process's cache (changes are rare, so it names no key) and resolves
    * once the NATS server has the message; call it after the change committed.
@@ -175,10 +183,14 @@ export class InvalidatedCache<V> {
     this.#entries.clear();
   }
 
-  /** Resolves after a NATS round trip that started after this call; concurrent callers share one. */
+  /**
+   * Resolves after a NATS round trip that started after this call; concurrent callers
+   * share one, and its timeout (a rejection after `barrierTimeoutMs`: a connection that
+   * stopped answering).
+   */
   #barrier(): Promise<void> {
     if (this.#flushing === undefined) {
-      this.#flushing = this.#nc.flush().finally(() => {
+      this.#flushing = this.#roundTrip().finally(() => {
         this.#flushing = undefined;
       });
       return this.#flushing;
@@ -195,6 +207,16 @@ export class InvalidatedCache<V> {
       },
     );
     return this.#queued;
+  }
+
+  /** One PING/PONG, or a rejection after `barrierTimeoutMs`. */
+  #roundTrip(): Promise<void> {
+    const ms = this.#barrierTimeoutMs;
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`no NATS round trip within ${ms} ms`)), ms);
+    });
+    return Promise.race([this.#nc.flush(), timeout]).finally(() => clearTimeout(timer));
   }
 }
 

@@ -161,6 +161,8 @@ export async function createOperation(
   const deadline = Date.now() + deps.budgetMs;
   const hash = requestHash(input);
   const direction = input.type === "payment" ? "payin" : "payout";
+  // The pricing cache's NATS round trip overlaps the read (a replay wastes one PING).
+  const pricingBarrier = deps.pricing?.barrier();
   // Every read in one statement (a replay wastes the route and the deadline, which are cheap).
   const {
     existing,
@@ -174,7 +176,14 @@ export async function createOperation(
   // for the link's own payment.
   if (linkHoldsKey && !options.forLink) throw conflict();
   if (!routing || routing.names.length === 0) throw routeNotConfigured(direction, input.method);
-  const quote = await quoteFor(deps, input, routing.route.settlementCurrency, deadline, signal);
+  const quote = await quoteFor(
+    deps,
+    input,
+    routing.route.settlementCurrency,
+    deadline,
+    signal,
+    pricingBarrier,
+  );
 
   const claimed = await deps.store.insert({
     id: operationIdFor(input.shopId, input.mop),
@@ -215,6 +224,8 @@ async function quoteFor(
   settlementCurrency: string,
   deadline: number,
   signal: AbortSignal,
+  /** A pricing round trip the create started after it began (`Pricing.barrier`). */
+  barrier?: Promise<void>,
 ) {
   const quote = await pricingOf(deps)
     .quote(
@@ -227,6 +238,7 @@ async function quoteFor(
         settlementCurrency,
       },
       { signal, timeoutMs: Math.max(1, deadline - Date.now()) },
+      barrier,
     )
     .catch((err: unknown) => {
       throw passThrough(err);

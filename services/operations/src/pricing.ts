@@ -82,7 +82,15 @@ export class Pricing {
     this.#cache?.stop();
   }
 
-  async quote(input: QuoteInput, options: CallOptions = {}): Promise<Quoted> {
+  /**
+   * Starts the cache's NATS round trip now, for a quote that comes after other work (the
+   * create's database read): pass it to `quote` and the two overlap.
+   */
+  barrier(): Promise<void> | undefined {
+    return this.#cache?.barrier();
+  }
+
+  async quote(input: QuoteInput, options: CallOptions = {}, barrier?: Promise<void>): Promise<Quoted> {
     const amount = parseQuoteAmount(input.amount);
     if (this.#cache === undefined || amount === undefined || !isCurrency(input.currency)) {
       // The ledger's Quote: its answer, or its validation_failed for the amount.
@@ -92,37 +100,41 @@ export class Pricing {
     const key = [input.shopId, input.method, input.direction, input.currency, input.settlementCurrency].join(
       "\u0000",
     );
-    const { terms, version } = await this.#cache.get(key, async () => {
-      const read = await this.#ledger.getPricingTerms(
-        {
-          shopId: input.shopId,
-          method: input.method,
-          direction: input.direction,
-          currency: input.currency,
-          settlementCurrency: input.settlementCurrency,
-        },
-        options,
-      );
-      if (!isCurrency(read.settlementCurrency))
-        throw new Error("ledger answered an unknown settlement currency");
-      return {
-        terms: {
-          tiers: read.tiers.map((t) => ({
-            minAmount: t.minAmount,
-            maxAmount: t.maxAmount,
-            percent: t.percent,
-            fixed: t.fixed,
-          })),
-          currency,
-          settlementCurrency: read.settlementCurrency,
-          fx:
-            read.fxRate !== undefined && !read.fxRateMissing
-              ? { rate: read.fxRate, source: read.fxSource ?? "" }
-              : undefined,
-        },
-        version: read.pricingVersion.toString(),
-      };
-    });
+    const { terms, version } = await this.#cache.get(
+      key,
+      async () => {
+        const read = await this.#ledger.getPricingTerms(
+          {
+            shopId: input.shopId,
+            method: input.method,
+            direction: input.direction,
+            currency: input.currency,
+            settlementCurrency: input.settlementCurrency,
+          },
+          options,
+        );
+        if (!isCurrency(read.settlementCurrency))
+          throw new Error("ledger answered an unknown settlement currency");
+        return {
+          terms: {
+            tiers: read.tiers.map((t) => ({
+              minAmount: t.minAmount,
+              maxAmount: t.maxAmount,
+              percent: t.percent,
+              fixed: t.fixed,
+            })),
+            currency,
+            settlementCurrency: read.settlementCurrency,
+            fx:
+              read.fxRate !== undefined && !read.fxRateMissing
+                ? { rate: read.fxRate, source: read.fxSource ?? "" }
+                : undefined,
+          },
+          version: read.pricingVersion.toString(),
+        };
+      },
+      barrier,
+    );
     const q = priceFromTerms(terms, amount, input.direction === "payout" ? "payout" : "payin");
     if ("refusal" in q) throw new PricingRefusedError(q.refusal, q.message, q.field);
     return { ...q, pricingVersion: version };
