@@ -7,7 +7,7 @@ import { type Context, Hono } from "hono";
 import { Counter } from "prom-client";
 import { z } from "zod";
 import type { CallbackSender } from "./callbacks.ts";
-import { type Behaviour, legs, operations, providers } from "./db/schema.ts";
+import { type Behaviour, legs, operations, type providers } from "./db/schema.ts";
 import { ApiError, parseBody } from "./errors.ts";
 import {
   CREATE_FAULTS,
@@ -48,6 +48,23 @@ const payoutBody = z.object({
 
 type OperationRow = typeof operations.$inferSelect;
 type Direction = "payin" | "payout";
+/** What the provider view shows of an operation. */
+type ViewRow = Pick<
+  OperationRow,
+  | "id"
+  | "reference"
+  | "direction"
+  | "decision"
+  | "declineReason"
+  | "status"
+  | "requisites"
+  | "receiptRequired"
+  | "expiresAt"
+>;
+/** What a create reads back of the operation it inserted or found. */
+type CreatedRow = ViewRow & Pick<OperationRow, "provider" | "method" | "amount" | "currency" | "number">;
+/** A provider as last read, with its row's `xmin`: Postgres gives every new version of a row a new one. */
+type KnownProvider = Omit<typeof providers.$inferSelect, "updatedAt"> & { version: string };
 
 /** Held `no_answer` and delayed requests, so that stopping the server can release them. */
 export class HeldRequests {
@@ -90,7 +107,7 @@ export interface ProviderApiDeps {
 }
 
 /** The provider-facing JSON of an operation, as create answers and the status read return it. */
-export function providerView(op: OperationRow, opLegs: (typeof legs.$inferSelect)[]) {
+export function providerView(op: ViewRow, opLegs: (typeof legs.$inferSelect)[]) {
   const view: Record<string, unknown> = { id: op.id, reference: op.reference, direction: op.direction };
   if (op.decision === "declined") {
     return {
@@ -128,26 +145,41 @@ export function providerApi(deps: ProviderApiDeps) {
     .orderBy(asc(legs.position))
     .prepare("sandbox_legs_of");
   const legsOf = (operationId: string) => legsQuery.execute({ operationId });
-  const providerQuery = db
-    .select()
-    .from(providers)
-    .where(eq(providers.name, sql.placeholder("name")))
-    .prepare("sandbox_provider");
 
-  async function authenticate(c: Context) {
+  /**
+   * The providers as last read, so that a create needs no read of its own: its insert
+   * takes effect only while the provider's row still has the `xmin` read with it, and
+   * otherwise inserts nothing, and the create reads the provider again and decides anew.
+   * A change by any writer (this process, another replica, SQL by hand) is so seen by the
+   * very next create, with no invalidation to deliver.
+   */
+  const known = new Map<string, KnownProvider>();
+  async function load(name: string): Promise<KnownProvider | undefined> {
+    const [row] = await deps.sql<KnownProvider[]>`
+      select name, credentials, payin, payout, xmin::text as version from sandbox.providers where name = ${name}`;
+    if (row) known.set(name, row);
+    else known.delete(name);
+    return row;
+  }
+
+  /** The path's provider if the call carries its credentials; `cached` may answer from a stale copy. */
+  async function authenticate(c: Context, cached = false): Promise<KnownProvider> {
     const name = c.req.param("name") ?? "";
     const header = c.req.header("authorization") ?? "";
     const token = header.startsWith("Bearer ") ? header.slice(7) : "";
-    const [provider] = await providerQuery.execute({ name });
+    const accepts = (p: KnownProvider | undefined): p is KnownProvider =>
+      p !== undefined && token !== "" && secretsEqual(token, p.credentials);
+    const copy = cached ? known.get(name) : undefined;
+    if (accepts(copy)) return copy;
+    // A copy that refuses may predate new credentials: only the row itself refuses.
+    const provider = await load(name);
     // An unknown provider and wrong credentials look the same, so names cannot be probed.
-    if (!provider || token === "" || !secretsEqual(token, provider.credentials)) {
-      throw new ApiError(401, "unauthorized", "missing or wrong credentials");
-    }
+    if (!accepts(provider)) throw new ApiError(401, "unauthorized", "missing or wrong credentials");
     return provider;
   }
 
-  async function create(c: Context, direction: Direction) {
-    const provider = await authenticate(c);
+  /** The create's body, checked; nothing in it depends on the provider's settings. */
+  async function createRequest(c: Context, direction: Direction) {
     let body: z.infer<typeof payinBody>;
     let destination: z.infer<typeof payoutBody>["destination"] | undefined;
     if (direction === "payout") {
@@ -178,63 +210,81 @@ export function providerApi(deps: ProviderApiDeps) {
         "destination.bankname",
       );
     }
+    return { body, destination, amount, rail };
+  }
 
-    const behaviour: Behaviour = provider[direction];
-    const key = { provider: provider.name, direction, reference: body.reference };
-    // The fault is the reference's own (seeded), so a repeat of the create meets the same one.
-    const fault =
-      behaviour.mode === "accept" ? faultFor(behaviour.faults, "create", CREATE_FAULTS, key) : undefined;
-    const decision =
-      fault === "decline_after_delay"
-        ? "declined"
-        : fault === "never_answer"
-          ? "no_answer"
-          : behaviour.mode === "accept"
-            ? "accepted"
-            : behaviour.mode === "decline"
-              ? "declined"
-              : "no_answer";
-    const accepted = decision === "accepted";
-    if (fault === "record_after_delay") {
-      // Worked on after the caller may have left: nothing is recorded before the delay.
-      const waited = await deps.held.wait(behaviour.faults?.slow_ms ?? 0, new AbortController().signal);
-      if (waited === "aborted") throw new ApiError(503, "no_answer", "the provider is stopping");
+  async function create(c: Context, direction: Direction) {
+    let provider = await authenticate(c, true);
+    let request: Awaited<ReturnType<typeof createRequest>>;
+    try {
+      request = await createRequest(c, direction);
+    } catch (err) {
+      // Answered from a copy: a caller whose credentials were just replaced learns nothing.
+      await authenticate(c);
+      throw err;
     }
-    const now = Date.now();
+    const { body, destination, amount, rail } = request;
     const id = randomUUID();
-    const [row] = await db
-      .insert(operations)
-      .values({
-        id,
-        provider: provider.name,
-        reference: body.reference,
-        direction,
-        method: body.method,
-        amount: amount.toFixed(2),
-        currency: body.currency,
-        number: destination?.number ?? null,
-        name: destination?.name ?? null,
-        bankname: rail === "phone" ? (destination?.bankname ?? null) : null,
-        callbackUrl: body.callback_url,
-        decision,
-        declineReason: decision === "declined" ? (behaviour.decline_reason ?? "declined_by_provider") : null,
-        requisites:
-          accepted && direction === "payin"
-            ? requisitesFor(rail, `${provider.name}:${body.reference}`, behaviour.requisites)
-            : null,
-        receiptRequired: accepted && behaviour.receipt_required,
-        expiresAt:
-          accepted && behaviour.expires_in_seconds
-            ? new Date(now + behaviour.expires_in_seconds * 1000)
-            : null,
-        status: decision === "declined" ? "rejected" : "pending",
-      })
-      .onConflictDoUpdate({
-        target: [operations.provider, operations.reference],
-        set: { requests: sql`${operations.requests} + 1` },
-      })
-      .returning();
-    if (!row) throw new Error("insert returned no row");
+    let row: CreatedRow | undefined;
+    let behaviour: Behaviour;
+    let fault: CreateFault | undefined;
+    for (let attempt = 1; ; attempt++) {
+      behaviour = provider[direction];
+      const key = { provider: provider.name, direction, reference: body.reference };
+      // The fault is the reference's own (seeded), so a repeat of the create meets the same one.
+      fault =
+        behaviour.mode === "accept" ? faultFor(behaviour.faults, "create", CREATE_FAULTS, key) : undefined;
+      const decision =
+        fault === "decline_after_delay"
+          ? "declined"
+          : fault === "never_answer"
+            ? "no_answer"
+            : behaviour.mode === "accept"
+              ? "accepted"
+              : behaviour.mode === "decline"
+                ? "declined"
+                : "no_answer";
+      const accepted = decision === "accepted";
+      if (fault === "record_after_delay") {
+        // Worked on after the caller may have left: nothing is recorded before the delay.
+        const waited = await deps.held.wait(behaviour.faults?.slow_ms ?? 0, new AbortController().signal);
+        if (waited === "aborted") throw new ApiError(503, "no_answer", "the provider is stopping");
+      }
+      const requisites =
+        accepted && direction === "payin"
+          ? requisitesFor(rail, `${provider.name}:${body.reference}`, behaviour.requisites)
+          : null;
+      const expiresAt =
+        accepted && behaviour.expires_in_seconds
+          ? new Date(Date.now() + behaviour.expires_in_seconds * 1000).toISOString()
+          : null;
+      // One statement, prepared once per connection by postgres.js: it inserts only while
+      // the provider is as read (see `known`), and a repeat of the reference counts itself.
+      const [inserted] = await deps.sql<(Omit<CreatedRow, "expiresAt"> & { expiresAt: string | null })[]>`
+        insert into sandbox.operations (id, provider, reference, direction, method, amount, currency,
+          number, name, bankname, callback_url, decision, decline_reason, requisites, receipt_required,
+          expires_at, status)
+        select ${id}::uuid, p.name, ${body.reference}::text, ${direction}::text, ${body.method}::text,
+          ${amount.toFixed(2)}::numeric, ${body.currency}::text, ${destination?.number ?? null}::text,
+          ${destination?.name ?? null}::text,
+          ${rail === "phone" ? (destination?.bankname ?? null) : null}::text, ${body.callback_url}::text,
+          ${decision}::text,
+          ${decision === "declined" ? (behaviour.decline_reason ?? "declined_by_provider") : null}::text,
+          ${requisites && JSON.stringify(requisites)}::jsonb, ${accepted && behaviour.receipt_required}::boolean,
+          ${expiresAt}::timestamptz, ${decision === "declined" ? "rejected" : "pending"}::text
+        from sandbox.providers p where p.name = ${provider.name} and p.xmin::text = ${provider.version}
+        on conflict (provider, reference) do update set requests = sandbox.operations.requests + 1
+        returning id, provider, reference, direction, method, amount, currency, number, decision,
+          decline_reason as "declineReason", status, requisites, receipt_required as "receiptRequired",
+          to_json(expires_at) as "expiresAt"`;
+      if (inserted) {
+        row = { ...inserted, expiresAt: inserted.expiresAt ? new Date(inserted.expiresAt) : null };
+        break;
+      }
+      // The provider changed since it was read, or is gone: decide again as it is now.
+      if (attempt === 3) throw new Error(`provider ${provider.name} kept changing under a create`);
+      provider = await authenticate(c);
+    }
     createRequests.inc({ provider: provider.name, direction, decision: row.decision });
 
     // A repeat of a reference gets the first answer again, unless it asks for something else.
@@ -276,7 +326,7 @@ export function providerApi(deps: ProviderApiDeps) {
    */
   async function misbehave(
     c: Context,
-    row: OperationRow,
+    row: CreatedRow,
     fault: CreateFault,
     behaviour: Behaviour,
     first: boolean,
