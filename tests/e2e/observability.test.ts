@@ -84,7 +84,9 @@ describe("traces and log context across the stack", () => {
     expect(rpc?.line).toMatchObject({ code: "ok", request_id: requestId, shop_id: shop.shopId });
 
     // `payment.pending` reaches only the consumer that acts on it (libs/events
-    // CONSUMER_SUBJECTS): the pool's payins consumer, after the outbox relay and NATS.
+    // CONSUMER_SUBJECTS): the pool's payins consumer, after the outbox relay and NATS. The
+    // shop's route has no pool, so the consumer skips it (outcome `skipped`, no inbox
+    // row), still within the trace.
     const consumed = await pollUntil(
       "the pool payins consumer's line for the payment's pending event",
       async () =>
@@ -99,7 +101,7 @@ describe("traces and log context across the stack", () => {
     );
     // The consumer's line names the request that caused the event (its shop is the
     // webhooks consumer's to log, which this event does not reach).
-    expect(consumed!.line).toMatchObject({ trace_id: traceId, request_id: requestId });
+    expect(consumed!.line).toMatchObject({ trace_id: traceId, request_id: requestId, outcome: "skipped" });
   });
 
   it("keeps service tokens, API keys, the admin token and webhook secrets out of every log", async () => {

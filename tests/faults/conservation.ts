@@ -14,12 +14,15 @@
  *   a rejected or refused create (`no_provider_accepted`) is closed at every provider it
  *   was passed over at as well, or its completion there is on the provider-facts list;
  * - `events_settled`: no event is left unpublished or unapplied by a consumer after
- *   quiescence, unless it is on the operator's dead-letter list with a reason;
+ *   quiescence, unless it is on the operator's dead-letter list with a reason, or the pool's
+ *   payins consumer rightly skipped it (`poolPayinsUnapplied`);
  * - `webhooks_once`: every terminal operation has one terminal event, delivered, and
  *   received with a valid signature (when the run's receivers are given).
  */
-import { CONSUMER_SUBJECTS, subjectsRegex } from "@gw/events";
+import { fromBinary } from "@bufbuild/protobuf";
+import { CONSUMER_SUBJECTS, poolPayinsSkip, subjectsRegex } from "@gw/events";
 import { Decimal } from "@gw/money";
+import { OperationEventSchema } from "@gw/proto/gateway/operations/v1/operations_pb";
 import { type Books, books as sandboxBooks } from "@gw/sandbox-provider/books";
 import type postgres from "postgres";
 
@@ -122,6 +125,48 @@ const TERMINAL = new Set(["completed", "rejected", "cancelled", "expired"]);
 const POOL = "self_matching";
 /** The most rows one audit page asks for (the edge's largest). */
 const PAGE = 1000;
+
+/**
+ * The operation events on `operations-pool-payins`'s subjects missing from its inbox,
+ * but for the ones it rightly skipped: `poolPayinsSkip` (the consumer's own predicate)
+ * holds for the event, and its operation confirms that the pool was never asked (not the
+ * pool's, never passed over at the pool, no pool on its shop's payin route), so no slot
+ * can exist that the event would have released. A skip the operation does not confirm is
+ * reported as such.
+ */
+export async function poolPayinsUnapplied(
+  sql: postgres.Sql,
+): Promise<{ why: string; event_id: string; subject: string }[]> {
+  const missing = await sql<{ id: string; subject: string; payload: Uint8Array }[]>`
+    select e.id::text, e.subject, e.payload from operations.outbox e
+    where e.subject ~ ${subjectsRegex(CONSUMER_SUBJECTS["operations-pool-payins"])} and not exists
+      (select 1 from operations.inbox i where i.consumer = 'operations-pool-payins' and i.event_id = e.id)`;
+  const skipped = new Map<string, string>();
+  for (const e of missing) {
+    const event = fromBinary(OperationEventSchema, e.payload);
+    if (poolPayinsSkip(event)) skipped.set(e.id, event.operation?.operationId ?? "");
+  }
+  const ids = [...new Set(skipped.values())].filter((id) => id !== "");
+  const neverAsked = new Set(
+    (
+      await sql<{ id: string }[]>`
+        select op.id::text from operations.operations op
+        where op.id::text = any(${ids}::text[]) and op.provider is distinct from ${POOL}
+          and not (${POOL} = any(op.routing_passed))
+          and not exists (select 1 from operations.routes r
+            where r.shop_id = op.shop_id and r.method = op.method and ${POOL} = any(r.payin))`
+    ).map((r) => r.id),
+  );
+  return missing
+    .filter((e) => !neverAsked.has(skipped.get(e.id) ?? ""))
+    .map((e) => ({
+      why: skipped.has(e.id)
+        ? "skipped by operations-pool-payins though the pool may hold a slot"
+        : "not applied by operations-pool-payins",
+      event_id: e.id,
+      subject: e.subject,
+    }));
+}
 
 /** Fetches an admin list; `undefined` when this gateway has no such endpoint (404) or no answer. */
 export async function adminList<T>(gatewayUrl: string, adminToken: string, path: string, key: string) {
@@ -267,9 +312,7 @@ export async function readGatewayBySql(sql: postgres.Sql): Promise<GatewayView> 
     ...(await sql`select 'not applied by operations-withdrawals' as why, e.id::text as event_id from operations.outbox e
                   where e.subject ~ ${subjectsRegex(CONSUMER_SUBJECTS["operations-withdrawals"])} and not exists
                     (select 1 from operations.inbox i where i.consumer = 'operations-withdrawals' and i.event_id = e.id)`),
-    ...(await sql`select 'not applied by operations-pool-payins' as why, e.id::text as event_id from operations.outbox e
-                  where e.subject ~ ${subjectsRegex(CONSUMER_SUBJECTS["operations-pool-payins"])} and not exists
-                    (select 1 from operations.inbox i where i.consumer = 'operations-pool-payins' and i.event_id = e.id)`),
+    ...(await poolPayinsUnapplied(sql)),
     ...(await sql`select 'not applied by operations-pool-payouts' as why, e.id::text as event_id from matching.outbox e
                   where e.subject ~ ${subjectsRegex(CONSUMER_SUBJECTS["operations-pool-payouts"])} and not exists
                     (select 1 from operations.inbox i where i.consumer = 'operations-pool-payouts' and i.event_id = e.id)`),
@@ -607,6 +650,24 @@ const TAMPER: Record<InvariantId, Tamper> = {
  */
 export const TAMPER_CASES: { id: InvariantId; name: string; tamper: Tamper }[] = [
   ...INVARIANTS.map((id) => ({ id, name: id, tamper: TAMPER[id] })),
+  {
+    id: "events_settled",
+    name: "events_settled (pool payins: applied event lost)",
+    // An event the pool's payins consumer applied, as if it never had.
+    tamper: (tx) => tx`delete from operations.inbox where consumer = 'operations-pool-payins'
+      and event_id = (select event_id from operations.inbox where consumer = 'operations-pool-payins' limit 1)`,
+  },
+  {
+    id: "events_settled",
+    name: "events_settled (pool payins: skip the operation does not confirm)",
+    // The pool put on the route of a payin taken by a provider without being asked: its
+    // skipped first event no longer counts as rightly skipped.
+    tamper: (tx) => tx`update operations.routes r set payin = r.payin || ${POOL}::text
+      where (r.shop_id, r.method) = (select op.shop_id, op.method from operations.operations op
+        join operations.routes w on w.shop_id = op.shop_id and w.method = op.method
+        where op.type = 'payment' and op.provider is not null and op.provider <> ${POOL}
+          and not (${POOL} = any(op.routing_passed)) and not (${POOL} = any(w.payin)) limit 1)`,
+  },
   {
     id: "provider_closed",
     name: "provider_closed (refused create)",

@@ -33,6 +33,12 @@ export interface ConsumerOptions<T> {
   decode: (data: Uint8Array) => T;
   /** Applies the event inside the transaction that also records it in the inbox. */
   handle: (tx: postgres.TransactionSql, event: T, eventId: string) => Promise<void>;
+  /**
+   * Whether the event is acked as it is, without a transaction or an inbox row: only for
+   * events `handle` provably does nothing with, decided from the event alone, since a
+   * skipped event is never applied.
+   */
+  skip?: (event: T) => boolean;
   logger: Logger;
   /**
    * How long JetStream waits for an ack before it redelivers a message, in milliseconds
@@ -218,16 +224,19 @@ export async function runConsumer<T>(options: ConsumerOptions<T>): Promise<Runni
     try {
       const event = options.decode(m.data);
       if (options.logFields !== undefined) addLogContext(options.logFields(event));
-      const applied = await sql.begin(async (tx) => {
-        const inserted = await tx`
-          insert into ${sql(schema)}.inbox (consumer, event_id) values (${durable}, ${eventId})
-          on conflict do nothing returning 1`;
-        if (inserted.length === 0) return false;
-        await options.handle(tx, event, eventId);
-        return true;
-      });
+      const applied =
+        options.skip?.(event) === true
+          ? undefined
+          : await sql.begin(async (tx) => {
+              const inserted = await tx`
+                insert into ${sql(schema)}.inbox (consumer, event_id) values (${durable}, ${eventId})
+                on conflict do nothing returning 1`;
+              if (inserted.length === 0) return false;
+              await options.handle(tx, event, eventId);
+              return true;
+            });
       m.ack();
-      const outcome = applied ? "applied" : "duplicate";
+      const outcome = applied === undefined ? "skipped" : applied ? "applied" : "duplicate";
       eventsConsumed.inc({ consumer: durable, outcome });
       // One line per event at debug level; like every line of its handling it names the
       // trace, the event id and the request id that caused the event.

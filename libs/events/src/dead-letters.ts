@@ -31,6 +31,8 @@ export interface EventApplier<T = unknown> {
   durable: string;
   decode: (data: Uint8Array) => T;
   handle: (tx: postgres.TransactionSql, event: T, eventId: string) => Promise<void>;
+  /** See `ConsumerOptions.skip`; a retry never asks it (a dead letter was not skipped). */
+  skip?: (event: T) => boolean;
 }
 
 /** No dead letter of that consumer and event id. */

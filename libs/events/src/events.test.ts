@@ -282,6 +282,47 @@ describe("runConsumer", () => {
     expect(inbox.map((r) => r.event_id).sort()).toEqual([published[1]!.id, published[2]!.id].sort());
   });
 
+  it("acks an event its skip says the handler does nothing with, without an inbox row, and counts it skipped", async () => {
+    const { prefix, stream } = await freshStream();
+    const { schema } = await freshSchema();
+    const durable = `skipping-${randomUUID().slice(0, 8)}`;
+    const handled: string[] = [];
+    const consumer = await runConsumer({
+      nats,
+      prefix,
+      durable,
+      subjects: ["operations.>"],
+      sql,
+      schema,
+      logger,
+      decode: (d) => new TextDecoder().decode(d),
+      skip: (body) => body === "ignored",
+      async handle(tx, body, eventId) {
+        handled.push(body);
+        await countApplication(tx, schema, eventId);
+      },
+    });
+    const skipped = event(prefix, "payment.pending", "ignored");
+    const applied = event(prefix, "payment.pending", "applied");
+    try {
+      for (const e of [skipped, applied]) await nats.js.publish(e.subject, e.payload, { msgID: e.id });
+      await until(
+        async () => {
+          const info = await nats.jsm.consumers.info(stream, durable);
+          return info.num_ack_pending + info.num_pending;
+        },
+        (n) => n === 0,
+        { what: "every message acked" },
+      );
+    } finally {
+      await consumer.stop();
+    }
+    expect(handled).toEqual(["applied"]);
+    const inbox = await sql<{ event_id: string }[]>`select event_id from ${sql(schema)}.inbox`;
+    expect(inbox.map((r) => r.event_id)).toEqual([applied.id]);
+    expect(await metricValue("events_consumed_total", { consumer: durable, outcome: "skipped" })).toBe(1);
+  });
+
   it("updates a durable consumer left with an older configuration in place, keeping its position", async () => {
     const { prefix, stream } = await freshStream();
     const { schema } = await freshSchema();

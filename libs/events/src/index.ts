@@ -32,4 +32,4 @@ export { connectNats, ensureStream, type Nats, streamName } from "./nats.ts";
 export { startNatsProxy } from "./nats-proxy.ts";
 export { enqueueEvent, eventHeaders, type OutboxRow, REQUEST_ID_EVENT_HEADER } from "./outbox.ts";
 export { OutboxRelay, type OutboxRelayOptions } from "./relay.ts";
-export { CONSUMER_SUBJECTS, subjectMatches, subjectsRegex } from "./subscriptions.ts";
+export { CONSUMER_SUBJECTS, poolPayinsSkip, subjectMatches, subjectsRegex } from "./subscriptions.ts";

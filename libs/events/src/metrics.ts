@@ -19,13 +19,16 @@ export const eventsPublished = new Counter({
 
 /**
  * Messages a consumer finished, by outcome: `applied` (the handler ran and committed),
- * `duplicate` (the inbox already held the id, so it was only acked), `failed` (the
- * handler or the decoder threw, so the message was nak-ed for redelivery) and
- * `dead_lettered` (it failed its last attempt, was recorded in `dead_letters` and acked).
+ * `duplicate` (the inbox already held the id, so it was only acked), `skipped` (the
+ * consumer's `skip` said the handler would do nothing with it: acked without a
+ * transaction), `not_subscribed` (outside its subjects, on a server that cannot filter
+ * them), `failed` (the handler or the decoder threw, so the message was nak-ed for
+ * redelivery) and `dead_lettered` (it failed its last attempt, was recorded in
+ * `dead_letters` and acked).
  */
 export const eventsConsumed = new Counter({
   name: "events_consumed_total",
-  help: "Events taken by a durable consumer, by consumer and outcome (applied, duplicate, failed, dead_lettered).",
+  help: "Events taken by a durable consumer, by consumer and outcome (applied, duplicate, skipped, not_subscribed, failed, dead_lettered).",
   labelNames: ["consumer", "outcome"],
   registers: [metricsRegistry],
 });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { coveringFilter } from "./consumer.ts";
-import { CONSUMER_SUBJECTS, subjectMatches, subjectsRegex } from "./subscriptions.ts";
+import { CONSUMER_SUBJECTS, poolPayinsSkip, subjectMatches, subjectsRegex } from "./subscriptions.ts";
 
 describe("subjectMatches", () => {
   it("follows NATS wildcards: * one token, > one or more trailing tokens", () => {
@@ -36,5 +36,17 @@ describe("subjectsRegex", () => {
     const facts = new RegExp(subjectsRegex(CONSUMER_SUBJECTS["ledger-provider-facts"]));
     expect(facts.test("gw.provider_facts.unmatched_payin")).toBe(true);
     expect(facts.test("gw.operations.payment.completed")).toBe(false);
+  });
+});
+
+describe("poolPayinsSkip", () => {
+  it("skips a payin's first event only when its create stated that the pool cannot hold a slot", () => {
+    expect(poolPayinsSkip({ type: "payment.pending", poolMayHoldSlot: false })).toBe(true);
+    expect(poolPayinsSkip({ type: "payment.awaiting_confirmation", poolMayHoldSlot: false })).toBe(true);
+    expect(poolPayinsSkip({ type: "payment.pending", poolMayHoldSlot: true })).toBe(false);
+    // An event written before the statement existed is applied.
+    expect(poolPayinsSkip({ type: "payment.pending" })).toBe(false);
+    for (const type of ["payment.completed", "payment.rejected", "payment.cancelled", "payment.refused"])
+      expect(poolPayinsSkip({ type, poolMayHoldSlot: false })).toBe(false);
   });
 });

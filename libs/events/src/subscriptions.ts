@@ -1,12 +1,14 @@
+import type { OperationEvent } from "@gw/proto/gateway/operations/v1/operations_pb";
+
 /**
  * The subjects (without the events prefix) each durable consumer of the gateway reads:
  * exactly the events its handler acts on. A consumer is never handed the others, so an
  * event nobody acts on costs no inbox transaction anywhere (`payment.pending`, the
  * commonest, reaches only the pool's payins consumer, which releases a slot the pool may
  * hold for a payin another provider took). The services start their consumers with these
- * lists, and the fault suite
- * and the conservation checker expect an event in a consumer's inbox if and only if its
- * subject is on that consumer's list.
+ * lists, and the fault suite and the conservation checker expect an event in a
+ * consumer's inbox if and only if its subject is on that consumer's list, except the
+ * events the pool's payins consumer skips (`poolPayinsSkip`).
  */
 export const CONSUMER_SUBJECTS = {
   /**
@@ -43,7 +45,9 @@ export const CONSUMER_SUBJECTS = {
    * cancelled one's withdrawal frees it too; this consumer dead-letters where that driver
    * gives up); the first event of a payin (pending, awaiting confirmation) frees a slot
    * the pool holds for a payin another provider took, and a refused payin create's
-   * internal `payment.refused` one its late Admit left.
+   * internal `payment.refused` one its late Admit left. A first event whose create states
+   * that the pool cannot hold a slot for it is acked without an inbox row
+   * (`poolPayinsSkip`).
    */
   "operations-pool-payins": [
     "operations.payment.pending",
@@ -60,6 +64,22 @@ export const CONSUMER_SUBJECTS = {
   /** Withdrawals of the money of cancelled payments. */
   "operations-withdrawals": ["operations.payment.cancelled"],
 } as const satisfies Record<string, readonly string[]>;
+
+/** The first events of a payin: the ones `poolPayinsSkip` may skip. */
+const ROUTED_PAYMENT_TYPES = new Set(["payment.pending", "payment.awaiting_confirmation"]);
+
+/**
+ * Whether `operations-pool-payins` acks an operation event as it is, without a transaction
+ * or an inbox row: a payin's first event (pending, awaiting confirmation) whose create
+ * stated that the pool cannot hold a slot for it (`pool_may_hold_slot` false: the pool was
+ * neither on the route it took, nor passed over, nor its provider, so it was never asked).
+ * Its handler would only release such a slot. An event without the statement (an older
+ * producer's, or any other) is applied. The fault suite exempts exactly these from the
+ * consumer's inbox, once the operation confirms them.
+ */
+export function poolPayinsSkip(event: Pick<OperationEvent, "type" | "poolMayHoldSlot">): boolean {
+  return event.poolMayHoldSlot === false && ROUTED_PAYMENT_TYPES.has(event.type);
+}
 
 /** Whether a subject matches a NATS filter (`*` one token, `>` one or more trailing tokens). */
 export function subjectMatches(filter: string, subject: string): boolean {

@@ -8,7 +8,9 @@ import { stringify } from "safe-stable-stringify";
 import { v5 as uuidv5 } from "uuid";
 import { BANKS_BY_CURRENCY } from "./banks.ts";
 import type { Connector, ProviderAnswer, ProviderConfig, ProviderResult } from "./connectors/connector.ts";
+import { SELF_MATCHING } from "./connectors/pool-provider.ts";
 import { ledgerRefusal } from "./dependency-errors.ts";
+import type { EventStatements } from "./events.ts";
 import type { Fact } from "./lifecycle/apply.ts";
 import {
   DependencyUnavailableError,
@@ -422,6 +424,8 @@ type Accepted = {
   answer: Extract<ProviderAnswer, { outcome: "accepted" }>;
   /** A result the provider already reached (found by the status question), applied once recorded. */
   result?: ProviderResult;
+  /** Whether the pool is on the route that found the provider; unknown counts as on it. */
+  poolOnRoute?: boolean;
 };
 
 /**
@@ -535,7 +539,11 @@ async function route(
     if (resolution.outcome === "taken") accepted = takenBy(provider, resolution.result);
     else row = await passOver(deps, row, provider.name, resolution.reason);
   }
-  const recorded = await record(deps, row, accepted);
+  const recorded = await record(
+    deps,
+    row,
+    accepted && { ...accepted, poolOnRoute: names.includes(SELF_MATCHING) },
+  );
   if (accepted && recorded.provider === accepted.provider.name)
     await deps.connectorFor(accepted.provider.kind)?.recorded?.(accepted.provider, recorded);
   if (accepted?.result && recorded.provider === accepted.provider.name) {
@@ -642,6 +650,7 @@ async function record(
       // Accepted: pending or awaiting confirmation, or cancelled when a cancel arrived
       // meanwhile (the cancel won: no requisites are ever stored, so none can be shown).
       const data: DataPatch = { routing_deadline: null };
+      let statements: EventStatements = {};
       if (!current.cancel_requested) {
         data.expires_at = answer.expiresAt ?? null;
         if (current.type === "payment" && answer.requisites) {
@@ -649,11 +658,22 @@ async function record(
           data.name = answer.requisites.name ?? null;
           data.bankname = answer.requisites.bankname ?? null;
         }
+        // Only a payin the pool was asked for (`Admit`, by this driver, an earlier one or
+        // an earlier attempt, under a route with the pool) can have a slot there; its
+        // event says whether that can be, so the pool's consumer skips the ones that
+        // cannot (`poolPayinsSkip`) instead of opening a transaction for nothing.
+        if (current.type === "payment")
+          statements = {
+            poolMayHoldSlot:
+              accepted.poolOnRoute !== false ||
+              provider.name === SELF_MATCHING ||
+              current.routing_passed.includes(SELF_MATCHING),
+          };
       }
       ({ row: next } = await deps.store.applyFact(
         current,
         { kind: "provider_accepted", provider: provider.name, receiptRequired: answer.receiptRequired },
-        { data },
+        { data, statements },
       ));
     }
     if (next) return next;

@@ -1,8 +1,15 @@
 import { create, toBinary } from "@bufbuild/protobuf";
 import type { OutboxRow } from "@gw/events";
-import { OperationEventSchema, type ReceiptItem } from "@gw/proto/gateway/operations/v1/operations_pb";
+import {
+  type OperationEvent,
+  OperationEventSchema,
+  type ReceiptItem,
+} from "@gw/proto/gateway/operations/v1/operations_pb";
 import { v7 as uuidv7 } from "uuid";
 import { eventType, type OperationRow, toOperation } from "./model.ts";
+
+/** What the writer of an event states beyond the row (see `OperationEvent`). */
+export type EventStatements = Pick<OperationEvent, "poolMayHoldSlot">;
 
 /**
  * The outbox row announcing a row's current state, published on
@@ -14,6 +21,7 @@ export function operationEvent(
   row: OperationRow,
   receipts: ReceiptItem[] = [],
   type = eventType(row),
+  statements: EventStatements = {},
 ): OutboxRow {
   const id = uuidv7();
   const event = create(OperationEventSchema, {
@@ -23,6 +31,7 @@ export function operationEvent(
     scope: { merchantId: row.merchant_id, shopId: row.shop_id },
     operation: toOperation(row),
     receipts,
+    ...statements,
   });
   return { id, subject: `${prefix}.operations.${type}`, payload: toBinary(OperationEventSchema, event) };
 }

@@ -103,6 +103,22 @@ const slotStatus = async (payinId: string) => {
 
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** The ids of a payin's pending and awaiting-confirmation events, oldest first. */
+async function routedEventIds(operationId: string): Promise<string[]> {
+  const rows = await h.sql<{ id: string; payload: Buffer }[]>`
+    select id::text, payload from operations.outbox
+    where subject ~ '\\.payment\\.(pending|awaiting_confirmation)$' order by seq`;
+  return rows
+    .filter((r) => fromBinary(OperationEventSchema, r.payload).operation?.operationId === operationId)
+    .map((r) => r.id);
+}
+
+const inPoolInbox = async (eventId: string) =>
+  (
+    await h.sql`select 1 from operations.inbox
+      where consumer = 'operations-pool-payins' and event_id = ${eventId}`
+  ).length === 1;
+
 describe("a pool slot lives as long as its payment", () => {
   it("is never released by matching while its payment awaits a receipt or is in manual check, so completing the payment settles the slot and the payout", async () => {
     const merchant = await shop([SELF_MATCHING]);
@@ -223,6 +239,28 @@ describe("a pool slot lives as long as its payment", () => {
     );
     const freed = await h.matching.getPoolPayout({ operationId: out });
     expect(freed.payout).toMatchObject({ freeAmount: "733.19", reservedAmount: "0.00" });
+    // The pool was asked (it declined), so its consumer applied the pending event.
+    const [pending] = await routedEventIds(id);
+    expect(await inPoolInbox(pending ?? "")).toBe(true);
+  });
+
+  it("costs the pool's consumer nothing when the payin's route has no pool: its pending event is acked without an inbox row", async () => {
+    const name = `acme-${randomUUID().slice(0, 8)}`;
+    await h.provider(name, { mode: "accept", expires_in_seconds: 900 }, { mode: "accept" });
+    const plain = (await payment(await shop([name]), "734.11")).operation;
+    expect(plain?.status).toBe("pending");
+    // A later payin the pool was asked for (it cannot take the amount): its event comes
+    // after the plain one's in the stream, which the consumer reads in order.
+    const after = (await payment(await shop([SELF_MATCHING, name]), "77.00")).operation;
+    expect(after?.status).toBe("pending");
+    const [afterEvent] = await routedEventIds(after?.operationId ?? "");
+    await eventually(
+      () => inPoolInbox(afterEvent ?? ""),
+      (applied) => expect(applied).toBe(true),
+    );
+    const [plainEvent] = await routedEventIds(plain?.operationId ?? "");
+    expect(plainEvent).toBeDefined();
+    expect(await inPoolInbox(plainEvent ?? "")).toBe(false);
   });
 
   it("is released when its payin's create was refused after an Admit that answered too late, and a late release never touches the slot of a retry the pool took", async () => {

@@ -4,6 +4,7 @@ import {
   CONSUMER_SUBJECTS,
   type EventApplier,
   type Nats,
+  poolPayinsSkip,
   type RetryPolicy,
   type RunningConsumer,
   runConsumer,
@@ -439,6 +440,8 @@ export function poolConsumers(pool: PoolDeps) {
     durable: "operations-pool-payins",
     decode: (data) => fromBinary(OperationEventSchema, data),
     handle: (tx, event) => onPaymentEvent(pool, tx, event),
+    // A payin the pool was never asked for has no slot to release: no transaction.
+    skip: poolPayinsSkip,
   };
   const payouts: EventApplier<PoolPayoutEvent> = {
     durable: "operations-pool-payouts",
@@ -456,7 +459,8 @@ export function poolConsumers(pool: PoolDeps) {
   };
   // Each reads only the subjects it acts on (libs/events CONSUMER_SUBJECTS): the payins
   // handler looks at terminal payment events, and at the first event of a payin another
-  // provider took (to free a slot the pool may hold for it).
+  // provider took (to free a slot the pool may hold for it) unless its create stated that
+  // the pool was never asked.
   return {
     payins: { applier: payins, subjects: [...CONSUMER_SUBJECTS["operations-pool-payins"]] },
     payouts: { applier: payouts, subjects: [...CONSUMER_SUBJECTS["operations-pool-payouts"]] },

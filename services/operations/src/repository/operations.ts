@@ -6,7 +6,7 @@ import type { ReceiptItem } from "@gw/proto/gateway/operations/v1/operations_pb"
 import type postgres from "postgres";
 import type { ProviderConfig } from "../connectors/connector.ts";
 import { builtInProvider } from "../connectors/pool-provider.ts";
-import { operationEvent } from "../events.ts";
+import { type EventStatements, operationEvent } from "../events.ts";
 import {
   type Applied,
   apply,
@@ -374,7 +374,7 @@ export class OperationStore {
   private async transition(
     before: OperationRow,
     patch: OperationPatch,
-    options: { emit: boolean; receipts?: ReceiptItem[]; tx?: Tx },
+    options: { emit: boolean; receipts?: ReceiptItem[]; statements?: EventStatements; tx?: Tx },
   ): Promise<OperationRow | undefined> {
     const tx = options.tx ?? this.#sql;
     assertTransition(before, patch, options.emit);
@@ -392,7 +392,7 @@ export class OperationStore {
         where id = ${before.id} and version = ${before.version} returning id`;
       return rows.length === 1 ? after : undefined;
     }
-    const event = operationEvent(this.#prefix, after, options.receipts);
+    const event = operationEvent(this.#prefix, after, options.receipts, undefined, options.statements);
     const rows = await tx<{ changed: number }[]>`
       with upd as (
         update operations.operations set ${this.#sql(columns)}
@@ -409,15 +409,16 @@ export class OperationStore {
    * Applies a lifecycle fact to `before` (read, or locked, by the caller): records the
    * legs the fact adds, then writes its change with its event (and, on a completion, the
    * receipts) through `transition`, in one transaction; a fact decided without the legs
-   * that adds none is the one statement of `transition`, atomic on its own. `data` adds columns that are not
-   * the lifecycle's (requisites, say). Throws the fact's `DomainError`; returns the row
+   * that adds none is the one statement of `transition`, atomic on its own. `data` adds
+   * columns that are not the lifecycle's (requisites, say), `statements` what its event
+   * states beyond the row (`EventStatements`). Throws the fact's `DomainError`; returns the row
    * after (the same row when neither the fact nor `data` changes anything), or undefined when the version
    * moved on (re-read and decide).
    */
   async applyFact(
     before: OperationRow,
     fact: Fact,
-    options: { tx?: postgres.TransactionSql; data?: DataPatch } = {},
+    options: { tx?: postgres.TransactionSql; data?: DataPatch; statements?: EventStatements } = {},
   ): Promise<{ row: OperationRow | undefined; applied: Applied }> {
     const tx = options.tx;
     if (!tx) {
@@ -425,11 +426,11 @@ export class OperationStore {
       // change is one version-checked statement, with no transaction around it.
       const blind = applyWithoutLegs(before, fact);
       if (blind && (isDomainError(blind) || !blind.change || writesOnlyTheRow(blind.change)))
-        return this.#write(before, blind, this.#sql, options.data);
+        return this.#write(before, blind, this.#sql, options);
       return this.#sql.begin((t) => this.applyFact(before, fact, { ...options, tx: t }));
     }
     const legs = await this.legs(before.id, tx);
-    return this.#write(before, apply({ ...before, legs }, fact), tx, options.data, legs);
+    return this.#write(before, apply({ ...before, legs }, fact), tx, options, legs);
   }
 
   /** Writes what `apply` decided for `before` (the legs it read, if any, are `legs`). */
@@ -437,7 +438,7 @@ export class OperationStore {
     before: OperationRow,
     applied: Applied | DomainError,
     tx: Tx,
-    data: DataPatch | undefined,
+    { data, statements }: { data?: DataPatch | undefined; statements?: EventStatements | undefined },
     legs: LegRow[] = [],
   ): Promise<{ row: OperationRow | undefined; applied: Applied }> {
     if (isDomainError(applied)) throw applied;
@@ -460,7 +461,12 @@ export class OperationStore {
         ? receiptsOf({ ...before, ...patch }, change.legs.length > 0 ? await this.legs(before.id, tx) : legs)
             .receipts
         : undefined;
-    const row = await this.transition(before, patch, { emit: events.length > 0, receipts, tx });
+    const row = await this.transition(before, patch, {
+      emit: events.length > 0,
+      receipts,
+      statements,
+      tx,
+    });
     return { row, applied };
   }
 

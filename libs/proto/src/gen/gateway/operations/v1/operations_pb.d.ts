@@ -253,6 +253,16 @@ export declare type OperationEvent = Message<"gateway.operations.v1.OperationEve
    * @generated from field: repeated gateway.operations.v1.ReceiptItem receipts = 6;
    */
   receipts: ReceiptItem[];
+
+  /**
+   * Set by the create that routed a payin, on its pending or awaiting_confirmation event:
+   * false when the self-matching pool cannot hold a slot for it (the pool was neither on
+   * the route the create took, nor passed over, nor the provider), true otherwise. Unset
+   * (other events, an older producer): not known, so a consumer must assume it may.
+   *
+   * @generated from field: optional bool pool_may_hold_slot = 7;
+   */
+  poolMayHoldSlot?: boolean | undefined;
 };
 
 /**
