@@ -2,15 +2,16 @@ import { randomUUID } from "node:crypto";
 import { connect, createTestDatabase, type Database, type Sql, type TestDatabase } from "@gw/db";
 import { createLogger } from "@gw/log";
 import { metricsRegistry } from "@gw/rpc";
-import { AckPolicy, DeliverPolicy, StorageType } from "@nats-io/jetstream";
+import { AckPolicy, DeliverPolicy, type JetStreamClient, StorageType } from "@nats-io/jetstream";
 import { nanos } from "@nats-io/transport-node";
+import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { randomPrefix, readStream, until } from "../test-fixtures/helpers.ts";
 import { countApplication, createEventSchema } from "../test-fixtures/schema.ts";
 import { runConsumer } from "./consumer.ts";
 import { connectNats, ensureStream, type Nats, streamName } from "./nats.ts";
 import { enqueueEvent, type OutboxRow } from "./outbox.ts";
-import { OutboxRelay } from "./relay.ts";
+import { OutboxRelay, relayLockKey } from "./relay.ts";
 
 const NATS_URL = process.env.NATS_URL ?? "nats://127.0.0.1:4222";
 const logger = createLogger("events-test", "silent");
@@ -113,6 +114,7 @@ describe("enqueueEvent and OutboxRelay", () => {
 
     const relay = new OutboxRelay({ sql, schema, js: nats.js, logger });
     expect(await relay.drainOnce()).toBe(0);
+    await relay.stop();
     expect((await nats.jsm.streams.info(stream)).state.messages).toBe(0);
     expect(await sql`select 1 from ${sql(schema)}.outbox`).toHaveLength(0);
   });
@@ -232,6 +234,187 @@ describe("enqueueEvent and OutboxRelay", () => {
         await r.conn.nc.drain();
         await r.pool.sql.end();
       }
+    }
+    const stored = await readStream(nats, stream);
+    expect(stored.map((m) => m.msgId)).toEqual(rows.map((r) => r.id));
+  });
+});
+
+describe("OutboxRelay leadership", () => {
+  /** The backend holding the relay lock of `schema`, once one does. */
+  const lockHolder = (schema: string) =>
+    until(
+      async () =>
+        (
+          await sql<{ pid: number }[]>`
+            select pid from pg_locks
+            where locktype = 'advisory' and granted
+              and ((classid::bigint << 32) | objid::bigint) = ${relayLockKey(schema)}::bigint`
+        )[0]?.pid,
+      (pid) => pid !== undefined,
+      { what: "a relay holding the lock" },
+    ) as Promise<number>;
+
+  /** Terminates a backend and waits until it is gone, so its client's next statement fails. */
+  const terminate = async (pid: number) => {
+    await sql`select pg_terminate_backend(${pid})`;
+    await until(
+      async () => (await sql`select 1 from pg_stat_activity where pid = ${pid}`).length,
+      (n) => n === 0,
+      { everyMs: 5, what: `backend ${pid} to exit` },
+    );
+  };
+
+  /** `js` whose publishes run `around` each real publish: a fault or a pause at a chosen point. */
+  const publishingThrough = (
+    around: (publish: () => ReturnType<JetStreamClient["publish"]>) => ReturnType<JetStreamClient["publish"]>,
+  ) =>
+    new Proxy(nats.js, {
+      get: (target, key, receiver) =>
+        key === "publish"
+          ? (...args: Parameters<JetStreamClient["publish"]>) => around(() => target.publish(...args))
+          : Reflect.get(target, key, receiver),
+    });
+
+  const unpublished = async (schema: string) =>
+    (
+      await sql<
+        { n: number }[]
+      >`select count(*)::int as n from ${sql(schema)}.outbox where published_at is null`
+    )[0]?.n;
+
+  it("sends two statements per batch once it leads: the locking select and the marking update", async () => {
+    const { prefix } = await freshStream();
+    const { schema, outbox } = await freshSchema();
+    const statements: string[] = [];
+    const relaySql = postgres(testDb.url, {
+      max: 2,
+      onnotice: () => {},
+      debug: (_c, query) => statements.push(query),
+    });
+    const relay = new OutboxRelay({ sql: relaySql, schema, js: nats.js, logger });
+    try {
+      // The first batch connects and takes the lead; what counts is every batch after it.
+      await db.transaction((tx) => enqueueEvent(tx, outbox, schema, [event(prefix, "payment.pending")]));
+      expect(await relay.drainOnce()).toBe(1);
+      for (let i = 0; i < 3; i++) {
+        await db.transaction((tx) => enqueueEvent(tx, outbox, schema, [event(prefix, "payment.completed")]));
+        statements.length = 0;
+        expect(await relay.drainOnce()).toBe(1);
+        expect(statements).toHaveLength(2);
+      }
+    } finally {
+      await relay.stop();
+      await relaySql.end();
+    }
+  });
+
+  it("republishes a batch whose acks were lost before the marking, and the stream stores it once", async () => {
+    const { prefix, stream } = await freshStream();
+    const { schema, outbox } = await freshSchema();
+    const rows = Array.from({ length: 6 }, (_, i) => event(prefix, "payment.pending", String(i)));
+    await db.transaction((tx) => enqueueEvent(tx, outbox, schema, rows));
+    let publishes = 0;
+    // JetStream stores every row of the first batch, but the last ack never arrives:
+    // the relay must not mark the batch, and must publish it again.
+    const js = publishingThrough(async (publish) => {
+      const ack = await publish();
+      if (++publishes === rows.length) throw new Error("the ack was lost");
+      return ack;
+    });
+    const relay = new OutboxRelay({ sql, schema, js, logger });
+    try {
+      await expect(relay.drainOnce()).rejects.toThrow("the ack was lost");
+      expect(await unpublished(schema)).toBe(rows.length);
+      expect(await relay.drainOnce()).toBe(rows.length);
+    } finally {
+      await relay.stop();
+    }
+    expect(publishes).toBe(2 * rows.length);
+    expect(await unpublished(schema)).toBe(0);
+    const stored = await readStream(nats, stream);
+    expect(stored.map((m) => m.msgId)).toEqual(rows.map((r) => r.id));
+  });
+
+  it("hands the lead to the other replica when the leader's backend is terminated, keeping commit order", async () => {
+    const { prefix, stream } = await freshStream();
+    const { schema, outbox } = await freshSchema();
+    const rows = Array.from({ length: 300 }, (_, i) => event(prefix, "payment.pending", String(i)));
+    for (let i = 0; i < rows.length; i += 30) {
+      await db.transaction((tx) => enqueueEvent(tx, outbox, schema, rows.slice(i, i + 30)));
+    }
+    const replicas = [1, 2].map((n) => {
+      const pool = connect(testDb.url, { max: 2, application: `relay-${n}` });
+      // Each publish waits a little, so a termination lands while a batch is in flight.
+      const js = publishingThrough(async (publish) => {
+        await new Promise((r) => setTimeout(r, 1));
+        return publish();
+      });
+      const relay = new OutboxRelay({ sql: pool.sql, schema, js, logger, batchSize: 5, pollMs: 10 });
+      return { pool, relay };
+    });
+    await Promise.all(replicas.map((r) => r.relay.start()));
+    const stored = async () => (await nats.jsm.streams.info(stream)).state.messages;
+    try {
+      for (const point of [60, 140, 220]) {
+        await until(stored, (n) => n >= point, { everyMs: 5, what: `the stream to reach ${point}` });
+        await terminate(await lockHolder(schema));
+      }
+      await until(
+        () => unpublished(schema),
+        (n) => n === 0,
+        { what: "the outbox to empty" },
+      );
+    } finally {
+      for (const r of replicas) {
+        await r.relay.stop();
+        await r.pool.sql.end();
+      }
+    }
+    // Both led at some point: the one terminated first backs off, the other polls.
+    expect(replicas.map((r) => r.relay.published > 0)).toEqual([true, true]);
+    const messages = await readStream(nats, stream);
+    expect(messages.map((m) => m.msgId)).toEqual(rows.map((r) => r.id));
+  });
+
+  it("finishes and marks the whole batch in flight when stopped, then lets another replica lead at once", async () => {
+    const { prefix, stream } = await freshStream();
+    const { schema, outbox } = await freshSchema();
+    const rows = Array.from({ length: 8 }, (_, i) => event(prefix, "payment.pending", String(i)));
+    await db.transaction((tx) => enqueueEvent(tx, outbox, schema, rows));
+    let entered!: () => void;
+    const publishing = new Promise<void>((r) => {
+      entered = r;
+    });
+    let release!: () => void;
+    const gate = new Promise<void>((r) => {
+      release = r;
+    });
+    const js = publishingThrough(async (publish) => {
+      entered();
+      await gate;
+      return publish();
+    });
+    const relay = new OutboxRelay({ sql, schema, js, logger, batchSize: 5, pollMs: 120_000 });
+    await relay.start();
+    await publishing;
+    let stopped = false;
+    const stopping = relay.stop().then(() => {
+      stopped = true;
+    });
+    await new Promise((r) => setImmediate(r));
+    expect(stopped).toBe(false);
+    release();
+    await stopping;
+
+    expect(relay.published).toBe(5);
+    expect(await unpublished(schema)).toBe(3);
+    // The stopped relay gave up its lock with its connection: the next one leads at once.
+    const next = new OutboxRelay({ sql, schema, js: nats.js, logger });
+    try {
+      expect(await next.drainOnce()).toBe(3);
+    } finally {
+      await next.stop();
     }
     const stored = await readStream(nats, stream);
     expect(stored.map((m) => m.msgId)).toEqual(rows.map((r) => r.id));
