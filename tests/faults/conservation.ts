@@ -154,7 +154,8 @@ export async function poolPayinsUnapplied(
         where op.id::text = any(${ids}::text[]) and op.provider is distinct from ${POOL}
           and not (${POOL} = any(op.routing_passed))
           and not exists (select 1 from operations.routes r
-            where r.shop_id = op.shop_id and r.method = op.method and ${POOL} = any(r.payin))`
+            where r.shop_id = op.shop_id and r.method = op.method and ${POOL} = any(r.payin))
+          and not exists (select 1 from matching.slots s where s.payin_id = op.id and s.status = 'reserved')`
     ).map((r) => r.id),
   );
   return missing

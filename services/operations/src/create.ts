@@ -214,7 +214,8 @@ export async function createOperation(
     return resume(deps, input, hash, winner, deadline, signal);
   }
   return {
-    row: await route(deps, claimed, routing.providers, routing.names, deadline, signal),
+    // A flexible link's payment may hold the Admit its link made (`forLink`).
+    row: await route(deps, claimed, routing.providers, routing.names, deadline, signal, !options.forLink),
     replayed: false,
   };
 }
@@ -424,7 +425,10 @@ type Accepted = {
   answer: Extract<ProviderAnswer, { outcome: "accepted" }>;
   /** A result the provider already reached (found by the status question), applied once recorded. */
   result?: ProviderResult;
-  /** Whether the pool is on the route that found the provider; unknown counts as on it. */
+  /**
+   * Whether the pool was on the route that found the provider, when that route is the only
+   * one the operation ever had (its first attempt); unknown counts as on it.
+   */
   poolOnRoute?: boolean;
 };
 
@@ -454,6 +458,11 @@ async function route(
   names: string[],
   deadline: number,
   signal: AbortSignal,
+  /**
+   * The create that has just claimed the row: no earlier attempt (a dead driver, a refused
+   * create, a link) can have asked the pool under another route.
+   */
+  firstAttempt = false,
 ): Promise<OperationRow> {
   let row = claimed;
   let accepted: Accepted | undefined;
@@ -542,7 +551,7 @@ async function route(
   const recorded = await record(
     deps,
     row,
-    accepted && { ...accepted, poolOnRoute: names.includes(SELF_MATCHING) },
+    accepted && { ...accepted, poolOnRoute: firstAttempt ? names.includes(SELF_MATCHING) : undefined },
   );
   if (accepted && recorded.provider === accepted.provider.name)
     await deps.connectorFor(accepted.provider.kind)?.recorded?.(accepted.provider, recorded);
@@ -661,7 +670,9 @@ async function record(
         // Only a payin the pool was asked for (`Admit`, by this driver, an earlier one or
         // an earlier attempt, under a route with the pool) can have a slot there; its
         // event says whether that can be, so the pool's consumer skips the ones that
-        // cannot (`poolPayinsSkip`) instead of opening a transaction for nothing.
+        // cannot (`poolPayinsSkip`) instead of opening a transaction for nothing. Only a
+        // first attempt knows every route it had: any other may have been admitted
+        // under a route since changed.
         if (current.type === "payment")
           statements = {
             poolMayHoldSlot:

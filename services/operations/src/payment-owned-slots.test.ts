@@ -14,6 +14,7 @@ import {
   eventually,
   failureOf,
   forceTransition,
+  insertAbandonedRouting,
   type OperationsHarness,
   startHarness,
 } from "./test-support.ts";
@@ -261,6 +262,53 @@ describe("a pool slot lives as long as its payment", () => {
     const [plainEvent] = await routedEventIds(plain?.operationId ?? "");
     expect(plainEvent).toBeDefined();
     expect(await inPoolInbox(plainEvent ?? "")).toBe(false);
+  });
+
+  it("is released when a driver that died after its Admit is taken over under a route without the pool", async () => {
+    const name = `acme-${randomUUID().slice(0, 8)}`;
+    await h.provider(name, { mode: "accept", expires_in_seconds: 900 }, { mode: "accept" });
+    const merchant = await shop([SELF_MATCHING, name]);
+    const out = (await payout(merchant, "736.41")).operation?.operationId ?? "";
+    await eventually(
+      () => h.matching.getPoolPayout({ operationId: out }).catch(() => undefined),
+      (p) => expect(p?.payout?.freeAmount).toBe("736.41"),
+    );
+    // A create claimed the key, the pool admitted it, and the create's process died before
+    // recording anything: the row is `routing` past its deadline, the slot reserved.
+    const req = {
+      scope: merchant,
+      type: "payment",
+      merchantOperationId: `pay-${randomUUID()}`,
+      clientId: "payer",
+      method: "WT_RUB_C2C",
+      amount: "736.41",
+      currency: "RUB",
+    };
+    const id = await insertAbandonedRouting(h.store, merchant, req);
+    await h.matching.admit({
+      payinId: id,
+      shopId: merchant.shopId,
+      method: "WT_RUB_C2C",
+      currency: "RUB",
+      amount: "736.41",
+      slotLifetimeMs: 600_000n,
+    });
+    expect(await slotStatus(id)).toBe("reserved");
+    // The pool leaves the route; the retried create takes the routing over and the other
+    // provider takes the payin. Nothing of the current route says the pool was asked.
+    await h.operations.putRoute({
+      shopId: merchant.shopId,
+      method: "WT_RUB_C2C",
+      payin: [name],
+      payout: [name],
+      settlementCurrency: "RUB",
+    });
+    const pay = await h.operations.createOperation(req);
+    expect(pay.operation).toMatchObject({ operationId: id, status: "pending" });
+    await eventually(
+      () => slotStatus(id),
+      (s) => expect(s).toBe("released"),
+    );
   });
 
   it("is released when its payin's create was refused after an Admit that answered too late, and a late release never touches the slot of a retry the pool took", async () => {

@@ -397,15 +397,14 @@ async function onPaymentEvent(pool: PoolDeps, tx: Tx, event: OperationEvent) {
  * A payin a provider after the pool took, or cancelled before any provider was recorded:
  * a slot the pool may still hold for it (its Admit answered too late, say) is released,
  * since its requisites were never shown. Matching never ends a slot on its own, so nobody
- * else would.
+ * else would. Whatever the route is now: the Admit may date from a route since changed
+ * (a release of no slot is answered `not_found`, and remembered against a late Admit).
  */
 async function releaseSlotNotTaken(
   pool: PoolDeps,
   row: OperationRow,
   reason: "rejected" | "cancelled" = "rejected",
 ): Promise<void> {
-  const routing = await pool.store.routeWithProviders(row.shop_id, row.method ?? "", "payin");
-  if (!routing?.names.includes(SELF_MATCHING)) return;
   await releaseSlot(pool, row.id, reason, row.version);
 }
 

@@ -256,8 +256,9 @@ export declare type OperationEvent = Message<"gateway.operations.v1.OperationEve
 
   /**
    * Set by the create that routed a payin, on its pending or awaiting_confirmation event:
-   * false when the self-matching pool cannot hold a slot for it (the pool was neither on
-   * the route the create took, nor passed over, nor the provider), true otherwise. Unset
+   * false when the self-matching pool cannot hold a slot for it (the create's first
+   * attempt, and the pool was neither on its route, nor passed over, nor the provider),
+   * true otherwise. Unset
    * (other events, an older producer): not known, so a consumer must assume it may.
    *
    * @generated from field: optional bool pool_may_hold_slot = 7;
