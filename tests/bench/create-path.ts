@@ -179,7 +179,9 @@ try {
   const best = results.reduce((a, b) => (b.callsPerSec > a.callsPerSec ? b : a));
 
   // Creates at half the best rate, started on a schedule as independent merchants would,
-  // with latency from each one's scheduled start.
+  // with latency from each one's scheduled start; once the consumers have worked off the
+  // last level's events, whose backlog would otherwise land on this window's first second.
+  await untilIdle();
   let openBefore: CpuSnapshot | undefined;
   let openAfter: CpuSnapshot | undefined;
   const open = await measureOpenLoop(create, {
