@@ -4,6 +4,8 @@ import { type CacheOutcome, InvalidatedCache } from "./invalidated-cache.ts";
 import { connectNats, type Nats } from "./nats.ts";
 import { startNatsProxy } from "./nats-proxy.ts";
 
+type NatsProxy = Awaited<ReturnType<typeof startNatsProxy>>;
+
 const NATS_URL = process.env.NATS_URL ?? "nats://127.0.0.1:4222";
 const logger = createLogger("invalidated-cache-test", "silent");
 
@@ -16,6 +18,34 @@ afterAll(async () => {
 });
 
 const subject = () => `invalidated-cache-test.${Math.random().toString(36).slice(2)}`;
+
+/**
+ * A started cache (round trips time out after 100 ms) on a NATS connection through a proxy
+ * the test can hold, with the outcomes it reported; closed after `fn`.
+ */
+async function withHeldCache(
+  fn: (h: { cache: InvalidatedCache<string>; proxy: NatsProxy; outcomes: CacheOutcome[] }) => Promise<void>,
+) {
+  const proxy = await startNatsProxy(NATS_URL);
+  const own = await connectNats(proxy.url, "invalidated-cache-test-held");
+  const outcomes: CacheOutcome[] = [];
+  const cache = new InvalidatedCache<string>(own.nc, {
+    subject: subject(),
+    logger,
+    what: "test",
+    barrierTimeoutMs: 100,
+    onOutcome: (o) => outcomes.push(o),
+  });
+  await cache.start();
+  try {
+    await fn({ cache, proxy, outcomes });
+  } finally {
+    cache.stop();
+    await own.nc.close().catch(() => {});
+    proxy.cut();
+    await proxy.close();
+  }
+}
 
 describe("InvalidatedCache", () => {
   it("keeps nothing before it has subscribed to invalidations, nor after it stopped", async () => {
@@ -64,18 +94,7 @@ describe("InvalidatedCache", () => {
   });
 
   it("serves a fresh entry after a round trip its caller started earlier, and leaves none unhandled", async () => {
-    const proxy = await startNatsProxy(NATS_URL);
-    const own = await connectNats(proxy.url, "invalidated-cache-test-early");
-    const outcomes: CacheOutcome[] = [];
-    const cache = new InvalidatedCache<string>(own.nc, {
-      subject: subject(),
-      logger,
-      what: "test",
-      barrierTimeoutMs: 100,
-      onOutcome: (o) => outcomes.push(o),
-    });
-    await cache.start();
-    try {
+    await withHeldCache(async ({ cache, proxy, outcomes }) => {
       expect(await cache.get("k", async () => "cached")).toBe("cached");
       const early = cache.barrier();
       await early;
@@ -88,38 +107,17 @@ describe("InvalidatedCache", () => {
       void cache.barrier();
       await new Promise((r) => setTimeout(r, 200));
       expect(outcomes).toEqual(["miss", "hit"]);
-    } finally {
-      cache.stop();
-      await own.nc.close().catch(() => {});
-      proxy.cut();
-      await proxy.close();
-    }
+    });
   });
 
   it("reads without the cache when the NATS round trip does not come back (a half-open connection)", async () => {
-    const proxy = await startNatsProxy(NATS_URL);
-    const own = await connectNats(proxy.url, "invalidated-cache-test-held");
-    const outcomes: CacheOutcome[] = [];
-    const cache = new InvalidatedCache<string>(own.nc, {
-      subject: subject(),
-      logger,
-      what: "test",
-      barrierTimeoutMs: 100,
-      onOutcome: (o) => outcomes.push(o),
-    });
-    await cache.start();
-    try {
+    await withHeldCache(async ({ cache, proxy, outcomes }) => {
       expect(await cache.get("k", async () => "cached")).toBe("cached");
       // From now on nothing the server sends reaches the client (its PONGs included); the
       // connection itself stays up. Without the timeout the lookup would wait for good.
       proxy.delay(600_000);
       expect(await cache.get("k", async () => "read")).toBe("read");
       expect(outcomes).toEqual(["miss", "bypass"]);
-    } finally {
-      cache.stop();
-      await own.nc.close().catch(() => {});
-      proxy.cut();
-      await proxy.close();
-    }
+    });
   });
 });

@@ -9,28 +9,15 @@
  * wall µs per sequential create and the statements sent per create.
  */
 import { randomUUID } from "node:crypto";
-import { connect, createTestDatabase, migrateSchema } from "@gw/db";
-import { createLogger } from "@gw/log";
-import { buildApp, configSchema, migrationsFolder } from "../src/app.ts";
-import { CallbackSender } from "../src/callbacks.ts";
-import { HeldRequests } from "../src/provider-api.ts";
+import { createTestDatabase, migrateSchema } from "@gw/db";
+import { inProcessApp, migrationsFolder } from "../src/app.ts";
 
 const n = Number(process.argv[2] ?? 2000);
 const database = await createTestDatabase();
 let statements = 0;
-const { sql, db } = connect(database.url, { onStatement: () => void statements++ });
+const { app, sql, db } = inProcessApp(database.url, { onStatement: () => void statements++ });
 try {
   await migrateSchema(sql, db, "sandbox", migrationsFolder);
-  const config = configSchema.parse({ DATABASE_URL: database.url, LOG_LEVEL: "silent" });
-  const logger = createLogger("bench", "silent");
-  const app = buildApp({
-    config,
-    logger,
-    sql,
-    db,
-    sender: new CallbackSender(sql, config, logger),
-    held: new HeldRequests(),
-  });
   const credentials = "bench-credentials-00000001";
   await app.request("/control/providers/bench", {
     method: "PUT",

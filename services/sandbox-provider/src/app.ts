@@ -9,12 +9,13 @@ import { serve } from "@hono/node-server";
 import { Hono } from "hono";
 import { CallbackSender } from "./callbacks.ts";
 import type { SandboxConfig } from "./config.ts";
+import { configSchema } from "./config.ts";
 import { controlApi } from "./control-api.ts";
 import { ApiError, errorResponse } from "./errors.ts";
 import { HeldRequests, providerApi } from "./provider-api.ts";
 
 export type { SandboxConfig } from "./config.ts";
-export { configSchema } from "./config.ts";
+export { configSchema };
 
 export const migrationsFolder = fileURLToPath(new URL("../drizzle", import.meta.url));
 
@@ -80,6 +81,28 @@ export function buildApp(deps: AppDeps) {
  * callback retry worker. `stop()` releases held requests, stops taking calls, lets the
  * worker finish its pass and closes the pool.
  */
+/**
+ * One sandbox process's app on `databaseUrl` with no listener and no callback worker, for
+ * tests and benches that call it in process (`onStatement` sees every statement it sends).
+ */
+export function inProcessApp(
+  databaseUrl: string,
+  options: { max?: number; onStatement?: (query: string) => void } = {},
+) {
+  const { sql, db } = connect(databaseUrl, options);
+  const config = configSchema.parse({ DATABASE_URL: databaseUrl, LOG_LEVEL: "silent" });
+  const logger = createLogger("sandbox-in-process", "silent");
+  const app = buildApp({
+    config,
+    logger,
+    sql,
+    db,
+    sender: new CallbackSender(sql, config, logger),
+    held: new HeldRequests(),
+  });
+  return { app, sql, db };
+}
+
 export async function startSandbox(config: SandboxConfig): Promise<RunningSandbox> {
   const logger = createLogger("sandbox-provider", config.LOG_LEVEL);
   const { sql, db } = connect(config.DATABASE_URL, {

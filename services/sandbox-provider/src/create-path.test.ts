@@ -1,9 +1,6 @@
-import { connect, createTestDatabase, migrateSchema, type Sql, type TestDatabase } from "@gw/db";
-import { createLogger } from "@gw/log";
+import { createTestDatabase, migrateSchema, type Sql, type TestDatabase } from "@gw/db";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { buildApp, configSchema, migrationsFolder } from "./app.ts";
-import { CallbackSender } from "./callbacks.ts";
-import { HeldRequests } from "./provider-api.ts";
+import { inProcessApp, migrationsFolder } from "./app.ts";
 
 const CREDENTIALS = "sandbox-secret-credentials-0003";
 let database: TestDatabase;
@@ -12,18 +9,11 @@ const pools: Sql[] = [];
 /** One sandbox process's app (no listener, no callback worker), counting the statements it sends. */
 function sandboxApp() {
   const counter = { statements: 0 };
-  const { sql, db } = connect(database.url, { max: 2, onStatement: () => void counter.statements++ });
-  pools.push(sql);
-  const config = configSchema.parse({ DATABASE_URL: database.url, LOG_LEVEL: "silent" });
-  const logger = createLogger("sandbox-test", "silent");
-  const app = buildApp({
-    config,
-    logger,
-    sql,
-    db,
-    sender: new CallbackSender(sql, config, logger),
-    held: new HeldRequests(),
+  const { app, sql, db } = inProcessApp(database.url, {
+    max: 2,
+    onStatement: () => void counter.statements++,
   });
+  pools.push(sql);
   const call = async (method: string, path: string, body: unknown, credentials = CREDENTIALS) => {
     const res = await app.request(path, {
       method,
