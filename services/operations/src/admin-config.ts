@@ -3,19 +3,24 @@ import type { PutProviderRequest, PutRouteRequest } from "@gw/proto/gateway/oper
 import type { Connector } from "./connectors/connector.ts";
 import { ValidationError } from "./lifecycle/errors.ts";
 import type { OperationStore } from "./repository/operations.ts";
+import type { RouteCache } from "./route-cache.ts";
 
 /**
  * The admin writes of the configuration operations owns: providers and a shop's routes.
- * Each validates its request (throwing `ValidationError` with the field at fault) and
- * stores it whole, replacing what was there.
+ * Each validates its request (throwing `ValidationError` with the field at fault), stores
+ * it whole, replacing what was there, and, once committed, empties every replica's route
+ * cache (`RouteCache`) before it answers, so the very next create routes by it.
  */
+
+/** What the admin writes need: the store, and the route cache of this replica, if any. */
+type AdminDeps = { store: OperationStore; routes?: RouteCache | undefined };
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const PROVIDER_NAME = /^[a-z0-9][a-z0-9_-]{0,63}$/;
 
 /** Admin: registers or replaces a provider. `self_matching` names the pool and is refused. */
 export async function putProvider(
-  d: { store: OperationStore; connectorFor: (kind: string) => Connector | undefined },
+  d: AdminDeps & { connectorFor: (kind: string) => Connector | undefined },
   req: PutProviderRequest,
 ) {
   if (!PROVIDER_NAME.test(req.name) || req.name === "self_matching")
@@ -33,11 +38,12 @@ export async function putProvider(
     credentials: req.credentials,
     methods: req.methods,
   });
+  await d.routes?.invalidateAll();
   return {};
 }
 
 /** Admin: sets a shop's provider lists and settlement currency for one method. */
-export async function putRoute(store: OperationStore, req: PutRouteRequest) {
+export async function putRoute(d: AdminDeps, req: PutRouteRequest) {
   if (!UUID.test(req.shopId)) throw new ValidationError("shop_id must be a UUID", "shop_id");
   if (!isMethod(req.method)) throw new ValidationError("unknown method", "method");
   if (!isCurrency(req.settlementCurrency))
@@ -49,10 +55,11 @@ export async function putRoute(store: OperationStore, req: PutRouteRequest) {
     if (new Set(list).size !== list.length || list.some((n) => !PROVIDER_NAME.test(n)))
       throw new ValidationError(`${field} must be distinct provider names`, field);
   }
-  await store.putRoute(req.shopId, req.method, {
+  await d.store.putRoute(req.shopId, req.method, {
     payin: req.payin,
     payout: req.payout,
     settlementCurrency: req.settlementCurrency,
   });
+  await d.routes?.invalidateAll();
   return {};
 }

@@ -22,6 +22,7 @@ import { reportOpenProviderFacts } from "./provider-facts.ts";
 import { ProviderFactsHandlers } from "./provider-facts-handlers.ts";
 import { Reconciler, reconcilerOptions } from "./reconciler.ts";
 import { OperationStore } from "./repository/operations.ts";
+import { RouteCache } from "./route-cache.ts";
 import { quietPeriodMs } from "./unknown-outcome.ts";
 import { startWithdrawalConsumer, WithdrawalDriver, withdrawalApplier } from "./withdrawals.ts";
 
@@ -49,6 +50,12 @@ export function startOperations(config: OperationsConfig) {
         nats.nc,
         config.EVENTS_PREFIX,
         logger.child({ component: "pricing" }),
+      );
+      const routes = new RouteCache(
+        store,
+        nats.nc,
+        config.EVENTS_PREFIX,
+        logger.child({ component: "routes" }),
       );
       const relay = new OutboxRelay({ sql, schema: "operations", js: nats.js, logger });
       const callbackBaseUrl = config.PROVIDER_CALLBACK_BASE_URL.replace(/\/+$/, "");
@@ -79,6 +86,7 @@ export function startOperations(config: OperationsConfig) {
         store,
         ledger,
         pricing,
+        routes,
         connectorFor,
         callbackBaseUrl,
         budgetMs: config.CREATE_BUDGET_MS,
@@ -147,6 +155,7 @@ export function startOperations(config: OperationsConfig) {
         },
         start: async () => {
           await pricing.start();
+          await routes.start();
           await relay.start();
           consumers = await startPoolConsumers(pool, nats, sql, config.EVENTS_PREFIX, retry);
           await handOffs.start();
@@ -163,6 +172,7 @@ export function startOperations(config: OperationsConfig) {
           await Promise.all(consumers.map((c) => c.stop()));
           await relay.stop();
           pricing.stop();
+          routes.stop();
         },
       };
     },

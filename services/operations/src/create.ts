@@ -25,7 +25,8 @@ import type { PoolDeps } from "./pool.ts";
 import { Pricing } from "./pricing.ts";
 import { applyProviderResult } from "./provider-results.ts";
 import { recordRefusal } from "./refusals.ts";
-import type { DataPatch, OperationPatch, OperationStore } from "./repository/operations.ts";
+import type { ClaimRow, DataPatch, OperationPatch, OperationStore } from "./repository/operations.ts";
+import type { RouteCache } from "./route-cache.ts";
 import { quietPeriodMs, resolveUnknown } from "./unknown-outcome.ts";
 import { recordPassedOver, type WithdrawalDriver, withdrawalLeaseMs } from "./withdrawals.ts";
 
@@ -137,6 +138,8 @@ export interface CreateDeps {
   withdrawals?: Pick<WithdrawalDriver, "askNow">;
   /** Quotes from cached pricing terms (`Pricing.cached`); absent: every quote is the ledger's Quote. */
   pricing?: Pricing;
+  /** Creates' routes, cached (`RouteCache`); absent: every create reads its route. */
+  routes?: RouteCache;
 }
 
 /** The deps' pricing: the cached one, or the ledger's Quote. */
@@ -163,9 +166,47 @@ export async function createOperation(
   const deadline = Date.now() + deps.budgetMs;
   const hash = requestHash(input);
   const direction = input.type === "payment" ? "payin" : "payout";
-  // The pricing cache's NATS round trip overlaps the read (a replay wastes one PING).
-  const pricingBarrier = deps.pricing?.barrier();
-  // Every read in one statement (a replay wastes the route and the deadline, which are cheap).
+  const forLink = options.forLink === true;
+  // One NATS round trip brings the route and pricing caches up to date (both subscribe on
+  // the same connection); without a route cache it overlaps the read below.
+  const barrier = deps.routes?.barrier() ?? deps.pricing?.barrier();
+  // A route known before anything is read: the claim is the create's first statement, and
+  // answers a replay too (`existing`).
+  const cached = await deps.routes?.get(input.shopId, input.method, direction, barrier);
+  let quoteError: { err: unknown } | undefined;
+  if (cached && cached.names.length > 0) {
+    const quoted = await quoteFor(
+      deps,
+      input,
+      cached.route.settlementCurrency,
+      deadline,
+      signal,
+      barrier,
+    ).then(
+      (quote) => ({ quote }),
+      (err: unknown) => ({ err }),
+    );
+    if ("quote" in quoted) {
+      const claim = await deps.store.claim(claimRow(input, hash, quoted.quote), {
+        budgetMs: deps.budgetMs,
+        forLink,
+      });
+      if (claim.claimed)
+        return {
+          // A flexible link's payment may hold the Admit its link made (`forLink`).
+          row: await route(deps, claim.claimed, cached.providers, cached.names, deadline, signal, !forLink),
+          replayed: false,
+        };
+      if (claim.existing) return resume(deps, input, hash, claim.existing, deadline, signal);
+      if (claim.linkHoldsKey && !forLink) throw conflict();
+      return resumeWinner(deps, input, hash, deadline, signal);
+    }
+    // A refused quote is answered after the read, which answers a replay first.
+    quoteError = quoted;
+  }
+
+  // No cached route (none configured, NATS down, no cache) or no quote: every read in one
+  // statement first (a replay wastes the route and the deadline, which are cheap).
   const {
     existing,
     routing,
@@ -176,25 +217,32 @@ export async function createOperation(
   // A flexible link holds its key (in amount_selection there is no operation row yet):
   // another request under it is another body for the same key (the spec's 412), except
   // for the link's own payment.
-  if (linkHoldsKey && !options.forLink) throw conflict();
+  if (linkHoldsKey && !forLink) throw conflict();
   if (!routing || routing.names.length === 0) throw routeNotConfigured(direction, input.method);
-  const quote = await quoteFor(
-    deps,
-    input,
-    routing.route.settlementCurrency,
-    deadline,
-    signal,
-    pricingBarrier,
-  );
-
+  if (quoteError) throw quoteError.err;
+  const quote = await quoteFor(deps, input, routing.route.settlementCurrency, deadline, signal, barrier);
   const claimed = await deps.store.insert({
+    ...claimRow(input, hash, quote),
+    status: "routing",
+    // By the database's clock: other replicas compare it with `now()` to take over.
+    routing_deadline: storedDeadline,
+  });
+  if (!claimed) return resumeWinner(deps, input, hash, deadline, signal);
+  return {
+    row: await route(deps, claimed, routing.providers, routing.names, deadline, signal, !forLink),
+    replayed: false,
+  };
+}
+
+/** The row a create claims: the request, its hash and its quote. */
+function claimRow(input: CreateInput, hash: string, quote: Awaited<ReturnType<typeof quoteFor>>): ClaimRow {
+  return {
     id: operationIdFor(input.shopId, input.mop),
     shop_id: input.shopId,
     merchant_id: input.merchantId,
     merchant_operation_id: input.mop,
     request_hash: hash,
     type: input.type,
-    status: "routing",
     method: input.method,
     currency: input.currency,
     expected_amount: input.amount,
@@ -204,20 +252,20 @@ export async function createOperation(
     name: input.type === "payout" ? (input.name ?? null) : null,
     bankname: input.type === "payout" ? (input.bankname ?? null) : null,
     ...quote,
-    // By the database's clock: other replicas compare it with `now()` to take over.
-    routing_deadline: storedDeadline,
-  });
-  if (!claimed) {
-    // A concurrent request (or a cancel) claimed the key between our read and insert.
-    const winner = await deps.store.findByMop(input.shopId, input.mop);
-    if (!winner) throw new DependencyUnavailableError("create raced; retry");
-    return resume(deps, input, hash, winner, deadline, signal);
-  }
-  return {
-    // A flexible link's payment may hold the Admit its link made (`forLink`).
-    row: await route(deps, claimed, routing.providers, routing.names, deadline, signal, !options.forLink),
-    replayed: false,
   };
+}
+
+/** A concurrent request (or a cancel) claimed the key between our read and our claim: answer as it does. */
+async function resumeWinner(
+  deps: CreateDeps,
+  input: CreateInput,
+  hash: string,
+  deadline: number,
+  signal: AbortSignal,
+): Promise<CreateResult> {
+  const winner = await deps.store.findByMop(input.shopId, input.mop);
+  if (!winner) throw new DependencyUnavailableError("create raced; retry");
+  return resume(deps, input, hash, winner, deadline, signal);
 }
 
 /** The commission and FX figures of a create, as the row stores them. */

@@ -126,6 +126,6 @@ export class OperationsHandlers implements ServiceImpl<typeof OperationsService>
   }
 
   putRoute(req: PutRouteRequest) {
-    return putRoute(this.#d.store, req);
+    return putRoute(this.#d, req);
   }
 }

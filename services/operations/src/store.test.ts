@@ -9,7 +9,7 @@ import {
   NotCancellableError,
 } from "./lifecycle/errors.ts";
 import type { OperationRow } from "./model.ts";
-import { OperationStore } from "./repository/operations.ts";
+import { type ClaimRow, OperationStore } from "./repository/operations.ts";
 import { forceTransition } from "./test-support.ts";
 
 const migrationsFolder = fileURLToPath(new URL("../drizzle", import.meta.url));
@@ -46,6 +46,32 @@ async function routingPayment(): Promise<OperationRow> {
   });
   if (!row) throw new Error("not inserted");
   return row;
+}
+
+/** A create's claim of a new key (`OperationStore.claim`), priced and not yet routed. */
+function claimRow(): ClaimRow {
+  return {
+    id: randomUUID(),
+    shop_id: randomUUID(),
+    merchant_id: randomUUID(),
+    merchant_operation_id: randomUUID(),
+    request_hash: "hash",
+    type: "payment",
+    method: "WT_RUB_C2C",
+    currency: "RUB",
+    expected_amount: "1000.00",
+    client_id: "client",
+    client_ip: "10.0.0.1",
+    number: null,
+    name: null,
+    bankname: null,
+    settlement_currency: "USDT",
+    fx_rate: "0.012346000000",
+    fx_source: "cb",
+    commission_percent: "2.5000",
+    commission_fixed: "10.000000",
+    pricing_version: "7",
+  };
 }
 
 async function pendingPayment(): Promise<OperationRow> {
@@ -106,6 +132,59 @@ describe("the operations repository", () => {
     } finally {
       await end();
     }
+  });
+
+  it("claims a new key in one statement, in routing, with its deadline by the database's clock", async () => {
+    const { store: counted, statements, end } = await countingStore();
+    try {
+      const row = claimRow();
+      // Timestamps come back as text here (libs/db), as the store's rows do before it hydrates them.
+      const [read] = await sql<{ now: string }[]>`select now()::text as now`;
+      const start = new Date(read?.now ?? "").getTime();
+      const claim = await counted.claim(row, { budgetMs: 60_000, forLink: false });
+      expect(statements).toHaveLength(1);
+      expect(claim).toMatchObject({
+        claimed: { ...row, status: "routing", version: "0" },
+        linkHoldsKey: false,
+      });
+      expect(claim.existing).toBeUndefined();
+      const deadline = claim.claimed?.routing_deadline?.getTime() ?? 0;
+      expect(deadline - start).toBeGreaterThanOrEqual(60_000);
+      expect(deadline - start).toBeLessThan(120_000);
+      expect(await store.findAnyById(row.id)).toEqual(claim.claimed);
+    } finally {
+      await end();
+    }
+  });
+
+  it("answers the row already under the key instead of claiming it, and changes nothing", async () => {
+    const first = claimRow();
+    const { claimed } = await store.claim(first, { budgetMs: 60_000, forLink: false });
+    const again = {
+      ...claimRow(),
+      shop_id: first.shop_id,
+      merchant_operation_id: first.merchant_operation_id,
+    };
+    const claim = await store.claim(
+      { ...again, request_hash: "another body" },
+      { budgetMs: 1, forLink: false },
+    );
+    expect(claim).toEqual({ existing: claimed, linkHoldsKey: false });
+    expect(await store.findAnyById(first.id)).toEqual(claimed);
+    expect(await store.findAnyById(again.id)).toBeUndefined();
+  });
+
+  it("claims no key a flexible link holds, but for the link's own payment", async () => {
+    const row = claimRow();
+    await sql`
+      insert into operations.flexible_links (operation_id, shop_id, merchant_id, merchant_operation_id,
+        request_hash, client_id, method, currency, recommended_amount, picker, k_hash, status, expires_at)
+      values (${row.id}, ${row.shop_id}, ${row.merchant_id}, ${row.merchant_operation_id}, 'link body',
+        'client', 'WT_RUB_C2C', 'RUB', '100.00', 'payer', 'k', 'amount_selection', now() + interval '1 hour')`;
+    expect(await store.claim(row, { budgetMs: 60_000, forLink: false })).toEqual({ linkHoldsKey: true });
+    expect(await store.findAnyById(row.id)).toBeUndefined();
+    const own = await store.claim(row, { budgetMs: 60_000, forLink: true });
+    expect(own).toMatchObject({ claimed: { id: row.id, status: "routing" }, linkHoldsKey: true });
   });
 
   it("refuses to move a pending payment straight to manual_check, and writes nothing", async () => {

@@ -77,6 +77,31 @@ export interface RouteWithProviders {
   names: string[];
 }
 
+/** What a create's claim (`OperationStore.claim`) writes: the row in `routing` but its deadline. */
+export type ClaimRow = Pick<
+  OperationRow,
+  | "id"
+  | "shop_id"
+  | "merchant_id"
+  | "merchant_operation_id"
+  | "request_hash"
+  | "type"
+  | "method"
+  | "currency"
+  | "expected_amount"
+  | "client_id"
+  | "client_ip"
+  | "number"
+  | "name"
+  | "bankname"
+  | "settlement_currency"
+  | "fx_rate"
+  | "fx_source"
+  | "commission_percent"
+  | "commission_fixed"
+  | "pricing_version"
+>;
+
 /** A route's columns as `routeWithProviders` and `createContext` select them. */
 interface RouteColumns {
   route_payin: string[];
@@ -362,6 +387,59 @@ export class OperationStore {
       insert into operations.operations ${this.#sql(toDriver(row))}
       on conflict do nothing returning *`;
     return hydrate(inserted);
+  }
+
+  /**
+   * A create's claim of its key in one statement, for a create that knows its route and
+   * quote before it reads anything (`RouteCache`): inserts `row` in `routing`, with its
+   * routing deadline `budgetMs` ahead by the database's clock, unless the key has a row
+   * already (answered as `existing`, as this statement's snapshot has it) or a flexible
+   * link holds the key (`linkHoldsKey`; the link's own payment, `forLink`, claims it all
+   * the same). Neither `claimed` nor `existing`: a link holds the key, or another request
+   * claimed it after the snapshot (read it again).
+   */
+  async claim(
+    row: ClaimRow,
+    options: { budgetMs: number; forLink: boolean },
+  ): Promise<{ claimed?: OperationRow; existing?: OperationRow; linkHoldsKey: boolean }> {
+    const sql = this.#sql;
+    const [out] = await sql<
+      (OperationRow & { claim_kind: "claimed" | "existing" | null; claim_link: boolean })[]
+    >`
+      with link as (
+        select exists (select 1 from operations.flexible_links l
+                        where l.shop_id = ${row.shop_id} and l.merchant_operation_id = ${row.merchant_operation_id}) as holds
+      ), claimed as (
+        insert into operations.operations (id, shop_id, merchant_id, merchant_operation_id, request_hash,
+          type, status, method, currency, expected_amount, client_id, client_ip, number, name, bankname,
+          settlement_currency, fx_rate, fx_source, commission_percent, commission_fixed, pricing_version,
+          routing_deadline)
+        select ${row.id}, ${row.shop_id}, ${row.merchant_id}, ${row.merchant_operation_id}, ${row.request_hash},
+          ${row.type}, 'routing', ${row.method}, ${row.currency}, ${row.expected_amount}, ${row.client_id},
+          ${row.client_ip}, ${row.number}, ${row.name}, ${row.bankname}, ${row.settlement_currency},
+          ${row.fx_rate}, ${row.fx_source}, ${row.commission_percent}, ${row.commission_fixed},
+          ${row.pricing_version}, now() + ${millis(sql, options.budgetMs)}
+        from link where ${options.forLink} or not link.holds
+        on conflict do nothing
+        returning *
+      )
+      select k.*, link.holds as claim_link from link left join (
+        select 'claimed' as claim_kind, c.* from claimed c
+        union all
+        select 'existing', o.* from operations.operations o
+         where o.shop_id = ${row.shop_id} and o.merchant_operation_id = ${row.merchant_operation_id}
+      ) k on true`;
+    if (!out) throw new Error("claim returned no row");
+    const { claim_kind, claim_link, ...operation } = out;
+    const found = claim_kind === null ? undefined : hydrate(operation as OperationRow);
+    return {
+      ...(claim_kind === "claimed"
+        ? { claimed: found }
+        : claim_kind === "existing"
+          ? { existing: found }
+          : {}),
+      linkHoldsKey: claim_link === true,
+    };
   }
 
   /**

@@ -1,0 +1,118 @@
+import { randomUUID } from "node:crypto";
+import { connect } from "@gw/db";
+import { connectNats, type Nats } from "@gw/events";
+import { createLogger } from "@gw/log";
+import { OperationsService } from "@gw/proto/gateway/operations/v1/operations_pb";
+import { createServiceClient } from "@gw/rpc";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startOperations } from "./app.ts";
+import { connectorFor } from "./connectors/index.ts";
+import { type CreateDeps, createOperation, parseCreate } from "./create.ts";
+import { Pricing } from "./pricing.ts";
+import { OperationStore } from "./repository/operations.ts";
+import { RouteCache } from "./route-cache.ts";
+import { type OperationsHarness, startHarness } from "./test-support.ts";
+
+let h: OperationsHarness;
+let nats: Nats;
+const logger = createLogger("route-cache-test", "silent");
+
+beforeAll(async () => {
+  h = await startHarness({ budgetMs: 4_000, attemptTimeoutMs: 1_000 });
+  await h.provider("acme", { mode: "accept", expires_in_seconds: 900 });
+  await h.provider("beta", { mode: "accept", expires_in_seconds: 900 });
+  nats = await connectNats(h.config.NATS_URL, "route-cache-test");
+});
+afterAll(async () => {
+  await nats?.nc.close();
+  await h?.stop();
+});
+
+const request = (shop: { shopId: string; merchantId: string }, mop: string) => ({
+  scope: shop,
+  type: "payment",
+  merchantOperationId: mop,
+  clientId: "client-1",
+  method: "WT_RUB_C2C",
+  amount: "1000.00",
+  currency: "RUB",
+});
+
+describe("a create whose route is cached", () => {
+  it("claims its key with its first statement, and answers a replay with that one statement", async () => {
+    const statements: string[] = [];
+    const conn = connect(h.config.DATABASE_URL, { max: 2, onStatement: (q) => statements.push(q.trim()) });
+    const store = new OperationStore(conn.sql, h.config.EVENTS_PREFIX);
+    const pricing = Pricing.cached(h.ledger, nats.nc, h.config.EVENTS_PREFIX, logger);
+    const routes = new RouteCache(store, nats.nc, h.config.EVENTS_PREFIX, logger);
+    await pricing.start();
+    await routes.start();
+    const deps: CreateDeps = {
+      store,
+      ledger: h.ledger,
+      pricing,
+      routes,
+      connectorFor,
+      callbackBaseUrl: h.config.PROVIDER_CALLBACK_BASE_URL,
+      budgetMs: h.config.CREATE_BUDGET_MS,
+      attemptTimeoutMs: h.config.PROVIDER_ATTEMPT_TIMEOUT_MS,
+      logger,
+    };
+    const create = (mop: string) =>
+      createOperation(deps, parseCreate(request(shop, mop) as never), new AbortController().signal);
+    const shop = await h.shop(["acme"]);
+    try {
+      await create(`mop-${randomUUID()}`); // reads the route into the cache
+      statements.length = 0;
+      const mop = `mop-${randomUUID()}`;
+      const { row, replayed } = await create(mop);
+      expect({ status: row.status, provider: row.provider, replayed }).toEqual({
+        status: "pending",
+        provider: "acme",
+        replayed: false,
+      });
+      // The claim, then the acceptance with its event: no read before the claim.
+      expect(statements).toHaveLength(2);
+      expect(statements[0]).toMatch(/^with link as/);
+      expect(statements[1]).toMatch(/^with upd as \(\s*update operations\.operations/);
+
+      statements.length = 0;
+      const replay = await create(mop);
+      expect(replay).toEqual({ row, replayed: true });
+      expect(statements).toHaveLength(1);
+    } finally {
+      routes.stop();
+      pricing.stop();
+      await conn.sql.end();
+    }
+  });
+
+  it("routes by an admin change of a route or a provider made through another replica from the very next create", async () => {
+    const other = await startOperations(h.config);
+    const replica = createServiceClient(OperationsService, `http://127.0.0.1:${other.port}`);
+    const providerOf = async (mop: string) => {
+      await replica.createOperation(request(shop, mop));
+      return (await h.store.findByMop(shop.shopId, mop))?.provider;
+    };
+    const shop = await h.shop(["acme"]);
+    try {
+      expect(await providerOf(`mop-${randomUUID()}`)).toBe("acme");
+      // A route change through the harness's replica.
+      await h.operations.putRoute({
+        shopId: shop.shopId,
+        method: "WT_RUB_C2C",
+        payin: ["beta", "acme"],
+        payout: [],
+        settlementCurrency: "RUB",
+      });
+      expect(await providerOf(`mop-${randomUUID()}`)).toBe("beta");
+      // A provider change through the same: beta no longer takes the method.
+      const beta = await h.store.provider("beta");
+      if (!beta) throw new Error("beta is not registered");
+      await h.operations.putProvider({ ...beta, methods: ["WT_RUB_PHONE"] });
+      expect(await providerOf(`mop-${randomUUID()}`)).toBe("acme");
+    } finally {
+      await other.stop();
+    }
+  });
+});

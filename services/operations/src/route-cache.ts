@@ -1,0 +1,75 @@
+import { InvalidatedCache, type Nats } from "@gw/events";
+import type { Logger } from "@gw/log";
+import { metricsRegistry } from "@gw/rpc";
+import { Counter } from "prom-client";
+import type { OperationStore, RouteWithProviders } from "./repository/operations.ts";
+
+const lookups = new Counter({
+  name: "operations_route_cache_total",
+  help: "Route lookups of creates by outcome: hit (served from the cache after the NATS barrier), miss (read from the database), bypass (cache unusable: NATS down).",
+  labelNames: ["outcome"],
+  registers: [metricsRegistry],
+});
+
+/** The core-NATS subject operations' replicas invalidate their route caches on. */
+export const routesInvalidationSubject = (prefix: string) => `operations-routes.${prefix}`;
+
+/**
+ * A create's route with its providers' configs, per (shop, method, direction), kept in an
+ * `InvalidatedCache`: the admin writes of routes and providers (`putRoute`, `putProvider`,
+ * in any replica) publish on `operations-routes.<prefix>` once committed, and a cached
+ * route is served only after a NATS round trip that started after the create began, so
+ * the very next create routes by the new configuration. With the route known before the
+ * first statement, a create's claim is one statement (`OperationStore.claim`) instead of a
+ * read and then an insert. A shop without a route is not cached: the create takes the
+ * read path, which answers `route_not_configured` or a replay.
+ */
+export class RouteCache {
+  readonly #store: OperationStore;
+  readonly #cache: InvalidatedCache<RouteWithProviders | undefined>;
+
+  constructor(store: OperationStore, nc: Nats["nc"], prefix: string, logger: Logger) {
+    this.#store = store;
+    this.#cache = new InvalidatedCache(nc, {
+      subject: routesInvalidationSubject(prefix),
+      logger,
+      what: "routes",
+      onOutcome: (outcome) => lookups.inc({ outcome }),
+    });
+  }
+
+  start(): Promise<void> {
+    return this.#cache.start();
+  }
+
+  stop(): void {
+    this.#cache.stop();
+  }
+
+  /**
+   * A NATS round trip that starts now; it serves this cache and every other one on the
+   * same connection (the pricing cache), since by its PONG every invalidation published
+   * before it has been applied to all of them.
+   */
+  barrier(): Promise<void> | undefined {
+    return this.#cache.barrier();
+  }
+
+  get(
+    shopId: string,
+    method: string,
+    direction: "payin" | "payout",
+    barrier?: Promise<void>,
+  ): Promise<RouteWithProviders | undefined> {
+    return this.#cache.get(
+      `${shopId}\u0000${method}\u0000${direction}`,
+      () => this.#store.routeWithProviders(shopId, method, direction),
+      barrier,
+    );
+  }
+
+  /** After a committed route or provider write: every replica reads its routes again. */
+  invalidateAll(): Promise<void> {
+    return this.#cache.invalidateAll();
+  }
+}
