@@ -1,6 +1,7 @@
 import { isCurrency, isMethod } from "@gw/money";
 import type { PutProviderRequest, PutRouteRequest } from "@gw/proto/gateway/operations/v1/operations_pb";
 import type { Connector } from "./connectors/connector.ts";
+import { SELF_MATCHING } from "./connectors/pool-provider.ts";
 import { ValidationError } from "./lifecycle/errors.ts";
 import type { OperationStore } from "./repository/operations.ts";
 import type { RouteCache } from "./route-cache.ts";
@@ -18,14 +19,17 @@ type AdminDeps = { store: OperationStore; routes?: RouteCache | undefined };
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const PROVIDER_NAME = /^[a-z0-9][a-z0-9_-]{0,63}$/;
 
-/** Admin: registers or replaces a provider. `self_matching` names the pool and is refused. */
+/** Admin: registers or replaces a provider. `self_matching` names the pool and is refused, as name and as kind. */
 export async function putProvider(
   d: AdminDeps & { connectorFor: (kind: string) => Connector | undefined },
   req: PutProviderRequest,
 ) {
   if (!PROVIDER_NAME.test(req.name) || req.name === "self_matching")
     throw new ValidationError("provider name must be [a-z0-9_-], not self_matching", "name");
-  if (!req.kind || !d.connectorFor(req.kind)) throw new ValidationError("unknown connector kind", "kind");
+  // The pool is built in under its own name: a provider of its kind under another would
+  // reach the pool while events and checks that know the pool by name miss it.
+  if (!req.kind || req.kind === SELF_MATCHING || !d.connectorFor(req.kind))
+    throw new ValidationError("unknown connector kind", "kind");
   if (!URL.canParse(req.baseUrl)) throw new ValidationError("base_url must be a URL", "base_url");
   if (!req.credentials) throw new ValidationError("credentials are required", "credentials");
   const bad = req.methods.find((m) => !isMethod(m));

@@ -132,6 +132,24 @@ describe("create", () => {
   });
 });
 
+describe("provider registration", () => {
+  it("refuses a provider of the pool's kind under another name, and stores nothing", async () => {
+    const name = `alias-${randomUUID().slice(0, 8)}`;
+    const refused = await failureOf(
+      h.operations.putProvider({
+        name,
+        kind: "self_matching",
+        baseUrl: "http://127.0.0.1:1",
+        credentials: "secret",
+        methods: ["WT_RUB_C2C"],
+      }),
+    );
+    expect(refused.code).toBe(Code.InvalidArgument);
+    expect(refused.info?.field).toBe("kind");
+    expect(await h.store.provider(name)).toBeUndefined();
+  });
+});
+
 describe("settlement by provider callback", () => {
   it("applies a callback that arrives while the create is still routing, once routing is recorded", async () => {
     const shop = await h.shop(["slowpoke"]);
