@@ -129,20 +129,12 @@ export class InvalidatedCache<V> {
       this.#onOutcome("bypass");
       return load();
     }
-    if (this.#fresh(key)) {
-      try {
-        await (barrier ?? this.#barrier());
-      } catch (err) {
-        this.#logger.warn({ err }, `NATS barrier failed; ${this.#what} read without the cache`);
-        this.#onOutcome("bypass");
-        return load();
-      }
-      const entry = this.#fresh(key);
-      if (entry && this.#usable()) {
-        this.#onOutcome("hit");
-        return entry.value;
-      }
+    const found = await this.#cached(key, barrier);
+    if (found === "unreachable") {
+      this.#onOutcome("bypass");
+      return load();
     }
+    if (found) return found.value;
     this.#onOutcome("miss");
     const generation = this.#generation;
     const storedAt = Date.now();
@@ -153,6 +145,44 @@ export class InvalidatedCache<V> {
       this.#entries.set(key, { value, storedAt });
     }
     return value;
+  }
+
+  /**
+   * The value of a key when it is cached (served after the barrier, as `get` serves it),
+   * else undefined: it never calls a loader, for a caller that has another way on without
+   * the value and must not wait on the source first.
+   */
+  async peek(key: string, barrier?: Promise<void>): Promise<{ value: V } | undefined> {
+    if (!this.#usable()) return undefined;
+    const found = await this.#cached(key, barrier);
+    return found === "unreachable" ? undefined : found;
+  }
+
+  /**
+   * Empties this process's cache alone, for a caller that found an entry stale by other
+   * means (a version the database no longer has): its invalidation was lost or is late.
+   */
+  forget(): void {
+    this.#clear();
+  }
+
+  /**
+   * The fresh entry of `key` once a round trip that started after the lookup began has come
+   * back (counted a hit); undefined when there is none; "unreachable" when the round trip
+   * failed.
+   */
+  async #cached(key: string, barrier?: Promise<void>): Promise<{ value: V } | undefined | "unreachable"> {
+    if (!this.#fresh(key)) return undefined;
+    try {
+      await (barrier ?? this.#barrier());
+    } catch (err) {
+      this.#logger.warn({ err }, `NATS barrier failed; ${this.#what} read without the cache`);
+      return "unreachable";
+    }
+    const entry = this.#fresh(key);
+    if (!entry || !this.#usable()) return undefined;
+    this.#onOutcome("hit");
+    return entry;
   }
 
   /** The entry of `key` unless it is older than `maxAgeMs` (then it is dropped). */

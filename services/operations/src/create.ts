@@ -22,7 +22,7 @@ import {
 import { type OperationRow, TERMINAL } from "./model.ts";
 import { reserveBeforeRouting } from "./payout-reserve.ts";
 import type { PoolDeps } from "./pool.ts";
-import { Pricing } from "./pricing.ts";
+import { Pricing, type Quoted, type QuoteInput } from "./pricing.ts";
 import { applyProviderResult } from "./provider-results.ts";
 import { recordRefusal } from "./refusals.ts";
 import type { ClaimRow, DataPatch, OperationPatch, OperationStore } from "./repository/operations.ts";
@@ -170,43 +170,12 @@ export async function createOperation(
   // One NATS round trip brings the route and pricing caches up to date (both subscribe on
   // the same connection); without a route cache it overlaps the read below.
   const barrier = deps.routes?.barrier() ?? deps.pricing?.barrier();
-  // A route known before anything is read: the claim is the create's first statement, and
-  // answers a replay too (`existing`).
-  const cached = await deps.routes?.get(input.shopId, input.method, direction, barrier);
-  let quoteError: { err: unknown } | undefined;
-  if (cached && cached.names.length > 0) {
-    const quoted = await quoteFor(
-      deps,
-      input,
-      cached.route.settlementCurrency,
-      deadline,
-      signal,
-      barrier,
-    ).then(
-      (quote) => ({ quote }),
-      (err: unknown) => ({ err }),
-    );
-    if ("quote" in quoted) {
-      const claim = await deps.store.claim(claimRow(input, hash, quoted.quote), {
-        budgetMs: deps.budgetMs,
-        forLink,
-      });
-      if (claim.claimed)
-        return {
-          // A flexible link's payment may hold the Admit its link made (`forLink`).
-          row: await route(deps, claim.claimed, cached.providers, cached.names, deadline, signal, !forLink),
-          replayed: false,
-        };
-      if (claim.existing) return resume(deps, input, hash, claim.existing, deadline, signal);
-      if (claim.linkHoldsKey && !forLink) throw conflict();
-      return resumeWinner(deps, input, hash, deadline, signal);
-    }
-    // A refused quote is answered after the read, which answers a replay first.
-    quoteError = quoted;
-  }
+  const claimedFromCache = await claimFromCache(deps, input, hash, forLink, barrier, deadline, signal);
+  if (claimedFromCache) return claimedFromCache;
 
-  // No cached route (none configured, NATS down, no cache) or no quote: every read in one
-  // statement first (a replay wastes the route and the deadline, which are cheap).
+  // No cached route or terms (none configured, NATS down, no cache), a refused quote, or a
+  // configuration changed since it was cached: every read in one statement first (a replay
+  // wastes the route and the deadline, which are cheap), so a replay never waits on the ledger.
   const {
     existing,
     routing,
@@ -219,7 +188,6 @@ export async function createOperation(
   // for the link's own payment.
   if (linkHoldsKey && !forLink) throw conflict();
   if (!routing || routing.names.length === 0) throw routeNotConfigured(direction, input.method);
-  if (quoteError) throw quoteError.err;
   const quote = await quoteFor(deps, input, routing.route.settlementCurrency, deadline, signal, barrier);
   const claimed = await deps.store.insert({
     ...claimRow(input, hash, quote),
@@ -234,8 +202,52 @@ export async function createOperation(
   };
 }
 
+/**
+ * A create whose route (`RouteCache`) and pricing terms are both cached claims its key with
+ * its first statement, which answers a replay too (`existing`). Undefined: the create takes
+ * the read path, when either is not cached (so a replay never waits on the ledger), when
+ * the cached terms refuse the amount (the read answers a replay before the refusal), or
+ * when the routing configuration changed since the route was cached (its invalidation was
+ * lost or is late: this replica forgets its routes, and the read routes by the new one).
+ */
+async function claimFromCache(
+  deps: CreateDeps,
+  input: CreateInput,
+  hash: string,
+  forLink: boolean,
+  barrier: Promise<void> | undefined,
+  deadline: number,
+  signal: AbortSignal,
+): Promise<CreateResult | undefined> {
+  const direction = input.type === "payment" ? "payin" : "payout";
+  const cached = await deps.routes?.get(input.shopId, input.method, direction, barrier);
+  if (!cached || cached.names.length === 0) return undefined;
+  const quote = await deps.pricing
+    ?.quoteIfCached(quoteInput(input, cached.route.settlementCurrency), barrier)
+    .catch(() => undefined);
+  if (!quote) return undefined;
+  const claim = await deps.store.claim(claimRow(input, hash, storedQuote(quote)), {
+    budgetMs: deps.budgetMs,
+    forLink,
+    configVersion: cached.configVersion,
+  });
+  if (claim.claimed)
+    return {
+      // A flexible link's payment may hold the Admit its link made (`forLink`).
+      row: await route(deps, claim.claimed, cached.providers, cached.names, deadline, signal, !forLink),
+      replayed: false,
+    };
+  if (claim.existing) return resume(deps, input, hash, claim.existing, deadline, signal);
+  if (claim.linkHoldsKey && !forLink) throw conflict();
+  if (claim.configStale) {
+    deps.routes?.forget();
+    return undefined;
+  }
+  return resumeWinner(deps, input, hash, deadline, signal);
+}
+
 /** The row a create claims: the request, its hash and its quote. */
-function claimRow(input: CreateInput, hash: string, quote: Awaited<ReturnType<typeof quoteFor>>): ClaimRow {
+function claimRow(input: CreateInput, hash: string, quote: ReturnType<typeof storedQuote>): ClaimRow {
   return {
     id: operationIdFor(input.shopId, input.mop),
     shop_id: input.shopId,
@@ -268,6 +280,26 @@ async function resumeWinner(
   return resume(deps, input, hash, winner, deadline, signal);
 }
 
+/** What a create's quote is asked for. */
+const quoteInput = (input: CreateInput, settlementCurrency: string): QuoteInput => ({
+  shopId: input.shopId,
+  method: input.method,
+  direction: input.type === "payment" ? "payin" : "payout",
+  amount: input.amount,
+  currency: input.currency,
+  settlementCurrency,
+});
+
+/** The commission and FX figures of a quote, as the row stores them. */
+const storedQuote = (quote: Quoted) => ({
+  settlement_currency: quote.settlementCurrency,
+  fx_rate: quote.fxRate ?? null,
+  fx_source: quote.fxSource ?? null,
+  commission_percent: quote.tier?.percent ?? "0",
+  commission_fixed: quote.tier?.fixed ?? "0",
+  pricing_version: quote.pricingVersion,
+});
+
 /** The commission and FX figures of a create, as the row stores them. */
 async function quoteFor(
   deps: CreateDeps,
@@ -280,28 +312,14 @@ async function quoteFor(
 ) {
   const quote = await pricingOf(deps)
     .quote(
-      {
-        shopId: input.shopId,
-        method: input.method,
-        direction: input.type === "payment" ? "payin" : "payout",
-        amount: input.amount,
-        currency: input.currency,
-        settlementCurrency,
-      },
+      quoteInput(input, settlementCurrency),
       { signal, timeoutMs: Math.max(1, deadline - Date.now()) },
       barrier,
     )
     .catch((err: unknown) => {
       throw passThrough(err);
     });
-  return {
-    settlement_currency: quote.settlementCurrency,
-    fx_rate: quote.fxRate ?? null,
-    fx_source: quote.fxSource ?? null,
-    commission_percent: quote.tier?.percent ?? "0",
-    commission_fixed: quote.tier?.fixed ?? "0",
-    pricing_version: quote.pricingVersion,
-  };
+  return storedQuote(quote);
 }
 
 /** Answers a request whose key already has a row: replay, conflict, wait or take over. */

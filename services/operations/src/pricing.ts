@@ -1,7 +1,14 @@
 import type { Client } from "@connectrpc/connect";
 import { InvalidatedCache, type Nats, pricingInvalidationSubject } from "@gw/events";
 import type { Logger } from "@gw/log";
-import { type Currency, isCurrency, type PricingTerms, parseQuoteAmount, priceFromTerms } from "@gw/money";
+import {
+  type Currency,
+  type Decimal,
+  isCurrency,
+  type PricingTerms,
+  parseQuoteAmount,
+  priceFromTerms,
+} from "@gw/money";
 import type { LedgerService, QuoteRequest } from "@gw/proto/gateway/ledger/v1/ledger_pb";
 import { metricsRegistry } from "@gw/rpc";
 import { Counter } from "prom-client";
@@ -97,11 +104,8 @@ export class Pricing {
       return { ...(await this.#ledger.quote(input, options)), pricingVersion: null };
     }
     const currency: Currency = input.currency;
-    const key = [input.shopId, input.method, input.direction, input.currency, input.settlementCurrency].join(
-      "\u0000",
-    );
-    const { terms, version } = await this.#cache.get(
-      key,
+    const cached = await this.#cache.get(
+      termsKey(input),
       async () => {
         const read = await this.#ledger.getPricingTerms(
           {
@@ -135,8 +139,29 @@ export class Pricing {
       },
       barrier,
     );
-    const q = priceFromTerms(terms, amount, input.direction === "payout" ? "payout" : "payin");
-    if ("refusal" in q) throw new PricingRefusedError(q.refusal, q.message, q.field);
-    return { ...q, pricingVersion: version };
+    return priced(cached, amount, input.direction);
   }
+
+  /**
+   * The quote when its terms are cached (after the barrier, as `quote` serves them), else
+   * undefined: it never asks the ledger, for a create that has not read its key yet (a
+   * replay must not wait on the ledger). A refusal throws, as from `quote`.
+   */
+  async quoteIfCached(input: QuoteInput, barrier?: Promise<void>): Promise<Quoted | undefined> {
+    const amount = parseQuoteAmount(input.amount);
+    if (this.#cache === undefined || amount === undefined) return undefined;
+    const found = await this.#cache.peek(termsKey(input), barrier);
+    return found && priced(found.value, amount, input.direction);
+  }
+}
+
+/** The cache key of a quote's terms. */
+const termsKey = (input: QuoteInput) =>
+  [input.shopId, input.method, input.direction, input.currency, input.settlementCurrency].join("\u0000");
+
+/** A quote priced from cached terms, or the refusal they give (`PricingRefusedError`). */
+function priced({ terms, version }: CachedTerms, amount: Decimal, direction: string): Quoted {
+  const q = priceFromTerms(terms, amount, direction === "payout" ? "payout" : "payin");
+  if ("refusal" in q) throw new PricingRefusedError(q.refusal, q.message, q.field);
+  return { ...q, pricingVersion: version };
 }

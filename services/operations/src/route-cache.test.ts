@@ -1,7 +1,10 @@
 import { randomUUID } from "node:crypto";
+import http2 from "node:http2";
+import type { AddressInfo } from "node:net";
 import { connect } from "@gw/db";
 import { connectNats, type Nats } from "@gw/events";
 import { createLogger } from "@gw/log";
+import { LedgerService } from "@gw/proto/gateway/ledger/v1/ledger_pb";
 import { OperationsService } from "@gw/proto/gateway/operations/v1/operations_pb";
 import { createServiceClient } from "@gw/rpc";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -38,28 +41,46 @@ const request = (shop: { shopId: string; merchantId: string }, mop: string) => (
   currency: "RUB",
 });
 
+/**
+ * A create's deps as a replica runs them, with caches of its own (`pricing` over `ledger`,
+ * the harness's by default) and a connection that records every statement it sends.
+ */
+async function cachedDeps(ledger = h.ledger) {
+  const statements: string[] = [];
+  const conn = connect(h.config.DATABASE_URL, { max: 2, onStatement: (q) => statements.push(q.trim()) });
+  const store = new OperationStore(conn.sql, h.config.EVENTS_PREFIX);
+  const pricing = Pricing.cached(ledger, nats.nc, h.config.EVENTS_PREFIX, logger);
+  const routes = new RouteCache(store, nats.nc, h.config.EVENTS_PREFIX, logger);
+  await pricing.start();
+  await routes.start();
+  const deps: CreateDeps = {
+    store,
+    ledger,
+    pricing,
+    routes,
+    connectorFor,
+    callbackBaseUrl: h.config.PROVIDER_CALLBACK_BASE_URL,
+    budgetMs: h.config.CREATE_BUDGET_MS,
+    attemptTimeoutMs: h.config.PROVIDER_ATTEMPT_TIMEOUT_MS,
+    logger,
+  };
+  return {
+    deps,
+    statements,
+    create: (shop: { shopId: string; merchantId: string }, mop: string) =>
+      createOperation(deps, parseCreate(request(shop, mop) as never), new AbortController().signal),
+    stop: async () => {
+      routes.stop();
+      pricing.stop();
+      await conn.sql.end();
+    },
+  };
+}
+
 describe("a create whose route is cached", () => {
   it("claims its key with its first statement, and answers a replay with that one statement", async () => {
-    const statements: string[] = [];
-    const conn = connect(h.config.DATABASE_URL, { max: 2, onStatement: (q) => statements.push(q.trim()) });
-    const store = new OperationStore(conn.sql, h.config.EVENTS_PREFIX);
-    const pricing = Pricing.cached(h.ledger, nats.nc, h.config.EVENTS_PREFIX, logger);
-    const routes = new RouteCache(store, nats.nc, h.config.EVENTS_PREFIX, logger);
-    await pricing.start();
-    await routes.start();
-    const deps: CreateDeps = {
-      store,
-      ledger: h.ledger,
-      pricing,
-      routes,
-      connectorFor,
-      callbackBaseUrl: h.config.PROVIDER_CALLBACK_BASE_URL,
-      budgetMs: h.config.CREATE_BUDGET_MS,
-      attemptTimeoutMs: h.config.PROVIDER_ATTEMPT_TIMEOUT_MS,
-      logger,
-    };
-    const create = (mop: string) =>
-      createOperation(deps, parseCreate(request(shop, mop) as never), new AbortController().signal);
+    const { statements, create: createIn, stop } = await cachedDeps();
+    const create = (mop: string) => createIn(shop, mop);
     const shop = await h.shop(["acme"]);
     try {
       await create(`mop-${randomUUID()}`); // reads the route into the cache
@@ -73,7 +94,7 @@ describe("a create whose route is cached", () => {
       });
       // The claim, then the acceptance with its event: no read before the claim.
       expect(statements).toHaveLength(2);
-      expect(statements[0]).toMatch(/^with link as/);
+      expect(statements[0]).toMatch(/^with guard as/);
       expect(statements[1]).toMatch(/^with upd as \(\s*update operations\.operations/);
 
       statements.length = 0;
@@ -81,9 +102,7 @@ describe("a create whose route is cached", () => {
       expect(replay).toEqual({ row, replayed: true });
       expect(statements).toHaveLength(1);
     } finally {
-      routes.stop();
-      pricing.stop();
-      await conn.sql.end();
+      await stop();
     }
   });
 
@@ -113,6 +132,53 @@ describe("a create whose route is cached", () => {
       expect(await providerOf(`mop-${randomUUID()}`)).toBe("acme");
     } finally {
       await other.stop();
+    }
+  });
+
+  it("routes by a route changed behind the cache's back (its invalidation lost) from the very next create", async () => {
+    const { create, stop } = await cachedDeps();
+    // A provider of its own: another test takes beta off the method.
+    await h.provider("gamma", { mode: "accept", expires_in_seconds: 900 });
+    const shop = await h.shop(["acme"]);
+    try {
+      expect((await create(shop, `mop-${randomUUID()}`)).row.provider).toBe("acme");
+      // Written by hand: no invalidation is published, the cache still holds acme.
+      await h.sql`update operations.routes set payin = ${["gamma", "acme"]}
+                  where shop_id = ${shop.shopId} and method = 'WT_RUB_C2C'`;
+      expect((await create(shop, `mop-${randomUUID()}`)).row.provider).toBe("gamma");
+      // And from then on by the route read again.
+      expect((await create(shop, `mop-${randomUUID()}`)).row.provider).toBe("gamma");
+    } finally {
+      await stop();
+    }
+  });
+
+  it("answers a replay from the database, never asking a ledger whose terms it has not cached", async () => {
+    const shop = await h.shop(["acme"]);
+    const mop = `mop-${randomUUID()}`;
+    const first = await cachedDeps();
+    // A ledger that takes every call and never answers (hung, half-open).
+    const asked: string[] = [];
+    const sessions: http2.ServerHttp2Session[] = [];
+    const hung = http2.createServer();
+    hung.on("session", (session) => sessions.push(session));
+    hung.on("stream", (_stream, headers) => asked.push(String(headers[":path"])));
+    await new Promise<void>((resolve) => hung.listen(0, "127.0.0.1", resolve));
+    const hungLedger = createServiceClient(
+      LedgerService,
+      `http://127.0.0.1:${(hung.address() as AddressInfo).port}`,
+    );
+    const replica = await cachedDeps(hungLedger);
+    try {
+      const { row } = await first.create(shop, mop);
+      // The replica reads the route into its cache; its pricing cache has no terms.
+      expect(await replica.create(shop, mop)).toEqual({ row, replayed: true });
+      expect(asked).toEqual([]);
+    } finally {
+      await first.stop();
+      await replica.stop();
+      for (const session of sessions) session.destroy();
+      hung.close();
     }
   });
 });

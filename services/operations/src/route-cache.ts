@@ -16,13 +16,16 @@ export const routesInvalidationSubject = (prefix: string) => `operations-routes.
 
 /**
  * A create's route with its providers' configs, per (shop, method, direction), kept in an
- * `InvalidatedCache`: the admin writes of routes and providers (`putRoute`, `putProvider`,
- * in any replica) publish on `operations-routes.<prefix>` once committed, and a cached
- * route is served only after a NATS round trip that started after the create began, so
- * the very next create routes by the new configuration. With the route known before the
- * first statement, a create's claim is one statement (`OperationStore.claim`) instead of a
- * read and then an insert. A shop without a route is not cached: the create takes the
- * read path, which answers `route_not_configured` or a replay.
+ * `InvalidatedCache`. Correctness does not rest on the cache: a create claims by a cached
+ * route only while the routing configuration is still at the version the route was read at
+ * (`operations.config_version`, raised by a trigger on every write to routes or providers,
+ * checked inside the claim: `OperationStore.claim`), so a lost or late invalidation, a NATS
+ * cluster's delay or SQL written by hand can cost a read, never a create routed by a
+ * configuration changed before it began. The invalidation keeps the hits coming: the admin
+ * writes (`putRoute`, `putProvider`, in any replica) publish on `operations-routes.<prefix>`
+ * once committed, and a cached route is served only after a NATS round trip that started
+ * after the create began. A shop without a route is not cached: the create takes the read
+ * path, which answers `route_not_configured` or a replay.
  */
 export class RouteCache {
   readonly #store: OperationStore;
@@ -66,6 +69,11 @@ export class RouteCache {
       () => this.#store.routeWithProviders(shopId, method, direction),
       barrier,
     );
+  }
+
+  /** This replica reads its routes again: a claim found the configuration's version changed. */
+  forget(): void {
+    this.#cache.forget();
   }
 
   /** After a committed route or provider write: every replica reads its routes again. */

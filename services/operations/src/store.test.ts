@@ -90,6 +90,13 @@ async function countingStore() {
   return { store: new OperationStore(conn.sql, "counted"), statements, end: () => conn.sql.end() };
 }
 
+/** The routing configuration's version now (`operations.config_version`). */
+async function configVersion(): Promise<string> {
+  const [row] = await sql<{ v: string }[]>`select version::text as v from operations.config_version`;
+  if (!row) throw new Error("no config_version row");
+  return row.v;
+}
+
 async function outboxCount(): Promise<number> {
   const [row] = await sql<{ n: number }[]>`select count(*)::int as n from operations.outbox`;
   return row?.n ?? 0;
@@ -141,7 +148,11 @@ describe("the operations repository", () => {
       // Timestamps come back as text here (libs/db), as the store's rows do before it hydrates them.
       const [read] = await sql<{ now: string }[]>`select now()::text as now`;
       const start = new Date(read?.now ?? "").getTime();
-      const claim = await counted.claim(row, { budgetMs: 60_000, forLink: false });
+      const claim = await counted.claim(row, {
+        budgetMs: 60_000,
+        forLink: false,
+        configVersion: await configVersion(),
+      });
       expect(statements).toHaveLength(1);
       expect(claim).toMatchObject({
         claimed: { ...row, status: "routing", version: "0" },
@@ -159,7 +170,11 @@ describe("the operations repository", () => {
 
   it("answers the row already under the key instead of claiming it, and changes nothing", async () => {
     const first = claimRow();
-    const { claimed } = await store.claim(first, { budgetMs: 60_000, forLink: false });
+    const { claimed } = await store.claim(first, {
+      budgetMs: 60_000,
+      forLink: false,
+      configVersion: await configVersion(),
+    });
     const again = {
       ...claimRow(),
       shop_id: first.shop_id,
@@ -167,9 +182,9 @@ describe("the operations repository", () => {
     };
     const claim = await store.claim(
       { ...again, request_hash: "another body" },
-      { budgetMs: 1, forLink: false },
+      { budgetMs: 1, forLink: false, configVersion: await configVersion() },
     );
-    expect(claim).toEqual({ existing: claimed, linkHoldsKey: false });
+    expect(claim).toEqual({ existing: claimed, linkHoldsKey: false, configStale: false });
     expect(await store.findAnyById(first.id)).toEqual(claimed);
     expect(await store.findAnyById(again.id)).toBeUndefined();
   });
@@ -181,10 +196,44 @@ describe("the operations repository", () => {
         request_hash, client_id, method, currency, recommended_amount, picker, k_hash, status, expires_at)
       values (${row.id}, ${row.shop_id}, ${row.merchant_id}, ${row.merchant_operation_id}, 'link body',
         'client', 'WT_RUB_C2C', 'RUB', '100.00', 'payer', 'k', 'amount_selection', now() + interval '1 hour')`;
-    expect(await store.claim(row, { budgetMs: 60_000, forLink: false })).toEqual({ linkHoldsKey: true });
+    expect(
+      await store.claim(row, { budgetMs: 60_000, forLink: false, configVersion: await configVersion() }),
+    ).toEqual({
+      linkHoldsKey: true,
+      configStale: false,
+    });
     expect(await store.findAnyById(row.id)).toBeUndefined();
-    const own = await store.claim(row, { budgetMs: 60_000, forLink: true });
+    const own = await store.claim(row, {
+      budgetMs: 60_000,
+      forLink: true,
+      configVersion: await configVersion(),
+    });
     expect(own).toMatchObject({ claimed: { id: row.id, status: "routing" }, linkHoldsKey: true });
+  });
+
+  it("claims no key once the routing configuration has moved past the version its route was read at, whoever wrote it", async () => {
+    const row = claimRow();
+    const readAt = await configVersion();
+    // A write by hand, outside the admin API: the trigger raises the version all the same.
+    await sql`
+      insert into operations.routes (shop_id, method, payin, payout, settlement_currency)
+      values (${row.shop_id}, 'WT_RUB_C2C', ${["acme"]}, ${[]}, 'RUB')`;
+    expect(BigInt(await configVersion())).toBe(BigInt(readAt) + 1n);
+    expect(await store.claim(row, { budgetMs: 60_000, forLink: false, configVersion: readAt })).toEqual({
+      linkHoldsKey: false,
+      configStale: true,
+    });
+    expect(await store.findAnyById(row.id)).toBeUndefined();
+    await sql`update operations.providers set updated_at = now() where false`;
+    expect(BigInt(await configVersion())).toBe(BigInt(readAt) + 2n);
+    const current = await store.routeWithProviders(row.shop_id, "WT_RUB_C2C", "payin");
+    expect(current?.configVersion).toBe(await configVersion());
+    const claim = await store.claim(row, {
+      budgetMs: 60_000,
+      forLink: false,
+      configVersion: current?.configVersion ?? "",
+    });
+    expect(claim).toMatchObject({ claimed: { id: row.id, status: "routing" }, configStale: false });
   });
 
   it("refuses to move a pending payment straight to manual_check, and writes nothing", async () => {

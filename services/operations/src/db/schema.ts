@@ -28,6 +28,22 @@ export const providers = operations.table("providers", {
   updatedAt: timestamp("updated_at", { withTimezone: true }).notNull().defaultNow(),
 });
 
+/**
+ * One row: the version of the routing configuration (`routes` and `providers`), raised by
+ * a statement trigger on every write to either table, whoever writes (migration 0015). A
+ * create that routes by a cached configuration claims its key only while this is the
+ * version it was read at (`OperationStore.claim`), so a lost or late cache invalidation
+ * can never route a create by a configuration changed before it began.
+ */
+export const configVersion = operations.table(
+  "config_version",
+  {
+    one: boolean("one").primaryKey().default(true),
+    version: bigint("version", { mode: "bigint" }).notNull().default(sql`0`),
+  },
+  (t) => [check("config_version_one_row", sql`${t.one}`)],
+);
+
 /** A shop's ordered provider lists per method and direction; `self_matching` names the pool. */
 export const routes = operations.table(
   "routes",

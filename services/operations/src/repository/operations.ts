@@ -75,6 +75,8 @@ export interface RouteWithProviders {
   route: Route;
   providers: (ProviderConfig | undefined)[];
   names: string[];
+  /** The routing configuration's version it was read at (`operations.config_version`). */
+  configVersion: string;
 }
 
 /** What a create's claim (`OperationStore.claim`) writes: the row in `routing` but its deadline. */
@@ -108,14 +110,19 @@ interface RouteColumns {
   route_payout: string[];
   route_settlement_currency: string;
   route_providers: ProviderConfig[] | null;
+  route_config_version: string;
 }
 
-/** The configs of the providers route `r` names for `direction`, as `route_providers`. */
+/**
+ * The configs of the providers route `r` names for `direction`, as `route_providers`, and
+ * the configuration's version in the same snapshot, as `route_config_version`.
+ */
 const providersOf = (sql: Sql, direction: "payin" | "payout") => sql`
   (select json_agg(json_build_object('name', p.name, 'kind', p.kind, 'baseUrl', p.base_url,
            'credentials', p.credentials, 'methods', p.methods))
      from operations.providers p
-    where p.name = any(case when ${direction} = 'payin' then r.payin else r.payout end)) as route_providers`;
+    where p.name = any(case when ${direction} = 'payin' then r.payin else r.payout end)) as route_providers,
+  (select v.version::text from operations.config_version v) as route_config_version`;
 
 function routeOf(row: RouteColumns, direction: "payin" | "payout"): RouteWithProviders {
   const names = direction === "payin" ? row.route_payin : row.route_payout;
@@ -128,6 +135,7 @@ function routeOf(row: RouteColumns, direction: "payin" | "payout"): RouteWithPro
     },
     providers: names.map((n) => byName.get(n) ?? builtInProvider(n)),
     names,
+    configVersion: row.route_config_version,
   };
 }
 
@@ -334,6 +342,7 @@ export class OperationStore {
       route_payout,
       route_settlement_currency,
       route_providers,
+      route_config_version,
       ctx_deadline,
       ctx_link_key,
       ...operation
@@ -343,7 +352,10 @@ export class OperationStore {
       routing:
         route_payin == null
           ? undefined
-          : routeOf({ route_payin, route_payout, route_settlement_currency, route_providers }, direction),
+          : routeOf(
+              { route_payin, route_payout, route_settlement_currency, route_providers, route_config_version },
+              direction,
+            ),
       deadline: new Date(ctx_deadline),
       linkHoldsKey: ctx_link_key === true,
     };
@@ -393,22 +405,34 @@ export class OperationStore {
    * A create's claim of its key in one statement, for a create that knows its route and
    * quote before it reads anything (`RouteCache`): inserts `row` in `routing`, with its
    * routing deadline `budgetMs` ahead by the database's clock, unless the key has a row
-   * already (answered as `existing`, as this statement's snapshot has it) or a flexible
-   * link holds the key (`linkHoldsKey`; the link's own payment, `forLink`, claims it all
-   * the same). Neither `claimed` nor `existing`: a link holds the key, or another request
-   * claimed it after the snapshot (read it again).
+   * already (answered as `existing`, as this statement's snapshot has it), a flexible link
+   * holds the key (`linkHoldsKey`; the link's own payment, `forLink`, claims it all the
+   * same), or the routing configuration is no longer at `configVersion`, the version the
+   * route was read at (`configStale`: read the route again). None of `claimed`,
+   * `existing` and `configStale`: a link holds the key, or another request claimed it
+   * after the snapshot (read it again).
    */
   async claim(
     row: ClaimRow,
-    options: { budgetMs: number; forLink: boolean },
-  ): Promise<{ claimed?: OperationRow; existing?: OperationRow; linkHoldsKey: boolean }> {
+    options: { budgetMs: number; forLink: boolean; configVersion: string },
+  ): Promise<{
+    claimed?: OperationRow;
+    existing?: OperationRow;
+    linkHoldsKey: boolean;
+    configStale: boolean;
+  }> {
     const sql = this.#sql;
     const [out] = await sql<
-      (OperationRow & { claim_kind: "claimed" | "existing" | null; claim_link: boolean })[]
+      (OperationRow & {
+        claim_kind: "claimed" | "existing" | null;
+        claim_link: boolean;
+        claim_stale: boolean;
+      })[]
     >`
-      with link as (
+      with guard as (
         select exists (select 1 from operations.flexible_links l
-                        where l.shop_id = ${row.shop_id} and l.merchant_operation_id = ${row.merchant_operation_id}) as holds
+                        where l.shop_id = ${row.shop_id} and l.merchant_operation_id = ${row.merchant_operation_id}) as holds,
+          (select v.version from operations.config_version v) <> ${options.configVersion}::bigint as stale
       ), claimed as (
         insert into operations.operations (id, shop_id, merchant_id, merchant_operation_id, request_hash,
           type, status, method, currency, expected_amount, client_id, client_ip, number, name, bankname,
@@ -419,18 +443,18 @@ export class OperationStore {
           ${row.client_ip}, ${row.number}, ${row.name}, ${row.bankname}, ${row.settlement_currency},
           ${row.fx_rate}, ${row.fx_source}, ${row.commission_percent}, ${row.commission_fixed},
           ${row.pricing_version}, now() + ${millis(sql, options.budgetMs)}
-        from link where ${options.forLink} or not link.holds
+        from guard where (${options.forLink} or not guard.holds) and not guard.stale
         on conflict do nothing
         returning *
       )
-      select k.*, link.holds as claim_link from link left join (
+      select k.*, guard.holds as claim_link, guard.stale as claim_stale from guard left join (
         select 'claimed' as claim_kind, c.* from claimed c
         union all
         select 'existing', o.* from operations.operations o
          where o.shop_id = ${row.shop_id} and o.merchant_operation_id = ${row.merchant_operation_id}
       ) k on true`;
     if (!out) throw new Error("claim returned no row");
-    const { claim_kind, claim_link, ...operation } = out;
+    const { claim_kind, claim_link, claim_stale, ...operation } = out;
     const found = claim_kind === null ? undefined : hydrate(operation as OperationRow);
     return {
       ...(claim_kind === "claimed"
@@ -439,6 +463,7 @@ export class OperationStore {
           ? { existing: found }
           : {}),
       linkHoldsKey: claim_link === true,
+      configStale: claim_stale === true,
     };
   }
 
