@@ -1,13 +1,15 @@
 /**
  * CPU time of every process of a test stack over a measured window, read from
  * `/proc/<pid>/stat` (utime + stime) at the window's start and end: each service process,
- * the Postgres backends serving the stack's database (`pg_stat_activity`), and this
- * process (the load generator). Figures are per call of the measured step, so a change's
+ * the Postgres backends serving the stack's database (`pg_stat_activity`), this process
+ * (the load generator), and the shared servers' other processes: every `nats-server`
+ * (JetStream stores, delivers and takes the acks of every event) and Postgres's own
+ * processes (WAL writer, checkpointer, other backends). Figures are per call of the measured step, so a change's
  * gain shows per process even on a machine shared with other work, where throughput and
  * latency say little.
  */
 import { execFileSync } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import type postgres from "postgres";
 import type { TestStack } from "../src/stack.ts";
 
@@ -32,6 +34,24 @@ export function processCpuSeconds(pid: number): number | undefined {
   }
 }
 
+/** Labels of the shared servers' processes: printed apart, outside the gateway's total. */
+export const SHARED_LABELS = ["nats-server", "postgres, other processes"];
+
+/** Pids of this machine's processes by command name (`/proc/<pid>/comm`). */
+function pidsNamed(names: string[]): { pid: number; name: string }[] {
+  const out: { pid: number; name: string }[] = [];
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const name = readFileSync(`/proc/${entry}/comm`, "utf8").trim();
+      if (names.includes(name)) out.push({ pid: Number(entry), name });
+    } catch {
+      // The process ended while the list was read.
+    }
+  }
+  return out;
+}
+
 /** CPU seconds by label: one per stack process, `postgres` for the backends, `bench client`. */
 export type CpuSnapshot = Map<string, { seconds: number; pids: Map<number, number> }>;
 
@@ -53,10 +73,15 @@ export async function snapshotCpu(stack: TestStack, sql: postgres.Sql): Promise<
     const pid = stack.pid(i.name);
     if (pid !== undefined) add(i.name, pid);
   }
-  const backends = await sql<{ pid: number }[]>`
-    select pid from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()`;
-  for (const { pid } of backends) add("postgres backends", pid);
+  const backends = await sql<{ pid: number; own: boolean }[]>`
+    select pid, pid = pg_backend_pid() as own from pg_stat_activity where datname = current_database()`;
+  for (const { pid, own } of backends) if (!own) add("postgres backends", pid);
   add("bench client", process.pid);
+  const counted = new Set(backends.map((b) => b.pid));
+  for (const { pid, name } of pidsNamed(["nats-server", "postgres"])) {
+    if (name === "nats-server") add("nats-server", pid);
+    else if (!counted.has(pid)) add("postgres, other processes", pid);
+  }
   return out;
 }
 
@@ -105,6 +130,7 @@ const ORDER = [
   "postgres backends",
   "sandbox-provider",
   "bench client",
+  ...SHARED_LABELS,
 ];
 const rank = (label: string) => {
   const i = ORDER.indexOf(label.split("#")[0]!);
@@ -113,7 +139,8 @@ const rank = (label: string) => {
 
 /**
  * A table of CPU ms per call: one row per process, one column per step. The gateway's
- * total leaves out the sandbox (it stands for an external provider) and the client.
+ * total leaves out the sandbox (it stands for an external provider), the client and the
+ * shared servers' other processes (`SHARED_LABELS`), which follow it on lines of their own.
  */
 export function formatCpuTable(columns: { name: string; perCall: Map<string, number> }[]): string {
   const labels = [...new Set(columns.flatMap((c) => [...c.perCall.keys()]))].sort(
@@ -126,11 +153,10 @@ export function formatCpuTable(columns: { name: string; perCall: Map<string, num
   ];
   const total = (c: (typeof columns)[number], keep: (l: string) => boolean) =>
     [...c.perCall].filter(([l]) => keep(l)).reduce((s, [, v]) => s + v, 0);
-  for (const label of labels) {
-    if (label.startsWith("sandbox") || label === "bench client") continue;
+  const gateway = (l: string) =>
+    !l.startsWith("sandbox") && l !== "bench client" && !SHARED_LABELS.includes(l);
+  for (const label of labels.filter(gateway))
     lines.push(`${label.padEnd(28)} | ${columns.map((c) => cell(c.perCall.get(label))).join(" | ")}`);
-  }
-  const gateway = (l: string) => !l.startsWith("sandbox") && l !== "bench client";
   lines.push(`${"gateway total".padEnd(28)} | ${columns.map((c) => cell(total(c, gateway))).join(" | ")}`);
   for (const label of labels.filter((l) => !gateway(l)))
     lines.push(`${label.padEnd(28)} | ${columns.map((c) => cell(c.perCall.get(label))).join(" | ")}`);
