@@ -10,11 +10,12 @@ import { createServiceClient } from "@gw/rpc";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startOperations } from "./app.ts";
 import { connectorFor } from "./connectors/index.ts";
-import { type CreateDeps, createOperation, parseCreate } from "./create.ts";
+import { type CreateDeps, createOperation, operationIdFor, parseCreate } from "./create.ts";
+import { IdempotencyConflictError } from "./lifecycle/errors.ts";
 import { Pricing } from "./pricing.ts";
 import { OperationStore } from "./repository/operations.ts";
 import { RouteCache } from "./route-cache.ts";
-import { type OperationsHarness, startHarness } from "./test-support.ts";
+import { eventually, type OperationsHarness, startHarness } from "./test-support.ts";
 
 let h: OperationsHarness;
 let nats: Nats;
@@ -179,6 +180,71 @@ describe("a create whose route is cached", () => {
       await replica.stop();
       for (const session of sessions) session.destroy();
       hung.close();
+    }
+  });
+
+  it("answers 412 for a key a flexible link holds, from its first statement", async () => {
+    const { create, statements, stop } = await cachedDeps();
+    const shop = await h.shop(["acme"]);
+    try {
+      await create(shop, `mop-${randomUUID()}`); // the route and the terms into the caches
+      const mop = `mop-${randomUUID()}`;
+      await h.sql`
+        insert into operations.flexible_links (operation_id, shop_id, merchant_id, merchant_operation_id,
+          request_hash, client_id, method, currency, recommended_amount, picker, k_hash, status, expires_at)
+        values (${operationIdFor(shop.shopId, mop)}, ${shop.shopId}, ${shop.merchantId}, ${mop}, 'link body',
+          'client', 'WT_RUB_C2C', 'RUB', '100.00', 'payer', 'k', 'amount_selection', now() + interval '1 hour')`;
+      statements.length = 0;
+      await expect(create(shop, mop)).rejects.toBeInstanceOf(IdempotencyConflictError);
+      expect(statements).toHaveLength(1);
+      expect(statements[0]).toMatch(/^with guard as/);
+      expect(await h.store.findByMop(shop.shopId, mop)).toBeUndefined();
+    } finally {
+      await stop();
+    }
+  });
+
+  it("answers as the row another request committed while its claim waited, which its snapshot could not see", async () => {
+    const { create, stop } = await cachedDeps();
+    const shop = await h.shop(["acme"]);
+    const mop = `mop-${randomUUID()}`;
+    let inserted!: () => void;
+    const insertedYet = new Promise<void>((resolve) => {
+      inserted = resolve;
+    });
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    try {
+      await create(shop, `mop-${randomUUID()}`); // the route and the terms into the caches
+      // Another request's claim of the same key with another body, held open.
+      const other = h.sql.begin(async (tx) => {
+        await tx`
+          insert into operations.operations (id, shop_id, merchant_id, merchant_operation_id, request_hash,
+            type, status, expected_amount, currency)
+          values (${operationIdFor(shop.shopId, mop)}, ${shop.shopId}, ${shop.merchantId}, ${mop}, 'another body',
+            'payment', 'routing', '1000.00', 'RUB')`;
+        inserted();
+        await released;
+      });
+      await insertedYet;
+      const creating = create(shop, mop).then(
+        () => undefined,
+        (err: unknown) => err,
+      );
+      // The claim waits on the held row's key; its snapshot was taken before the commit.
+      await eventually(
+        () =>
+          h.sql`select 1 from pg_stat_activity where wait_event_type = 'Lock' and datname = current_database() and query ~ '^\\s*with guard as'`,
+        (rows) => expect(rows).toHaveLength(1),
+      );
+      release();
+      await other;
+      expect(await creating).toBeInstanceOf(IdempotencyConflictError);
+    } finally {
+      release();
+      await stop();
     }
   });
 });
