@@ -220,17 +220,30 @@ function logCalls(logger: Logger): Interceptor {
   };
 }
 
-/** Wires SIGTERM and SIGINT to a graceful stop, with a hard deadline. */
-export function stopOnSignals(service: { stop(): Promise<void> }, graceMs = 25_000): void {
+/**
+ * Wires SIGTERM and SIGINT to a graceful stop, with a hard deadline, and answers the
+ * service once started. It takes the start as it runs (`await stopOnSignals(start(...))`):
+ * a service answers its health check before the rest of its start is done, and a signal
+ * then (a rollout replacing a pod that just came up) would otherwise meet Node's default
+ * action and kill it mid-request. A signal during the start stops the service once
+ * started; a start that fails rejects the returned promise, as before.
+ */
+export function stopOnSignals<S extends { stop(): Promise<void> }>(
+  service: S | Promise<S>,
+  graceMs = 25_000,
+): Promise<S> {
+  const started = Promise.resolve(service);
   let stopping = false;
   const onSignal = () => {
     if (stopping) return;
     stopping = true;
     setTimeout(() => process.exit(1), graceMs).unref();
-    service.stop().then(
-      () => process.exit(0),
-      () => process.exit(1),
-    );
+    started
+      .then((s) => s.stop())
+      .then(
+        () => process.exit(0),
+        () => process.exit(1),
+      );
   };
   process.once("SIGTERM", onSignal);
   process.once("SIGINT", onSignal);
@@ -242,4 +255,5 @@ export function stopOnSignals(service: { stop(): Promise<void> }, graceMs = 25_0
   setInterval(() => {
     if (process.ppid !== parent) onSignal();
   }, 1000).unref();
+  return started;
 }

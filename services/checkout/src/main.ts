@@ -2,4 +2,4 @@ import { stopOnSignals, withTelemetry } from "@gw/runtime";
 import { startCheckout } from "./app.ts";
 import { readConfig } from "./config.ts";
 
-stopOnSignals(await startCheckout(withTelemetry("checkout", readConfig())));
+await stopOnSignals(startCheckout(withTelemetry("checkout", readConfig())));

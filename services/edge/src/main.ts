@@ -2,4 +2,4 @@ import { stopOnSignals, withTelemetry } from "@gw/runtime";
 import { startEdge } from "./app.ts";
 import { readConfig } from "./config.ts";
 
-stopOnSignals(await startEdge(withTelemetry("edge", readConfig())));
+await stopOnSignals(startEdge(withTelemetry("edge", readConfig())));

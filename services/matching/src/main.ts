@@ -2,4 +2,4 @@ import { stopOnSignals } from "@gw/runtime";
 import { startMatching } from "./app.ts";
 import { readConfig } from "./config.ts";
 
-stopOnSignals(await startMatching(readConfig()));
+await stopOnSignals(startMatching(readConfig()));

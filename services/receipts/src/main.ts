@@ -2,4 +2,4 @@ import { stopOnSignals } from "@gw/runtime";
 import { startReceipts } from "./app.ts";
 import { readConfig } from "./config.ts";
 
-stopOnSignals(await startReceipts(readConfig()));
+await stopOnSignals(startReceipts(readConfig()));

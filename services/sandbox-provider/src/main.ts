@@ -2,4 +2,4 @@ import { stopOnSignals, withTelemetry } from "@gw/runtime";
 import { startSandbox } from "./app.ts";
 import { readConfig } from "./config.ts";
 
-stopOnSignals(await startSandbox(withTelemetry("sandbox-provider", readConfig())));
+await stopOnSignals(startSandbox(withTelemetry("sandbox-provider", readConfig())));

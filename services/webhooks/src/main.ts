@@ -2,4 +2,4 @@ import { stopOnSignals } from "@gw/runtime";
 import { startWebhooks } from "./app.ts";
 import { readConfig } from "./config.ts";
 
-stopOnSignals(await startWebhooks(readConfig()));
+await stopOnSignals(startWebhooks(readConfig()));
