@@ -28,8 +28,12 @@ export async function putProvider(
     throw new ValidationError("provider name must be [a-z0-9_-], not self_matching", "name");
   // The pool is built in under its own name: a provider of its kind under another would
   // reach the pool while events and checks that know the pool by name miss it.
-  if (!req.kind || req.kind === SELF_MATCHING || !d.connectorFor(req.kind))
-    throw new ValidationError("unknown connector kind", "kind");
+  if (req.kind === SELF_MATCHING)
+    throw new ValidationError(
+      "kind self_matching is the built-in pool: route to self_matching instead",
+      "kind",
+    );
+  if (!req.kind || !d.connectorFor(req.kind)) throw new ValidationError("unknown connector kind", "kind");
   if (!URL.canParse(req.baseUrl)) throw new ValidationError("base_url must be a URL", "base_url");
   if (!req.credentials) throw new ValidationError("credentials are required", "credentials");
   const bad = req.methods.find((m) => !isMethod(m));

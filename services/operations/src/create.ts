@@ -219,6 +219,9 @@ async function claimFromCache(
   deadline: number,
   signal: AbortSignal,
 ): Promise<CreateResult | undefined> {
+  // No round trip to wait for: the caches are unusable (NATS down), and the read path
+  // costs fewer statements than a route loaded here and read again there.
+  if (barrier === undefined) return undefined;
   const direction = input.type === "payment" ? "payin" : "payout";
   const cached = await deps.routes?.get(input.shopId, input.method, direction, barrier);
   if (!cached || cached.names.length === 0) return undefined;
@@ -237,12 +240,10 @@ async function claimFromCache(
       row: await route(deps, claim.claimed, cached.providers, cached.names, deadline, signal, !forLink),
       replayed: false,
     };
+  if (claim.configStale) deps.routes?.forget();
   if (claim.existing) return resume(deps, input, hash, claim.existing, deadline, signal);
   if (claim.linkHoldsKey && !forLink) throw conflict();
-  if (claim.configStale) {
-    deps.routes?.forget();
-    return undefined;
-  }
+  if (claim.configStale) return undefined;
   return resumeWinner(deps, input, hash, deadline, signal);
 }
 

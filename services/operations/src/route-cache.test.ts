@@ -137,7 +137,7 @@ describe("a create whose route is cached", () => {
   });
 
   it("routes by a route changed behind the cache's back (its invalidation lost) from the very next create", async () => {
-    const { create, stop } = await cachedDeps();
+    const { create, statements, stop } = await cachedDeps();
     // A provider of its own: another test takes beta off the method.
     await h.provider("gamma", { mode: "accept", expires_in_seconds: 900 });
     const shop = await h.shop(["acme"]);
@@ -146,7 +146,11 @@ describe("a create whose route is cached", () => {
       // Written by hand: no invalidation is published, the cache still holds acme.
       await h.sql`update operations.routes set payin = ${["gamma", "acme"]}
                   where shop_id = ${shop.shopId} and method = 'WT_RUB_C2C'`;
+      statements.length = 0;
       expect((await create(shop, `mop-${randomUUID()}`)).row.provider).toBe("gamma");
+      // The cached route's claim was tried first and refused, then the route read again.
+      expect(statements[0]).toMatch(/^with guard as/);
+      expect(statements[1]).toMatch(/^select o\.\*/);
       // And from then on by the route read again.
       expect((await create(shop, `mop-${randomUUID()}`)).row.provider).toBe("gamma");
     } finally {

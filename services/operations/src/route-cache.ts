@@ -6,7 +6,7 @@ import type { OperationStore, RouteWithProviders } from "./repository/operations
 
 const lookups = new Counter({
   name: "operations_route_cache_total",
-  help: "Route lookups of creates by outcome: hit (served from the cache after the NATS barrier), miss (read from the database), bypass (cache unusable: NATS down).",
+  help: "Route lookups of creates by outcome: hit (served from the cache after the NATS barrier), miss (read from the database), bypass (cache unusable: NATS down); stale: a claim found the routing configuration's version changed under a cached route (an invalidation lost or late), and the replica forgot its routes.",
   labelNames: ["outcome"],
   registers: [metricsRegistry],
 });
@@ -73,6 +73,7 @@ export class RouteCache {
 
   /** This replica reads its routes again: a claim found the configuration's version changed. */
   forget(): void {
+    lookups.inc({ outcome: "stale" });
     this.#cache.forget();
   }
 

@@ -10,7 +10,7 @@ import {
 } from "./lifecycle/errors.ts";
 import type { OperationRow } from "./model.ts";
 import { type ClaimRow, OperationStore } from "./repository/operations.ts";
-import { forceTransition } from "./test-support.ts";
+import { eventually, forceTransition } from "./test-support.ts";
 
 const migrationsFolder = fileURLToPath(new URL("../drizzle", import.meta.url));
 
@@ -234,6 +234,61 @@ describe("the operations repository", () => {
       configVersion: current?.configVersion ?? "",
     });
     expect(claim).toMatchObject({ claimed: { id: row.id, status: "routing" }, configStale: false });
+  });
+
+  it("claims no key while the configuration's version row is missing, and the next write brings it back at a version no route was read at", async () => {
+    const row = claimRow();
+    await sql`
+      insert into operations.routes (shop_id, method, payin, payout, settlement_currency)
+      values (${row.shop_id}, 'WT_RUB_C2C', ${["acme"]}, ${[]}, 'RUB')`;
+    const readAt = await configVersion();
+    await sql`delete from operations.config_version`;
+    try {
+      // A route read now has no version; a route read before names one that is gone.
+      expect((await store.routeWithProviders(row.shop_id, "WT_RUB_C2C", "payin"))?.configVersion).toBeNull();
+      for (const version of [readAt, null])
+        expect(await store.claim(row, { budgetMs: 60_000, forLink: false, configVersion: version })).toEqual({
+          linkHoldsKey: false,
+          configStale: true,
+        });
+      expect(await store.findAnyById(row.id)).toBeUndefined();
+    } finally {
+      await sql`update operations.routes set updated_at = now() where false`;
+    }
+    const back = await configVersion();
+    expect(BigInt(back)).toBeGreaterThan(BigInt(readAt) + 1000n);
+  });
+
+  it("lets a transaction that writes two routes and an admin write of one of them both commit, never deadlocking", async () => {
+    const [first, second] = [randomUUID(), randomUUID()];
+    const route = (shop: string) => sql`
+      insert into operations.routes (shop_id, method, payin, payout, settlement_currency)
+      values (${shop}, 'WT_RUB_C2C', ${["acme"]}, ${[]}, 'RUB')`;
+    await route(first);
+    await route(second);
+    const readAt = BigInt(await configVersion());
+    let wroteFirst!: () => void;
+    const firstWritten = new Promise<void>((resolve) => {
+      wroteFirst = resolve;
+    });
+    const batch = sql.begin(async (tx) => {
+      await tx`update operations.routes set payin = ${["beta"]} where shop_id = ${first}`;
+      wroteFirst();
+      // The admin write of the second route waits for this transaction before it locks its row.
+      await eventually(
+        () => sql`select 1 from pg_stat_activity where wait_event_type = 'Lock' and datname = current_database()
+                  and query ~ 'set payin'`,
+        (rows) => expect(rows).toHaveLength(1),
+      );
+      await tx`update operations.routes set payin = ${["beta"]} where shop_id = ${second}`;
+    });
+    await firstWritten;
+    // Sent now (postgres.js sends a query once it is awaited or executed).
+    const admin = sql`update operations.routes set payin = ${["gamma"]} where shop_id = ${second}`.execute();
+    // Both commit: with the version row locked after the route rows, one was a deadlock victim.
+    await Promise.all([batch, admin]);
+    expect(BigInt(await configVersion())).toBe(readAt + 3n);
+    expect((await store.routeWithProviders(second, "WT_RUB_C2C", "payin"))?.names).toEqual(["gamma"]);
   });
 
   it("refuses to move a pending payment straight to manual_check, and writes nothing", async () => {

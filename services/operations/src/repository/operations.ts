@@ -75,8 +75,8 @@ export interface RouteWithProviders {
   route: Route;
   providers: (ProviderConfig | undefined)[];
   names: string[];
-  /** The routing configuration's version it was read at (`operations.config_version`). */
-  configVersion: string;
+  /** The routing configuration's version it was read at (`operations.config_version`; null: no row). */
+  configVersion: string | null;
 }
 
 /** What a create's claim (`OperationStore.claim`) writes: the row in `routing` but its deadline. */
@@ -110,7 +110,7 @@ interface RouteColumns {
   route_payout: string[];
   route_settlement_currency: string;
   route_providers: ProviderConfig[] | null;
-  route_config_version: string;
+  route_config_version: string | null;
 }
 
 /**
@@ -408,13 +408,13 @@ export class OperationStore {
    * already (answered as `existing`, as this statement's snapshot has it), a flexible link
    * holds the key (`linkHoldsKey`; the link's own payment, `forLink`, claims it all the
    * same), or the routing configuration is no longer at `configVersion`, the version the
-   * route was read at (`configStale`: read the route again). None of `claimed`,
+   * route was read at, or has no version row at all (`configStale`: read the route again). None of `claimed`,
    * `existing` and `configStale`: a link holds the key, or another request claimed it
    * after the snapshot (read it again).
    */
   async claim(
     row: ClaimRow,
-    options: { budgetMs: number; forLink: boolean; configVersion: string },
+    options: { budgetMs: number; forLink: boolean; configVersion: string | null },
   ): Promise<{
     claimed?: OperationRow;
     existing?: OperationRow;
@@ -432,7 +432,8 @@ export class OperationStore {
       with guard as (
         select exists (select 1 from operations.flexible_links l
                         where l.shop_id = ${row.shop_id} and l.merchant_operation_id = ${row.merchant_operation_id}) as holds,
-          (select v.version from operations.config_version v) <> ${options.configVersion}::bigint as stale
+          not exists (select 1 from operations.config_version v
+                       where v.version = ${options.configVersion}::bigint) as stale
       ), claimed as (
         insert into operations.operations (id, shop_id, merchant_id, merchant_operation_id, request_hash,
           type, status, method, currency, expected_amount, client_id, client_ip, number, name, bankname,
