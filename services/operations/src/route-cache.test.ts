@@ -212,14 +212,8 @@ describe("a create whose route is cached", () => {
     const { create, stop } = await cachedDeps();
     const shop = await h.shop(["acme"]);
     const mop = `mop-${randomUUID()}`;
-    let inserted!: () => void;
-    const insertedYet = new Promise<void>((resolve) => {
-      inserted = resolve;
-    });
-    let release!: () => void;
-    const released = new Promise<void>((resolve) => {
-      release = resolve;
-    });
+    const { promise: insertedYet, resolve: inserted } = Promise.withResolvers<void>();
+    const { promise: released, resolve: release } = Promise.withResolvers<void>();
     try {
       await create(shop, `mop-${randomUUID()}`); // the route and the terms into the caches
       // Another request's claim of the same key with another body, held open.

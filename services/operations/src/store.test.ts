@@ -267,10 +267,7 @@ describe("the operations repository", () => {
     await route(first);
     await route(second);
     const readAt = BigInt(await configVersion());
-    let wroteFirst!: () => void;
-    const firstWritten = new Promise<void>((resolve) => {
-      wroteFirst = resolve;
-    });
+    const { promise: firstWritten, resolve: wroteFirst } = Promise.withResolvers<void>();
     const batch = sql.begin(async (tx) => {
       await tx`update operations.routes set payin = ${["beta"]} where shop_id = ${first}`;
       wroteFirst();
