@@ -170,7 +170,16 @@ export async function createOperation(
   // One NATS round trip brings the route and pricing caches up to date (both subscribe on
   // the same connection); without a route cache it overlaps the read below.
   const barrier = deps.routes?.barrier() ?? deps.pricing?.barrier();
-  const claimedFromCache = await claimFromCache(deps, input, hash, forLink, barrier, deadline, signal);
+  const claimedFromCache = await claimFromCache(
+    deps,
+    input,
+    hash,
+    direction,
+    forLink,
+    barrier,
+    deadline,
+    signal,
+  );
   if (claimedFromCache) return claimedFromCache;
 
   // No cached route or terms (none configured, NATS down, no cache), a refused quote, or a
@@ -214,6 +223,7 @@ async function claimFromCache(
   deps: CreateDeps,
   input: CreateInput,
   hash: string,
+  direction: "payin" | "payout",
   forLink: boolean,
   barrier: Promise<void> | undefined,
   deadline: number,
@@ -222,7 +232,6 @@ async function claimFromCache(
   // No round trip to wait for: the caches are unusable (NATS down), and the read path
   // costs fewer statements than a route loaded here and read again there.
   if (barrier === undefined) return undefined;
-  const direction = input.type === "payment" ? "payin" : "payout";
   const cached = await deps.routes?.get(input.shopId, input.method, direction, barrier);
   if (!cached || cached.names.length === 0) return undefined;
   const quote = await deps.pricing

@@ -245,4 +245,30 @@ describe("a create whose route is cached", () => {
       await stop();
     }
   });
+
+  it("completes a create as a cancelled payment, from its first statement, when a cancel by its key came first (cancel rule 5)", async () => {
+    const { create, statements, stop } = await cachedDeps();
+    const shop = await h.shop(["acme"]);
+    try {
+      await create(shop, `mop-${randomUUID()}`); // the route and the terms into the caches
+      const mop = `mop-${randomUUID()}`;
+      const cancel = await h.operations.cancelOperation({
+        scope: shop,
+        id: { case: "merchantOperationId", value: mop },
+        reason: "",
+      });
+      expect(cancel.outcome).toBe("cancelled");
+      statements.length = 0;
+      const { row, replayed } = await create(shop, mop);
+      expect(statements[0]).toMatch(/^with guard as/);
+      expect({ status: row.status, provider: row.provider, number: row.number, replayed }).toEqual({
+        status: "cancelled",
+        provider: null,
+        number: null,
+        replayed: false,
+      });
+    } finally {
+      await stop();
+    }
+  });
 });
