@@ -76,6 +76,19 @@ describe("measure", () => {
     expect(m.p50Ms).toBeGreaterThanOrEqual(2);
   });
 
+  it("keeps the schedule while the window's start hook runs", async () => {
+    // The hook (a CPU snapshot over the network, say) takes 300 ms; the calls due meanwhile
+    // start on time, so none of them counts the hook's wait as its latency.
+    const m = await measureOpenLoop(async () => {}, {
+      ratePerSec: 200,
+      durationMs: 400,
+      warmupMs: 20,
+      onWindowStart: () => new Promise((r) => setTimeout(r, 300)),
+    });
+    expect(m.calls).toBe(80);
+    expect(m.maxMs).toBeLessThan(200);
+  });
+
   it("takes nearest-rank percentiles", () => {
     const values = Float64Array.from({ length: 100 }, (_, i) => i + 1);
     expect(percentile(values, 0.5)).toBe(50);

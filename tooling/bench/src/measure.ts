@@ -101,6 +101,11 @@ export interface OpenLoopOptions {
   ratePerSec: number;
   durationMs: number;
   warmupMs?: number;
+  /**
+   * Called as the window starts. It runs beside the schedule: calls due while it runs
+   * start on time (a CPU snapshot must not hold back the calls it is measuring). It is
+   * awaited before `onWindowEnd`.
+   */
   onWindowStart?: () => unknown;
   onWindowEnd?: () => unknown;
 }
@@ -132,7 +137,8 @@ export async function measureOpenLoop(
   let firstError: string | undefined;
   let inFlight = 0;
   let maxInFlight = 0;
-  let windowStarted = false;
+  /** The window's start hook, once started: it runs beside the schedule, which never waits for it. */
+  let windowStarting: Promise<unknown> | undefined;
 
   const fire = (scheduled: number, recorded: boolean) => {
     inFlight++;
@@ -158,9 +164,9 @@ export async function measureOpenLoop(
   for (let i = 0; ; i++) {
     const scheduled = start + i * intervalMs;
     if (scheduled >= end) break;
-    if (!windowStarted && scheduled >= windowStart) {
-      windowStarted = true;
-      await options.onWindowStart?.();
+    if (windowStarting === undefined && scheduled >= windowStart) {
+      windowStarting = Promise.resolve(options.onWindowStart?.());
+      windowStarting.catch(() => {}); // rethrown where it is awaited, after the schedule
       cpuStart = process.cpuUsage();
     }
     const wait = scheduled - performance.now();
@@ -168,6 +174,7 @@ export async function measureOpenLoop(
     fire(scheduled, scheduled >= windowStart);
   }
   const cpu = process.cpuUsage(cpuStart);
+  await windowStarting;
   await options.onWindowEnd?.();
   await Promise.all(pending);
 
