@@ -78,13 +78,27 @@ async function cachedDeps(ledger = h.ledger) {
   };
 }
 
+/**
+ * `cachedDeps` with a shop routed to acme whose route and pricing terms one create has
+ * put into the caches, so the next create by the shop takes the cached claim.
+ */
+async function warmedDeps() {
+  const deps = await cachedDeps();
+  try {
+    const shop = await h.shop(["acme"]);
+    await deps.create(shop, `mop-${randomUUID()}`);
+    return { ...deps, shop };
+  } catch (err) {
+    await deps.stop();
+    throw err;
+  }
+}
+
 describe("a create whose route is cached", () => {
   it("claims its key with its first statement, and answers a replay with that one statement", async () => {
-    const { statements, create: createIn, stop } = await cachedDeps();
+    const { statements, create: createIn, shop, stop } = await warmedDeps();
     const create = (mop: string) => createIn(shop, mop);
-    const shop = await h.shop(["acme"]);
     try {
-      await create(`mop-${randomUUID()}`); // reads the route into the cache
       statements.length = 0;
       const mop = `mop-${randomUUID()}`;
       const { row, replayed } = await create(mop);
@@ -188,10 +202,8 @@ describe("a create whose route is cached", () => {
   });
 
   it("answers 412 for a key a flexible link holds, from its first statement", async () => {
-    const { create, statements, stop } = await cachedDeps();
-    const shop = await h.shop(["acme"]);
+    const { create, statements, shop, stop } = await warmedDeps();
     try {
-      await create(shop, `mop-${randomUUID()}`); // the route and the terms into the caches
       const mop = `mop-${randomUUID()}`;
       await h.sql`
         insert into operations.flexible_links (operation_id, shop_id, merchant_id, merchant_operation_id,
@@ -209,13 +221,11 @@ describe("a create whose route is cached", () => {
   });
 
   it("answers as the row another request committed while its claim waited, which its snapshot could not see", async () => {
-    const { create, stop } = await cachedDeps();
-    const shop = await h.shop(["acme"]);
+    const { create, shop, stop } = await warmedDeps();
     const mop = `mop-${randomUUID()}`;
     const { promise: insertedYet, resolve: inserted } = Promise.withResolvers<void>();
     const { promise: released, resolve: release } = Promise.withResolvers<void>();
     try {
-      await create(shop, `mop-${randomUUID()}`); // the route and the terms into the caches
       // Another request's claim of the same key with another body, held open.
       const other = h.sql.begin(async (tx) => {
         await tx`
@@ -247,10 +257,8 @@ describe("a create whose route is cached", () => {
   });
 
   it("completes a create as a cancelled payment, from its first statement, when a cancel by its key came first (cancel rule 5)", async () => {
-    const { create, statements, stop } = await cachedDeps();
-    const shop = await h.shop(["acme"]);
+    const { create, statements, shop, stop } = await warmedDeps();
     try {
-      await create(shop, `mop-${randomUUID()}`); // the route and the terms into the caches
       const mop = `mop-${randomUUID()}`;
       const cancel = await h.operations.cancelOperation({
         scope: shop,
