@@ -75,3 +75,4 @@ export function operationStateJson(
     receipt_evidence_status: evidenceStatus,
   };
 }
+export { FIELD_RULES, type FieldRule, fieldProblem, fieldRuleText, type TextField } from "./fields.ts";

@@ -79,7 +79,7 @@ describe("POST /v1/confirm_payment refused before or after its body is read", ()
             fileBytes,
             runs: 200,
           },
-          code,
+          { errorCode: code },
         );
         expect(result.errors).toEqual([]);
         expect(result.badBodies).toEqual([]);

@@ -1,4 +1,5 @@
 import { isIP } from "node:net";
+import { FIELD_RULES, fieldProblem, fieldRuleText, type TextField } from "@gw/api";
 import { CURRENCIES, isCurrency, isMethod, METHODS, parseRequestAmount } from "@gw/money";
 import { z } from "@hono/zod-openapi";
 import { type ApiError, invalidField } from "./errors.ts";
@@ -12,7 +13,7 @@ import { isUuid } from "./store.ts";
  */
 
 /** The longest `reason` the cancel endpoint stores, in UTF-8 bytes (not characters). */
-export const CANCEL_REASON_MAX_BYTES = 2048;
+export const CANCEL_REASON_MAX_BYTES = FIELD_RULES.reason.maxBytes ?? 2048;
 
 const typeMessage = (field: string, what: string) => (issue: { input?: unknown }) =>
   issue.input === undefined ? `${field} is required` : `${field} must be ${what}`;
@@ -23,6 +24,28 @@ const requiredText = (field: string) =>
 
 /** An optional string; JSON null counts as absent. */
 const optionalText = (field: string) => z.string({ error: typeMessage(field, "a string") }).nullish();
+
+/** The field's length and character rule (libs/api fields.ts), on a string or absent value. */
+function ruleOf(field: TextField) {
+  return (value: string | null | undefined, ctx: z.RefinementCtx) => {
+    const problem = value == null ? undefined : fieldProblem(field, value);
+    if (problem) ctx.addIssue({ code: "custom", message: problem });
+  };
+}
+
+/** The OpenAPI description of a ruled field: what it is, then its rule. */
+const ruleDoc = (field: TextField, what: string) => ({
+  description: `${what} ${fieldRuleText(field)}`,
+  ...(FIELD_RULES[field].maxChars !== undefined ? { maxLength: FIELD_RULES[field].maxChars } : {}),
+});
+
+/** A required identifier or text field under its rule. */
+export const requiredField = (field: TextField, what: string) =>
+  requiredText(field).superRefine(ruleOf(field)).openapi(ruleDoc(field, what));
+
+/** An optional (nullable) identifier or text field under its rule. */
+export const optionalField = (field: TextField, what: string) =>
+  optionalText(field).superRefine(ruleOf(field)).openapi(ruleDoc(field, what));
 
 const amountText = (field: string) =>
   z
@@ -37,11 +60,11 @@ const currencies = Object.keys(CURRENCIES) as [keyof typeof CURRENCIES, ...(keyo
 /** The body of `POST /v1/payment`, `/v1/payout` and `/v1/payment/link`. */
 export const createOperationBody = z
   .object({
-    merchant_operation_id: requiredText("merchant_operation_id").openapi({
-      description: "Idempotency key chosen by the merchant.",
-      example: "order-1001",
-    }),
-    client_id: requiredText("client_id").openapi({ description: "End-user identifier.", example: "user-42" }),
+    merchant_operation_id: requiredField(
+      "merchant_operation_id",
+      "Idempotency key chosen by the merchant.",
+    ).openapi({ example: "order-1001" }),
+    client_id: requiredField("client_id", "End-user identifier.").openapi({ example: "user-42" }),
     client_ip: optionalText("client_ip")
       .refine((ip) => ip == null || isIP(ip) !== 0, { error: "client_ip must be an IPv4 or IPv6 address" })
       .openapi({ description: "Client IP address, used for antifraud.", example: "203.0.113.7" }),
@@ -54,13 +77,12 @@ export const createOperationBody = z
       .string({ error: typeMessage("currency", "a string") })
       .refine(isCurrency, { error: `currency must be one of ${currencies.join(", ")}` })
       .openapi({ description: "ISO 4217 code.", enum: currencies, example: "RUB" }),
-    number: optionalText("number").openapi({
-      description: "Destination card or phone number; consulted only for payouts.",
-    }),
-    name: optionalText("name").openapi({ description: "Holder or recipient name." }),
-    bankname: optionalText("bankname").openapi({
-      description: "Destination bank code; required for WT_RUB_PHONE payouts, ignored for card rails.",
-    }),
+    number: optionalField("number", "Destination card or phone number; consulted only for payouts."),
+    name: optionalField("name", "Holder or recipient name."),
+    bankname: optionalField(
+      "bankname",
+      "Destination bank code; required for WT_RUB_PHONE payouts, ignored for card rails.",
+    ),
   })
   .superRefine((body, ctx) => {
     const method = METHODS[body.method as keyof typeof METHODS];
@@ -89,9 +111,10 @@ const operationIdText = z
   .refine(isUuid, { error: "operation_id must be a UUID" })
   .nullish()
   .openapi({ description: "Server-issued id (UUID).", format: "uuid" });
-const merchantOperationIdText = optionalText("merchant_operation_id")
-  .refine((id) => id == null || id.length > 0, { error: "merchant_operation_id must not be empty" })
-  .openapi({ description: "The idempotency key used on create." });
+const merchantOperationIdText = optionalField(
+  "merchant_operation_id",
+  "The idempotency key used on create.",
+).refine((id) => id == null || id.length > 0, { error: "merchant_operation_id must not be empty" });
 
 /** Exactly one of the two identifiers, as `get_operation_state` and `cancel_operation` take them. */
 export type OperationRef = { operationId: string } | { merchantOperationId: string };
@@ -125,13 +148,7 @@ export const cancelOperationBody = z
   .object({
     operation_id: operationIdText,
     merchant_operation_id: merchantOperationIdText,
-    reason: optionalText("reason")
-      .refine((reason) => reason == null || Buffer.byteLength(reason, "utf8") <= CANCEL_REASON_MAX_BYTES, {
-        error: `reason must be at most ${CANCEL_REASON_MAX_BYTES} bytes`,
-      })
-      .openapi({
-        description: `Audit-log reason, at most ${CANCEL_REASON_MAX_BYTES} bytes; empty uses "cancel".`,
-      }),
+    reason: optionalField("reason", 'Audit-log reason; empty uses "cancel".'),
   })
   .openapi("CancelOperationRequest", {
     description: "Exactly one of operation_id or merchant_operation_id.",

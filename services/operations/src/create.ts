@@ -11,6 +11,7 @@ import type { Connector, ProviderAnswer, ProviderConfig, ProviderResult } from "
 import { SELF_MATCHING } from "./connectors/pool-provider.ts";
 import { ledgerRefusal } from "./dependency-errors.ts";
 import type { EventStatements } from "./events.ts";
+import { checkField } from "./field-rules.ts";
 import type { Fact } from "./lifecycle/apply.ts";
 import {
   DependencyUnavailableError,
@@ -67,6 +68,8 @@ export function parseCreate(req: CreateOperationRequest): CreateInput {
     throw invalid("type", "type must be payment or payout");
   if (!req.merchantOperationId) throw invalid("merchant_operation_id", "merchant_operation_id is required");
   if (!req.clientId) throw invalid("client_id", "client_id is required");
+  checkField("merchant_operation_id", req.merchantOperationId);
+  checkField("client_id", req.clientId);
   if (!isMethod(req.method)) throw invalid("method", "method is not supported");
   const amount = parseRequestAmount(req.amount);
   if (!amount || amount.lte(0))
@@ -78,6 +81,9 @@ export function parseCreate(req: CreateOperationRequest): CreateInput {
   let name: string | undefined;
   let bankname: string | undefined;
   if (req.type === "payout") {
+    checkField("number", req.number);
+    checkField("name", req.name);
+    checkField("bankname", req.bankname);
     number = req.number?.trim();
     if (!number) throw invalid("number", "number is required for payouts");
     if (rail === "card" && !/^\d{12,19}$/.test(number))

@@ -21,6 +21,7 @@ import {
   pricingOf,
 } from "./create.ts";
 import { matchingRefusal } from "./dependency-errors.ts";
+import { checkField } from "./field-rules.ts";
 import {
   DependencyUnavailableError,
   FlexibleLinkNotFoundError,
@@ -143,6 +144,8 @@ function parseFlexible(req: CreateFlexibleLinkRequest): FlexibleInput {
   if (!shopId || !merchantId) throw invalid("scope", "scope is required");
   if (!req.merchantOperationId) throw invalid("merchant_operation_id", "merchant_operation_id is required");
   if (!req.clientId) throw invalid("client_id", "client_id is required");
+  checkField("merchant_operation_id", req.merchantOperationId);
+  checkField("client_id", req.clientId);
   if (!isMethod(req.method)) throw invalid("method", "method is not supported");
   if (METHODS[req.method].currency !== req.currency)
     throw invalid("currency", "method does not belong to currency");

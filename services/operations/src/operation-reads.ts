@@ -1,6 +1,7 @@
 import type { GetOperationRequest } from "@gw/proto/gateway/operations/v1/operations_pb";
 import { type ReceiptDeps, receiptEvidence } from "./confirm.ts";
 import { isRefusedCreate } from "./create.ts";
+import { checkField } from "./field-rules.ts";
 import { OperationNotFoundError, ValidationError } from "./lifecycle/errors.ts";
 import { type OperationRow, toOperation } from "./model.ts";
 import type { OperationStore } from "./repository/operations.ts";
@@ -23,7 +24,10 @@ export async function findOperation(
     if (!UUID.test(id.value)) throw new ValidationError("operation_id must be a UUID", "operation_id");
     return store.findById(shopId, id.value);
   }
-  if (id.case === "merchantOperationId" && id.value) return store.findByMop(shopId, id.value);
+  if (id.case === "merchantOperationId" && id.value) {
+    checkField("merchant_operation_id", id.value);
+    return store.findByMop(shopId, id.value);
+  }
   throw new ValidationError("exactly one of operation_id and merchant_operation_id is required");
 }
 

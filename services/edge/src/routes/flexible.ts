@@ -10,7 +10,7 @@ import type { EdgeEnv } from "../env.ts";
 import { ApiError } from "../errors.ts";
 import { requirePermission } from "../middleware/api-key.ts";
 import type { EdgeStore } from "../store.ts";
-import { parseBody } from "../validation.ts";
+import { optionalField, parseBody, requiredField } from "../validation.ts";
 
 /**
  * `POST /v1/payment/link/flexible`: rules 1 to 3 here (400), the rest in operations
@@ -25,8 +25,6 @@ const currencies = Object.keys(CURRENCIES) as [string, ...string[]];
 
 const need = (field: string, what: string) => (issue: { input?: unknown }) =>
   issue.input === undefined ? `${field} is required` : `${field} must be ${what}`;
-const text = (field: string) =>
-  z.string({ error: need(field, "a string") }).min(1, { error: `${field} must not be empty` });
 const optionalText = (field: string) => z.string({ error: need(field, "a string") }).nullish();
 const amount = (field: string) =>
   z.string({ error: need(field, "a decimal string") }).refine((t) => parseRequestAmount(t)?.gt(0) ?? false, {
@@ -36,8 +34,8 @@ const amount = (field: string) =>
 /** The body: `POST /v1/payment` with `amount` replaced by `recommended_amount`, plus the two bounds. */
 export const flexibleLinkBody = z
   .object({
-    merchant_operation_id: text("merchant_operation_id"),
-    client_id: text("client_id"),
+    merchant_operation_id: requiredField("merchant_operation_id", "Idempotency key chosen by the merchant."),
+    client_id: requiredField("client_id", "End-user identifier."),
     client_ip: optionalText("client_ip").refine((ip) => ip == null || isIP(ip) !== 0, {
       error: "client_ip must be an IPv4 or IPv6 address",
     }),
@@ -52,9 +50,9 @@ export const flexibleLinkBody = z
     recommended_amount: amount("recommended_amount").openapi({ example: "1000.00" }),
     min_amount: amount("min_amount").nullish().openapi({ example: "500.00" }),
     max_amount: amount("max_amount").nullish().openapi({ example: "1500.00" }),
-    number: optionalText("number"),
-    name: optionalText("name"),
-    bankname: optionalText("bankname"),
+    number: optionalField("number", "Destination card or phone number; not used for payments."),
+    name: optionalField("name", "Holder or payer name."),
+    bankname: optionalField("bankname", "Bank code."),
   })
   .superRefine((body, ctx) => {
     const method = METHODS[body.method as keyof typeof METHODS];

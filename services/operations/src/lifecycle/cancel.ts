@@ -1,11 +1,11 @@
 import type { CancelOperationRequest } from "@gw/proto/gateway/operations/v1/operations_pb";
 import { isRefusedCreate, operationIdFor } from "../create.ts";
+import { checkField } from "../field-rules.ts";
 import { isTerminal, toOperation } from "../model.ts";
 import { findOperation } from "../operation-reads.ts";
 import type { OperationStore } from "../repository/operations.ts";
 import { DependencyUnavailableError, OperationNotFoundError, ValidationError } from "./errors.ts";
 
-const REASON_MAX_BYTES = 2048;
 /** Bounded: each attempt lost a race to a concurrent writer; ten in a row means "retry later". */
 const ATTEMPTS = 10;
 
@@ -21,8 +21,7 @@ const ATTEMPTS = 10;
  */
 export async function cancelOperation(store: OperationStore, req: CancelOperationRequest) {
   const shopId = req.scope?.shopId ?? "";
-  if (Buffer.byteLength(req.reason, "utf8") > REASON_MAX_BYTES)
-    throw new ValidationError("reason must be at most 2048 bytes", "reason");
+  checkField("reason", req.reason);
   const reason = req.reason || "cancel";
   for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
     const row = await findOperation(store, shopId, req.id);
