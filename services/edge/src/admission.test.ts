@@ -121,3 +121,65 @@ describe("admission control on the merchant API", () => {
     expect(creates.map((c) => c.merchantOperationId)).toEqual(["order-1", "order-2"]);
   });
 });
+
+describe("fair admission between shops", () => {
+  let database: EdgeTestDatabase;
+  beforeAll(async () => {
+    database = await edgeTestDatabase();
+  });
+  afterAll(async () => {
+    await database?.close();
+  });
+
+  it("gives one shop at most its share of the slots (429 with Retry-After past it) while another shop's creates go through", async () => {
+    const creates: string[] = [];
+    let unblock!: () => void;
+    const blocked = new Promise<void>((resolve) => {
+      unblock = resolve;
+    });
+    const app = testApp(database, {
+      admission: { maxInFlight: 4, maxQueue: 0, queueTimeoutMs: 3_000, maxInFlightPerKey: 2 },
+      fakes: {
+        operations: {
+          createOperation: async (req) => {
+            creates.push(req.merchantOperationId);
+            // The busy shop's creates are slow; the other shop's are not.
+            if (req.merchantOperationId.startsWith("busy")) await blocked;
+            return { operation: anOperation({ merchantOperationId: req.merchantOperationId }) };
+          },
+        },
+      },
+    });
+    const busy = await aShopWithKey(app);
+    const other = await aShopWithKey(app);
+    const payment = (id: string) => ({
+      merchant_operation_id: id,
+      client_id: "user-1",
+      method: "WT_RUB_C2C",
+      amount: "1000.00",
+      currency: "RUB",
+    });
+
+    // The busy shop holds its two slots with slow creates...
+    const held = [1, 2].map((n) => merchant(app, busy.apiKey, "POST", "/v1/payment", payment(`busy-${n}`)));
+    await vi.waitFor(() => expect(creates).toHaveLength(2));
+    // ...and its burst beyond them is refused at once, without reaching operations.
+    for (const n of [3, 4, 5]) {
+      const refused = await merchant(app, busy.apiKey, "POST", "/v1/payment", payment(`busy-${n}`));
+      expect(refused.status).toBe(429);
+      expect(refused.headers.get("retry-after")).toBe("1");
+      expect(refused.body).toMatchObject({ error: { code: "rate_limited" } });
+    }
+    // The other shop is served meanwhile, on the slots the busy shop may not take.
+    for (const n of [1, 2]) {
+      const served = await merchant(app, other.apiKey, "POST", "/v1/payment", payment(`other-${n}`));
+      expect(served.status).toBe(200);
+    }
+    expect(creates).toEqual(["busy-1", "busy-2", "other-1", "other-2"]);
+
+    unblock();
+    for (const res of await Promise.all(held)) expect(res.status).toBe(200);
+    // Its share is back once its slow creates are done.
+    expect((await merchant(app, busy.apiKey, "POST", "/v1/payment", payment("busy-6"))).status).toBe(200);
+  });
+});

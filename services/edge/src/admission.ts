@@ -16,7 +16,7 @@ const queuedGauge = new Gauge({
 });
 const shedCounter = new Counter({
   name: "edge_admission_shed_total",
-  help: "Merchant API requests answered 503 without being served, by reason (queue_full, queue_timeout).",
+  help: "Merchant API requests refused without being served, by reason (queue_full, queue_timeout: 503; key_share: 429).",
   labelNames: ["reason"],
   registers: [metricsRegistry],
 });
@@ -34,13 +34,28 @@ export interface AdmissionLimits {
   maxQueue: number;
   /** How long a request may wait for a slot before it is shed. */
   queueTimeoutMs: number;
+  /**
+   * Requests one API key may have in the edge at once, served or waiting; one more is
+   * answered 429 at once. Below `maxInFlight`, so that one shop's burst or slow requests
+   * leave slots to the others. Absent: no per-key share.
+   */
+  maxInFlightPerKey?: number;
 }
 
-/** The defaults of `MAX_IN_FLIGHT`, `MAX_QUEUE` and `QUEUE_TIMEOUT_MS`. */
-export const DEFAULT_ADMISSION: AdmissionLimits = { maxInFlight: 64, maxQueue: 256, queueTimeoutMs: 1_000 };
+/**
+ * The defaults of `MAX_IN_FLIGHT`, `MAX_QUEUE`, `QUEUE_TIMEOUT_MS` and
+ * `MAX_IN_FLIGHT_PER_KEY`: a key may hold a quarter of the slots, so three shops at
+ * their share still leave a quarter to every other shop.
+ */
+export const DEFAULT_ADMISSION = {
+  maxInFlight: 64,
+  maxQueue: 256,
+  queueTimeoutMs: 1_000,
+  maxInFlightPerKey: 16,
+} satisfies AdmissionLimits;
 
 /** Why a request was not admitted. */
-export type ShedReason = "queue_full" | "queue_timeout";
+export type ShedReason = "queue_full" | "queue_timeout" | "key_share";
 
 interface Waiter {
   admit: () => void;
@@ -61,6 +76,8 @@ export class Admission {
   readonly #limits: AdmissionLimits;
   #inFlight = 0;
   readonly #queue: Waiter[] = [];
+  /** Requests of each API key in the edge (served or waiting); a key leaves the map at 0. */
+  readonly #perKey = new Map<string, number>();
 
   constructor(limits: AdmissionLimits) {
     this.#limits = limits;
@@ -82,8 +99,37 @@ export class Admission {
   /**
    * Resolves with a release function once the request holds a slot, or with the reason
    * it was shed. The caller must call the release function exactly once when done.
+   * With `key` (the request's API key) and a per-key share, a key already holding its
+   * share is shed at once (`key_share`), before it takes a slot or a place in the queue.
    */
-  enter(): Promise<{ release: () => void } | { shed: ShedReason }> {
+  async enter(key?: string): Promise<{ release: () => void } | { shed: ShedReason }> {
+    const share = this.#limits.maxInFlightPerKey;
+    if (key === undefined || share === undefined) return this.#enter();
+    const held = this.#perKey.get(key) ?? 0;
+    if (held >= share) return { shed: "key_share" };
+    this.#perKey.set(key, held + 1);
+    const leave = () => {
+      const left = (this.#perKey.get(key) ?? 1) - 1;
+      if (left <= 0) this.#perKey.delete(key);
+      else this.#perKey.set(key, left);
+    };
+    const entry = await this.#enter();
+    if ("shed" in entry) {
+      leave();
+      return entry;
+    }
+    let released = false;
+    return {
+      release: () => {
+        if (released) return;
+        released = true;
+        leave();
+        entry.release();
+      },
+    };
+  }
+
+  #enter(): Promise<{ release: () => void } | { shed: ShedReason }> {
     if (this.#inFlight < this.#limits.maxInFlight && this.#queue.length === 0) {
       this.#take();
       return Promise.resolve({ release: this.#releaser() });
@@ -130,14 +176,25 @@ export class Admission {
 
 /**
  * The middleware: admits the request through `admission` or answers `503 overloaded` with
- * `Retry-After`. The slot is held until the response is ready.
+ * `Retry-After`, or `429 rate_limited` when its API key already holds its share. The
+ * share is counted by the key as sent, before the key is looked up (shedding must cost
+ * nothing): a request without a key is left to the key check (401). The slot is held
+ * until the response is ready.
  */
 export function admissionControl(admission: Admission) {
-  return createMiddleware<EdgeEnv>(async (_c, next) => {
+  return createMiddleware<EdgeEnv>(async (c, next) => {
     const started = performance.now();
-    const entry = await admission.enter();
+    const entry = await admission.enter(c.req.header("x-api-key") || undefined);
     if ("shed" in entry) {
       shedCounter.inc({ reason: entry.shed });
+      if (entry.shed === "key_share")
+        throw new ApiError(
+          429,
+          "rate_limited",
+          "this API key has as many requests in progress as it may; retry after the Retry-After delay",
+          undefined,
+          { retryAfterSeconds: 1 },
+        );
       throw new ApiError(
         503,
         "overloaded",

@@ -90,7 +90,8 @@ export function buildApp(deps: EdgeDeps): OpenAPIHono<EdgeEnv> {
   );
   // confirm_payment reads its own multipart body (bounded by the receipt limit) after the key check.
   const v1Json = jsonBody();
-  // Overload is shed first, before the key lookup costs a query: 503 with Retry-After.
+  // Overload is shed first, before the key lookup costs a query: 503 with Retry-After, or
+  // 429 for a key that already holds its share of the slots (fair admission between shops).
   app.use("/v1/*", admissionControl(new Admission(deps.admission ?? DEFAULT_ADMISSION)));
   app.use("/v1/*", apiKeyAuth(store), (c, next) => (c.req.path === CONFIRM_PATH ? next() : v1Json(c, next)));
   app.use("/admin/*", adminAuth(deps.adminToken), jsonBody());
@@ -222,6 +223,7 @@ export async function startEdge(
       maxInFlight: config.MAX_IN_FLIGHT,
       maxQueue: config.MAX_QUEUE,
       queueTimeoutMs: config.QUEUE_TIMEOUT_MS,
+      maxInFlightPerKey: Math.min(config.MAX_IN_FLIGHT_PER_KEY, config.MAX_IN_FLIGHT),
     },
     probes: {
       self: {

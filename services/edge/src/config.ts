@@ -24,6 +24,8 @@ export const configSchema = z.object({
   MAX_QUEUE: z.coerce.number().int().min(0).default(DEFAULT_ADMISSION.maxQueue),
   /** ... and for how long, before it is answered 503 with Retry-After. */
   QUEUE_TIMEOUT_MS: z.coerce.number().int().min(1).default(DEFAULT_ADMISSION.queueTimeoutMs),
+  /** ... of which one API key may hold this many (served or waiting); one more is answered 429. */
+  MAX_IN_FLIGHT_PER_KEY: z.coerce.number().int().min(1).default(DEFAULT_ADMISSION.maxInFlightPerKey),
   PAY_URL: z
     .string()
     .url()

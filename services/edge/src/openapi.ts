@@ -31,7 +31,7 @@ export function describeUnmanagedRoutes(app: OpenAPIHono<EdgeEnv>): void {
 
   const security = [{ ApiKey: [] }];
   const tags = ["merchant API"];
-  const createErrors = errorResponses(400, 401, 412, 413, 415, 503);
+  const createErrors = errorResponses(400, 401, 412, 413, 415, 429, 503);
 
   registry.registerPath({
     method: "post",
@@ -151,6 +151,18 @@ export const OPENAPI_INFO = {
       "`receipt_url_expired` (410), `receipt_evidence_unavailable` (503),",
       "`unsupported_media_type` (415), `ledger_inconsistent` (500), `no_provider_accepted`,",
       "`dependency_unavailable` (503).",
+      "",
+      "## Limits",
+      "Every route has a body limit, checked before the credentials and while the body is read (a declared",
+      "`Content-Length` and the bytes received, chunked too): `413 payload_too_large` past it (`receipt_too_large`",
+      "on `/v1/confirm_payment`). `/v1/*` and `/admin/*` JSON bodies: 64 KiB; `/v1/confirm_payment`: the receipt",
+      "limit (`RECEIPT_STORE_MAX_BYTES`, 20 MiB) + 64 KiB; provider callbacks: 64 KiB; the back-office login form:",
+      "4 KiB, its other forms 64 KiB; any other route 16 KiB. Identifier fields (`merchant_operation_id`, `client_id`:",
+      "at most 255 characters; `number`, `bankname`: 64) hold no control characters (U+0000 to U+001F, U+007F); text",
+      "fields (`name`: 255 characters, `reason`: 2048 bytes) no NUL; all are well-formed Unicode. Past a rule:",
+      "`400 validation_failed` naming the field. An API key may have 16 `/v1` requests in progress on a replica",
+      "(`MAX_IN_FLIGHT_PER_KEY`); one more is answered `429 rate_limited` with `Retry-After`, so that one shop's",
+      "burst leaves the other shops served. A replica's whole budget full answers `503 overloaded`.",
       "",
       "## Idempotency",
       "`merchant_operation_id` is the key of a create, per shop. The same key with the same body returns the",
