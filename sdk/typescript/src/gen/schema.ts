@@ -2384,6 +2384,15 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description Rate limit exceeded; `Retry-After` says when to retry. */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
                 /** @description A dependency is unavailable or the gateway is busy (`overloaded`); retry after `Retry-After` seconds. */
                 503: {
                     headers: {
@@ -2481,6 +2490,15 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description Rate limit exceeded; `Retry-After` says when to retry. */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
                 /** @description A dependency is unavailable or the gateway is busy (`overloaded`); retry after `Retry-After` seconds. */
                 503: {
                     headers: {
@@ -2568,6 +2586,15 @@ export interface paths {
                 };
                 /** @description Request body is not application/json. */
                 415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Rate limit exceeded; `Retry-After` says when to retry. */
+                429: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -3978,12 +4005,12 @@ export interface components {
         };
         CreateOperationRequest: {
             /**
-             * @description Idempotency key chosen by the merchant.
+             * @description Idempotency key chosen by the merchant. At most 255 characters; no control characters (U+0000 to U+001F, U+007F); well-formed Unicode.
              * @example order-1001
              */
             merchant_operation_id: string;
             /**
-             * @description End-user identifier.
+             * @description End-user identifier. At most 255 characters; no control characters (U+0000 to U+001F, U+007F); well-formed Unicode.
              * @example user-42
              */
             client_id: string;
@@ -4009,11 +4036,11 @@ export interface components {
              * @enum {string}
              */
             currency: "RUB" | "USDT";
-            /** @description Destination card or phone number; consulted only for payouts. */
+            /** @description Destination card or phone number; consulted only for payouts. At most 64 characters; no control characters (U+0000 to U+001F, U+007F); well-formed Unicode. */
             number?: string | null;
-            /** @description Holder or recipient name. */
+            /** @description Holder or recipient name. At most 255 characters; no NUL character; well-formed Unicode. */
             name?: string | null;
-            /** @description Destination bank code; required for WT_RUB_PHONE payouts, ignored for card rails. */
+            /** @description Destination bank code; required for WT_RUB_PHONE payouts, ignored for card rails. At most 64 characters; no control characters (U+0000 to U+001F, U+007F); well-formed Unicode. */
             bankname?: string | null;
         };
         LinkOperation: components["schemas"]["Operation"] & {
@@ -4038,7 +4065,7 @@ export interface components {
              * @description Server-issued id (UUID).
              */
             operation_id?: string | null;
-            /** @description The idempotency key used on create. */
+            /** @description The idempotency key used on create. At most 255 characters; no control characters (U+0000 to U+001F, U+007F); well-formed Unicode. */
             merchant_operation_id?: string | null;
         };
         CancelResult: {
@@ -4053,9 +4080,9 @@ export interface components {
              * @description Server-issued id (UUID).
              */
             operation_id?: string | null;
-            /** @description The idempotency key used on create. */
+            /** @description The idempotency key used on create. At most 255 characters; no control characters (U+0000 to U+001F, U+007F); well-formed Unicode. */
             merchant_operation_id?: string | null;
-            /** @description Audit-log reason, at most 2048 bytes; empty uses "cancel". */
+            /** @description Audit-log reason; empty uses "cancel". At most 2048 bytes (UTF-8); no NUL character; well-formed Unicode. */
             reason?: string | null;
         };
         Availability: {
@@ -4117,7 +4144,9 @@ export interface components {
             expires_at?: string;
         };
         FlexibleLinkRequest: {
+            /** @description Idempotency key chosen by the merchant. At most 255 characters; no control characters (U+0000 to U+001F, U+007F); well-formed Unicode. */
             merchant_operation_id: string;
+            /** @description End-user identifier. At most 255 characters; no control characters (U+0000 to U+001F, U+007F); well-formed Unicode. */
             client_id: string;
             client_ip?: string | null;
             /** @enum {string} */
@@ -4130,8 +4159,11 @@ export interface components {
             min_amount?: string | null;
             /** @example 1500.00 */
             max_amount?: string | null;
+            /** @description Destination card or phone number; not used for payments. At most 64 characters; no control characters (U+0000 to U+001F, U+007F); well-formed Unicode. */
             number?: string | null;
+            /** @description Holder or payer name. At most 255 characters; no NUL character; well-formed Unicode. */
             name?: string | null;
+            /** @description Bank code. At most 64 characters; no control characters (U+0000 to U+001F, U+007F); well-formed Unicode. */
             bankname?: string | null;
         };
     };
