@@ -4,7 +4,7 @@ import { checkField } from "../field-rules.ts";
 import { isTerminal, toOperation } from "../model.ts";
 import { findOperation } from "../operation-reads.ts";
 import type { OperationStore } from "../repository/operations.ts";
-import { DependencyUnavailableError, OperationNotFoundError, ValidationError } from "./errors.ts";
+import { DependencyUnavailableError, OperationNotFoundError } from "./errors.ts";
 
 /** Bounded: each attempt lost a race to a concurrent writer; ten in a row means "retry later". */
 const ATTEMPTS = 10;
