@@ -89,3 +89,20 @@ describe("POST /v1/confirm_payment refused before or after its body is read", ()
     );
   }
 });
+
+describe("a body over the limit", () => {
+  it("is answered 413 and the client reads the answer: the connection closes lingering, not with a reset", async () => {
+    const result = await uploadRunsElsewhere(
+      {
+        url: `http://127.0.0.1:${edge.port}/v1/payment`,
+        headers: { "x-api-key": apiKey },
+        fileBytes: 1024 * 1024,
+        runs: 100,
+      },
+      { errorCode: "payload_too_large" },
+    );
+    expect(result.errors).toEqual([]);
+    expect(result.badBodies).toEqual([]);
+    expect(result.statuses).toEqual({ 413: 100 });
+  }, 120_000);
+});
