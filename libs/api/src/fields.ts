@@ -53,7 +53,14 @@ const codePoints = (value: string) => {
 
 /** What is wrong with `value` as `field`, in the words of a `400 validation_failed`; undefined when nothing. */
 export function fieldProblem(field: TextField, value: string): string | undefined {
-  const rule = FIELD_RULES[field];
+  return ruleProblem(field, FIELD_RULES[field], value);
+}
+
+/**
+ * The same for a field of another API under a rule of its own (the admin API's names,
+ * operators and reasons: free text with a length, in `services/edge/src/routes/admin-*.ts`).
+ */
+export function ruleProblem(field: string, rule: FieldRule, value: string): string | undefined {
   if (!value.isWellFormed()) return `${field} must be well-formed Unicode (no lone surrogate)`;
   if (rule.kind === "identifier" && hasControl(value))
     return `${field} must not contain control characters (U+0000 to U+001F, U+007F)`;

@@ -75,4 +75,11 @@ export function operationStateJson(
     receipt_evidence_status: evidenceStatus,
   };
 }
-export { FIELD_RULES, type FieldRule, fieldProblem, fieldRuleText, type TextField } from "./fields.ts";
+export {
+  FIELD_RULES,
+  type FieldRule,
+  fieldProblem,
+  fieldRuleText,
+  ruleProblem,
+  type TextField,
+} from "./fields.ts";

@@ -1,5 +1,5 @@
 import { isIP } from "node:net";
-import { FIELD_RULES, fieldProblem, fieldRuleText, type TextField } from "@gw/api";
+import { FIELD_RULES, fieldProblem, fieldRuleText, ruleProblem, type TextField } from "@gw/api";
 import { CURRENCIES, isCurrency, isMethod, METHODS, parseRequestAmount } from "@gw/money";
 import { z } from "@hono/zod-openapi";
 import { type ApiError, invalidField } from "./errors.ts";
@@ -29,6 +29,17 @@ const optionalText = (field: string) => z.string({ error: typeMessage(field, "a 
 function ruleOf(field: TextField) {
   return (value: string | null | undefined, ctx: z.RefinementCtx) => {
     const problem = value == null ? undefined : fieldProblem(field, value);
+    if (problem) ctx.addIssue({ code: "custom", message: problem });
+  };
+}
+
+/**
+ * An admin API text field's rule (names, operators, reasons): at most `maxChars`
+ * characters, no NUL, well-formed Unicode (libs/api fields.ts `ruleProblem`).
+ */
+export function freeText(field: string, maxChars: number) {
+  return (value: string, ctx: z.RefinementCtx) => {
+    const problem = ruleProblem(field, { kind: "text", maxChars }, value);
     if (problem) ctx.addIssue({ code: "custom", message: problem });
   };
 }

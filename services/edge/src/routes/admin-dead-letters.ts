@@ -2,6 +2,7 @@ import type { DeadLetter } from "@gw/proto/gateway/deadletters/v1/dead_letters_p
 import { createRoute, z } from "@hono/zod-openapi";
 import { CALL_TIMEOUT_MS, DEAD_LETTER_HOLDERS, type DeadLetterHolder, type EdgeClients } from "../deps.ts";
 import { errorResponses, jsonRequest, jsonResponse, openApiApp } from "../schemas.ts";
+import { freeText } from "../validation.ts";
 
 /**
  * Admin: the dead letters of every service with event consumers (operations, ledger,
@@ -18,7 +19,8 @@ const text = (field: string, max: number) =>
     .string({ error: (i) => (i.input === undefined ? `${field} is required` : `${field} must be a string`) })
     .trim()
     .min(1, { error: `${field} must not be empty` })
-    .max(max, { error: `${field} must be at most ${max} characters` });
+    .max(max, { error: `${field} must be at most ${max} characters` })
+    .superRefine(freeText(field, max));
 
 const DeadLetterSchema = z
   .object({

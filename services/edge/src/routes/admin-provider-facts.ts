@@ -3,6 +3,7 @@ import { createRoute, z } from "@hono/zod-openapi";
 import { CALL_TIMEOUT_MS, type EdgeClients } from "../deps.ts";
 import { ApiError } from "../errors.ts";
 import { errorResponses, jsonRequest, jsonResponse, openApiApp } from "../schemas.ts";
+import { freeText } from "../validation.ts";
 
 /** The operator's resolutions (operations' `RESOLUTIONS`): two for money in, two for money out. */
 const RESOLUTIONS = ["credit_shop", "return_to_payer", "debit_shop", "write_off"] as const;
@@ -22,7 +23,8 @@ const text = (field: string, max: number) =>
     .string({ error: (i) => (i.input === undefined ? `${field} is required` : `${field} must be a string`) })
     .trim()
     .min(1, { error: `${field} must not be empty` })
-    .max(max, { error: `${field} must be at most ${max} characters` });
+    .max(max, { error: `${field} must be at most ${max} characters` })
+    .superRefine(freeText(field, max));
 
 const ProviderFactJson = z
   .object({

@@ -4,6 +4,7 @@ import { ApiError, notFound } from "../errors.ts";
 import { KEY_PERMISSIONS } from "../middleware/api-key.ts";
 import { errorResponses, jsonRequest, jsonResponse, openApiApp } from "../schemas.ts";
 import type { ApiKeyListing, EdgeStore } from "../store.ts";
+import { freeText } from "../validation.ts";
 
 /**
  * Admin: merchants, shops, API keys, shop settings and webhook administration. Every
@@ -19,6 +20,7 @@ const name = (what: string) =>
     .trim()
     .min(1, { error: "name must not be empty" })
     .max(200, { error: "name must be at most 200 characters" })
+    .superRefine(freeText("name", 200))
     .openapi({ description: `Display name of the ${what}.` });
 
 const ShopParams = z.object({

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
+  admin,
   anOperation,
   aShopWithKey,
   type EdgeTestDatabase,
@@ -106,5 +107,18 @@ describe("get_operation_state and cancel_operation", () => {
       await post("/v1/cancel_operation", { merchant_operation_id: "k", reason: `${"é".repeat(1024)}a` }),
       "reason",
     );
+  });
+});
+
+describe("the admin API's free text", () => {
+  it("refuses a NUL in a merchant's or a shop's name with 400 (the edge's own table would refuse it with 500)", async () => {
+    expectRefused(await admin(app, "POST", "/admin/v1/merchants", { name: "a\u0000b" }), "name");
+    const merchantId = (await admin(app, "POST", "/admin/v1/merchants", { name: "M" })).body.merchant_id;
+    expectRefused(
+      await admin(app, "POST", "/admin/v1/shops", { merchant_id: merchantId, name: "a\u0000b" }),
+      "name",
+    );
+    expect((await admin(app, "POST", "/admin/v1/merchants", { name: "é".repeat(200) })).status).toBe(201);
+    expectRefused(await admin(app, "POST", "/admin/v1/merchants", { name: "é".repeat(201) }), "name");
   });
 });
