@@ -40,9 +40,13 @@ export function docsRoutes(document: () => object): Hono<EdgeEnv> {
       cdn: SCALAR_SCRIPT_PATH,
       pageTitle: "Payment gateway API",
       withDefaultFonts: false,
-      hideClientButton: false,
-      defaultOpenAllTags: false,
       telemetry: false,
+      hideClientButton: true,
+      // Nothing of Scalar's own services: no AI agent, no MCP or SDK generator, no toolbar.
+      agent: { disabled: true },
+      mcp: { disabled: true },
+      showDeveloperTools: "never",
+      showToolbar: "never",
     }),
   );
   return routes;
