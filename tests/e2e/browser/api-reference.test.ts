@@ -77,7 +77,7 @@ describe("the API reference at /docs in a browser", () => {
     const firstTag = sections.find((s: string) => /API|admin|webhooks|providers|probes/.test(s));
     expect(firstTag).toMatch(/^merchant API/);
     expect(requests.filter((url) => !url.startsWith(origin) && !url.startsWith("data:"))).toEqual([]);
-    console.log(`screenshot: ${await screenshot(page, "api-reference-top")}`);
+    await screenshot(page, "api-reference-top");
   });
 
   it("navigates from the sidebar to the merchant API's operations, with examples, and to the admin API", async () => {
@@ -89,12 +89,12 @@ describe("the API reference at /docs in a browser", () => {
     // The operations' own entries open under the tag, the create first.
     const merchantLinks = await sidebar();
     expect(merchantLinks.find((l: string) => l.includes("#tag/merchant-api/"))).toMatch(
-      /^Create a payment\n[^]*→ #tag\/merchant-api\/POST\/v1\/payment$/,
+      /^Create a payment\n[\s\S]*→ #tag\/merchant-api\/POST\/v1\/payment$/,
     );
     // The create's request example, as the document gives it, in its code sample.
     await heading("Create a payment").scrollIntoViewIfNeeded();
     await page.getByText("order-1001").filter({ visible: true }).first().waitFor({ timeout: 30_000 });
-    console.log(`screenshot: ${await screenshot(page, "api-reference-merchant")}`);
+    await screenshot(page, "api-reference-merchant");
 
     await nav("#tag-group/admin-api");
     await nav("#tag/admin-accounts");

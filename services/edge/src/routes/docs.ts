@@ -42,11 +42,10 @@ export function docsRoutes(document: () => object): Hono<EdgeEnv> {
       withDefaultFonts: false,
       telemetry: false,
       hideClientButton: true,
-      // Nothing of Scalar's own services: no AI agent, no MCP or SDK generator, no toolbar.
+      // Nothing of Scalar's own services: no AI agent, no MCP or SDK generator, no developer tools.
       agent: { disabled: true },
       mcp: { disabled: true },
       showDeveloperTools: "never",
-      showToolbar: "never",
     }),
   );
   return routes;
