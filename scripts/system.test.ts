@@ -46,13 +46,18 @@ function tempDir(): string {
 
 /**
  * A PATH with only the basic tools the script uses, as on a bare Debian: no pg_ctlcluster,
- * nats-server, chromium, npm, nor pgrep (procps is not installed there either).
+ * nats-server, chromium, npm, nor pgrep (procps is not installed there either); `present`
+ * adds stand-ins for programs the case at hand has.
  */
-function barePath(): string {
+function barePath(present: string[] = []): string {
   const bin = tempDir();
   for (const tool of ["id", "ls", "sort", "tail", "seq", "sleep", "sed", "cat", "mkdir", "dirname"]) {
     const found = spawnSync("bash", ["-c", `command -v ${tool}`], { encoding: "utf8" }).stdout.trim();
     if (found) symlinkSync(found, join(bin, tool));
+  }
+  for (const tool of present) {
+    writeFileSync(join(bin, tool), "#!/bin/sh\n");
+    chmodSync(join(bin, tool), 0o755);
   }
   return bin;
 }
@@ -108,6 +113,7 @@ describe("./gw test's system set-up (scripts/system.sh)", () => {
       `would run: env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq ${what}`;
     expect(run.planned[0]).toBe("would run: apt-get update -qq");
     expect(run.planned.filter((line) => line.includes("apt-get update"))).toHaveLength(1);
+    expect(run.planned).toContain(install("npm"));
     expect(run.planned).toContain(install("postgresql"));
     expect(run.planned.find((line) => line.includes("pg_hba.conf"))).toContain("trust");
     expect(run.planned.find((line) => line.includes("pg_ctlcluster"))).toMatch(/main start$/);
@@ -121,7 +127,7 @@ describe("./gw test's system set-up (scripts/system.sh)", () => {
     writeFileSync(chromium, "#!/bin/sh\n");
     chmodSync(chromium, 0o755);
     const run = await ensureTestSystem({
-      PATH: barePath(),
+      PATH: barePath(["npm"]),
       GW_PG_PORT: String(await listener()),
       GW_NATS_PORT: String(await listener('INFO {"server_id":"x","jetstream":true}\r\n')),
       GW_CHROMIUM: chromium,
@@ -217,7 +223,7 @@ describe("./gw test's system set-up (scripts/system.sh)", () => {
     writeFileSync(chromium, "#!/bin/sh\n");
     chmodSync(chromium, 0o755);
     const run = await ensureTestSystem({
-      PATH: barePath(),
+      PATH: barePath(["npm", "nats-server"]),
       GW_PG_PORT: String(await closedPort()),
       GW_NATS_PORT: String(await listener('INFO {"server_id":"x","jetstream":true}\r\n')),
       GW_CHROMIUM: chromium,
