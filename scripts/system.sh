@@ -1,8 +1,15 @@
-# Sourced by ./gw: sets up the system parts the tests need when they are missing, as
-# scripts/env.sh sets up Node and pnpm. `ensure_test_system` makes sure that
+# Sourced by ./gw (and by scripts/env.sh when npm is missing): sets up the system parts
+# the two commands need when they are missing, from Debian's packages. A fresh Debian
+# needs only git, root or sudo, its package mirror and the npm registry.
+#   - `ensure_npm`: npm (Debian's `npm`, with its Node), which env.sh fetches Node 24 with;
+# `ensure_test_system` (./gw test) makes sure that
+#   - npm is there (the SDK's pack-and-install test uses it),
 #   - Postgres answers on 127.0.0.1:$GW_PG_PORT (5432), user postgres without a password,
-#   - NATS with JetStream answers on 127.0.0.1:$GW_NATS_PORT (4222),
-#   - Debian's Chromium is at $GW_CHROMIUM (/usr/bin/chromium), which the browser tests drive,
+#   - `nats-server` is installed (several tests start their own) and NATS with JetStream
+#     answers on 127.0.0.1:$GW_NATS_PORT (4222),
+#   - Debian's Chromium is at $GW_CHROMIUM (/usr/bin/chromium), which the browser tests drive;
+# `ensure_stack_system` (./gw up) installs `nats-server` when nothing answers on
+# $GW_NATS_PORT, as the stack then starts one (Postgres falls back to an embedded one);
 # installing them with apt-get (after one `apt-get update`) and starting them when not.
 # Something present is left alone: each check comes first and nothing runs when it holds.
 # TEST_DATABASE_URL set means the tests use that Postgres instead: no Postgres set-up. (NATS
@@ -52,12 +59,23 @@ sys_wait_port() {
   return 1
 }
 
+# True while an apt-get, apt or dpkg runs. Read from /proc, not with pgrep: a bare Debian
+# has no procps, and a missing pgrep would silently skip the wait.
+sys_apt_busy() {
+  local comm name
+  for comm in "${GW_PROC:-/proc}"/[0-9]*/comm; do
+    { IFS= read -r name <"$comm"; } 2>/dev/null || continue
+    case "$name" in apt-get | apt | dpkg) return 0 ;; esac
+  done
+  return 1
+}
+
 sys_apt_updated=""
 # apt-get install, after one apt-get update per run, never beside another apt-get.
 sys_apt_install() {
   if [ "${GW_DRY_RUN:-}" != 1 ]; then
     local waited=0
-    while pgrep -x apt-get >/dev/null 2>&1 || pgrep -x dpkg >/dev/null 2>&1; do
+    while sys_apt_busy; do
       [ "$waited" -eq 0 ] && sys_log "waiting for another apt-get or dpkg to finish"
       waited=$((waited + 1))
       if [ "$waited" -gt 900 ]; then
@@ -90,15 +108,28 @@ ensure_postgres() {
   sys_wait_port "$GW_PG_PORT" postgresql
 }
 
+ensure_npm() {
+  command -v npm >/dev/null 2>&1 && return 0
+  sys_log "installing npm (it fetches Node ${NODE_VERSION:-24} and pnpm into .tools/)"
+  sys_apt_install npm
+}
+
+# nats-server on PATH: Debian puts it in $GW_SBIN, outside a normal user's PATH.
+ensure_nats_server() {
+  if ! command -v nats-server >/dev/null 2>&1 && [ ! -x "$GW_SBIN/nats-server" ]; then
+    sys_log "installing nats-server"
+    sys_apt_install nats-server || return 1
+  fi
+  case ":$PATH:" in *":$GW_SBIN:"*) ;; *) export PATH="$PATH:$GW_SBIN" ;; esac
+}
+
 ensure_nats() {
+  # Installed even when a server answers: several tests start a nats-server of their own.
+  ensure_nats_server || return 1
   if sys_listening "$GW_NATS_PORT"; then
     sys_nats_has_jetstream "$GW_NATS_PORT" && return 0
     sys_log "the NATS server on 127.0.0.1:$GW_NATS_PORT runs without JetStream: restart it with -js"
     return 1
-  fi
-  if ! command -v nats-server >/dev/null 2>&1 && [ ! -x "$GW_SBIN/nats-server" ]; then
-    sys_log "installing nats-server"
-    sys_apt_install nats-server || return 1
   fi
   sys_log "starting nats-server with JetStream"
   sys_run mkdir -p /var/lib/nats-server /var/log || return 1
@@ -115,5 +146,12 @@ ensure_chromium() {
 }
 
 ensure_test_system() {
-  ensure_postgres && ensure_nats && ensure_chromium
+  # npm itself too: tests/e2e/sdk-package.test.ts packs the SDK and installs it with npm.
+  ensure_npm && ensure_postgres && ensure_nats && ensure_chromium
+}
+
+# ./gw up: the stack starts a nats-server from PATH when nothing answers on the NATS port.
+ensure_stack_system() {
+  sys_listening "$GW_NATS_PORT" && return 0
+  ensure_nats_server
 }

@@ -1,8 +1,8 @@
 import { execFile, spawnSync } from "node:child_process";
-import { chmodSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
 
@@ -44,12 +44,20 @@ function tempDir(): string {
   return dir;
 }
 
-/** A PATH with only the basic tools the script uses: no pg_ctlcluster, nats-server or chromium. */
-function barePath(): string {
+/**
+ * A PATH with only the basic tools the script uses, as on a bare Debian: no pg_ctlcluster,
+ * nats-server, chromium, npm, nor pgrep (procps is not installed there either); `present`
+ * adds stand-ins for programs the case at hand has.
+ */
+function barePath(present: string[] = []): string {
   const bin = tempDir();
-  for (const tool of ["id", "ls", "sort", "tail", "seq", "sleep", "pgrep", "sed", "cat"]) {
+  for (const tool of ["id", "ls", "sort", "tail", "seq", "sleep", "sed", "cat", "mkdir", "dirname"]) {
     const found = spawnSync("bash", ["-c", `command -v ${tool}`], { encoding: "utf8" }).stdout.trim();
     if (found) symlinkSync(found, join(bin, tool));
+  }
+  for (const tool of present) {
+    writeFileSync(join(bin, tool), "#!/bin/sh\n");
+    chmodSync(join(bin, tool), 0o755);
   }
   return bin;
 }
@@ -58,11 +66,14 @@ function barePath(): string {
  * Runs `ensure_test_system` in bash under GW_DRY_RUN=1, asynchronously: the stand-in
  * servers above live in this process and must go on answering while bash waits on them.
  */
-function ensureTestSystem(env: Record<string, string>) {
+function ensureTestSystem(
+  env: Record<string, string>,
+  script = `source "${SYSTEM_SH}" && ensure_test_system`,
+) {
   return new Promise<{ status: number | null; planned: string[]; stderr: string }>((resolve, reject) => {
     execFile(
       "/bin/bash",
-      ["-c", `source "${SYSTEM_SH}" && ensure_test_system`],
+      ["-c", script],
       { encoding: "utf8", env: { GW_DRY_RUN: "1", PATH: process.env.PATH ?? "", ...env } },
       (error, stdout, stderr) => {
         if (error && typeof error.code !== "number") return reject(error);
@@ -102,12 +113,99 @@ describe("./gw test's system set-up (scripts/system.sh)", () => {
       `would run: env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq ${what}`;
     expect(run.planned[0]).toBe("would run: apt-get update -qq");
     expect(run.planned.filter((line) => line.includes("apt-get update"))).toHaveLength(1);
+    expect(run.planned).toContain(install("npm"));
     expect(run.planned).toContain(install("postgresql"));
     expect(run.planned.find((line) => line.includes("pg_hba.conf"))).toContain("trust");
     expect(run.planned.find((line) => line.includes("pg_ctlcluster"))).toMatch(/main start$/);
     expect(run.planned).toContain(install("nats-server"));
     expect(run.planned.find((line) => line.includes("start-stop-daemon"))).toMatch(/ -js /);
     expect(run.planned.at(-1)).toBe(install("chromium"));
+  });
+
+  it("installs nats-server even when a NATS with JetStream answers: several tests start their own", async () => {
+    const chromium = join(tempDir(), "chromium");
+    writeFileSync(chromium, "#!/bin/sh\n");
+    chmodSync(chromium, 0o755);
+    const run = await ensureTestSystem({
+      PATH: barePath(["npm"]),
+      GW_PG_PORT: String(await listener()),
+      GW_NATS_PORT: String(await listener('INFO {"server_id":"x","jetstream":true}\r\n')),
+      GW_CHROMIUM: chromium,
+      GW_SBIN: tempDir(),
+    });
+    expect(run).toMatchObject({
+      status: 0,
+      planned: [
+        "would run: apt-get update -qq",
+        "would run: env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nats-server",
+      ],
+    });
+  });
+
+  it("puts Debian's nats-server (in /usr/sbin) on PATH for the tests that start it", async () => {
+    const sbin = tempDir();
+    writeFileSync(join(sbin, "nats-server"), "#!/bin/sh\n");
+    chmodSync(join(sbin, "nats-server"), 0o755);
+    const run = await ensureTestSystem(
+      { PATH: barePath(), GW_SBIN: sbin },
+      `source "${SYSTEM_SH}" && ensure_nats_server && command -v nats-server`,
+    );
+    expect(run).toMatchObject({ status: 0, planned: [join(sbin, "nats-server")] });
+  });
+
+  it("./gw up: installs nats-server when no NATS answers (the stack starts one), nothing when one does", async () => {
+    const up = `source "${SYSTEM_SH}" && ensure_stack_system`;
+    const bare = await ensureTestSystem(
+      { PATH: barePath(), GW_NATS_PORT: String(await closedPort()), GW_SBIN: tempDir() },
+      up,
+    );
+    expect(bare).toMatchObject({
+      status: 0,
+      planned: [
+        "would run: apt-get update -qq",
+        "would run: env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nats-server",
+      ],
+    });
+    const served = await ensureTestSystem(
+      { PATH: barePath(), GW_NATS_PORT: String(await listener()), GW_SBIN: tempDir() },
+      up,
+    );
+    expect(served).toMatchObject({ status: 0, planned: [] });
+  });
+
+  it("scripts/env.sh on a machine without npm installs Debian's npm before it fetches Node 24 with it", async () => {
+    // A checkout of its own with no .tools/, so env.sh has Node to set up.
+    const root = tempDir();
+    mkdirSync(join(root, "scripts"));
+    for (const file of ["env.sh", "system.sh"])
+      copyFileSync(join(dirname(SYSTEM_SH), file), join(root, "scripts", file));
+    const run = await ensureTestSystem(
+      { PATH: barePath() },
+      `set -euo pipefail; source "${join(root, "scripts", "env.sh")}"`,
+    );
+    expect(run.planned).toEqual([
+      "would run: apt-get update -qq",
+      "would run: env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq npm",
+    ]);
+    expect(run.stderr).toContain("installing npm");
+    // Dry: npm was not really installed, so fetching Node stops there (under ./gw's set -e), naming npm.
+    expect(run.status).not.toBe(0);
+    expect(run.stderr).toMatch(/npm: command not found/);
+  });
+
+  it("waits for a running apt-get or dpkg without pgrep (a bare Debian has no procps), from /proc", async () => {
+    const proc = tempDir();
+    const busy = (names: string[]) => {
+      rmSync(proc, { recursive: true, force: true });
+      names.forEach((name, i) => {
+        mkdirSync(join(proc, String(100 + i)), { recursive: true });
+        writeFileSync(join(proc, String(100 + i), "comm"), `${name}\n`);
+      });
+      return ensureTestSystem({ PATH: barePath(), GW_PROC: proc }, `source "${SYSTEM_SH}" && sys_apt_busy`);
+    };
+    expect((await busy(["bash", "dpkg"])).status).toBe(0);
+    expect((await busy(["bash", "apt-get"])).status).toBe(0);
+    expect((await busy(["bash", "node", "apt-listchanges"])).status).toBe(1);
   });
 
   it("refuses a NATS server that runs without JetStream instead of running the tests against it", async () => {
@@ -125,7 +223,7 @@ describe("./gw test's system set-up (scripts/system.sh)", () => {
     writeFileSync(chromium, "#!/bin/sh\n");
     chmodSync(chromium, 0o755);
     const run = await ensureTestSystem({
-      PATH: barePath(),
+      PATH: barePath(["npm", "nats-server"]),
       GW_PG_PORT: String(await closedPort()),
       GW_NATS_PORT: String(await listener('INFO {"server_id":"x","jetstream":true}\r\n')),
       GW_CHROMIUM: chromium,

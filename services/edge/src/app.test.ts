@@ -85,13 +85,18 @@ describe("OpenAPI", () => {
     expect(JSON.stringify(doc.paths["/v1/payment"])).toContain("merchant_operation_id");
   });
 
-  it("serves a docs page that loads nothing from another origin", async () => {
-    const res = await testApp(database).request("/docs");
+  it("serves the Scalar reference with its script from the edge itself, nothing from another origin", async () => {
+    const app = testApp(database);
+    const res = await app.request("/docs");
     expect(res.status).toBe(200);
     const html = await res.text();
-    expect(html).toContain("/openapi.json");
-    expect(html).not.toMatch(/<script[^>]+src=/);
+    expect(html).toContain('"url": "/openapi.json"');
+    expect([...html.matchAll(/<script[^>]+src="([^"]+)"/g)].map((m) => m[1])).toEqual(["/docs/scalar.js"]);
     expect(html).not.toMatch(/https?:\/\//);
+    const script = await app.request("/docs/scalar.js");
+    expect(script.status).toBe(200);
+    expect(script.headers.get("content-type")).toContain("javascript");
+    expect((await script.arrayBuffer()).byteLength).toBeGreaterThan(100_000);
   });
 });
 

@@ -33,7 +33,8 @@ import { jsonBody } from "./middleware/body.ts";
 import { edgeBodyLimits } from "./middleware/body-limits.ts";
 import { requestLog } from "./middleware/request-log.ts";
 import { traceRequests } from "./middleware/tracing.ts";
-import { DOCS_PAGE, describeUnmanagedRoutes, OPENAPI_INFO } from "./openapi.ts";
+import { describeUnmanagedRoutes } from "./openapi.ts";
+import { referenceDocument } from "./reference/document.ts";
 import { adminAuditRoutes } from "./routes/admin-audit.ts";
 import { adminConfigRoutes } from "./routes/admin-config.ts";
 import { adminDeadLetterRoutes } from "./routes/admin-dead-letters.ts";
@@ -45,6 +46,7 @@ import { adminShopRoutes } from "./routes/admin-shops.ts";
 import { availabilityRoutes } from "./routes/availability.ts";
 import { balanceRoutes } from "./routes/balances.ts";
 import { callbackRoutes } from "./routes/callbacks.ts";
+import { docsRoutes } from "./routes/docs.ts";
 import { flexibleLinkRoutes } from "./routes/flexible.ts";
 import { healthRoutes } from "./routes/health.ts";
 import { operationRoutes } from "./routes/operations.ts";
@@ -131,8 +133,10 @@ export function buildApp(deps: EdgeDeps): OpenAPIHono<EdgeEnv> {
 
   describeUnmanagedRoutes(app);
   describeReceiptRoutes(app, receiptMaxBytes);
-  app.doc31("/openapi.json", OPENAPI_INFO);
-  app.get("/docs", (c) => c.html(DOCS_PAGE));
+  app.route(
+    "/",
+    docsRoutes(() => referenceDocument(app)),
+  );
 
   app.notFound((c) =>
     errorResponse(c, new ApiError(404, "not_found", `no route for ${c.req.method} ${c.req.path}`)),

