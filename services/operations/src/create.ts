@@ -16,11 +16,12 @@ import {
   DependencyUnavailableError,
   IdempotencyConflictError,
   NoProviderAcceptedError,
+  PricingRefusedError,
   RouteNotConfiguredError,
   ValidationError,
 } from "./lifecycle/errors.ts";
 import { type OperationRow, TERMINAL } from "./model.ts";
-import { reserveBeforeRouting } from "./payout-reserve.ts";
+import { releaseRefusedReserve, reserveBeforeRouting } from "./payout-reserve.ts";
 import type { PoolDeps } from "./pool.ts";
 import { Pricing, type Quoted, type QuoteInput } from "./pricing.ts";
 import { applyProviderResult } from "./provider-results.ts";
@@ -720,7 +721,7 @@ async function record(
     if (!accepted) {
       // Nobody accepted: refused, or cancelled when a cancel arrived meanwhile. What the
       // routing may hold (a payout's reserve, a payin's pool slot) is released by the
-      // refusal's internal event, queued with it.
+      // refusal's internal event, queued with it; a payout's reserve at once as well.
       next = await recordRefusal(
         deps.store,
         current,
@@ -729,7 +730,12 @@ async function record(
           ? (tx) => recordPassedOver(tx, claimed.id, withdrawAt, withdrawalLeaseMs(deps.attemptTimeoutMs))
           : undefined,
       );
-      if (next && !current.cancel_requested) throw notAccepted();
+      if (next && !current.cancel_requested) {
+        // Released before the refusal is answered, as it was reserved before any provider
+        // was asked; the event queued with the refusal stays the fallback.
+        if (next.type === "payout" && next.status === "rejected") await releaseRefusedReserve(deps, next);
+        throw notAccepted();
+      }
     } else {
       const { provider, answer } = accepted;
       // Accepted: pending or awaiting confirmation, or cancelled when a cancel arrived
@@ -791,11 +797,13 @@ const unresolved = () =>
 const notAccepted = () => new NoProviderAcceptedError();
 
 /**
- * The ledger's answer to a quote, translated at this port: its refusal with a public code
- * (pricing missing, for example) is the merchant's answer and passes through as the
- * ledger gave it; anything else means "retry later".
+ * A quote's failure, translated at this port: a refusal (no tier covers the amount, no FX
+ * rate: `PricingRefusedError` priced from cached terms, or the ledger's own refusal with a
+ * public code) is the merchant's answer, a 4xx, and passes through; only a failure to get
+ * an answer from the ledger means "retry later".
  */
 function passThrough(err: unknown): Error {
+  if (err instanceof PricingRefusedError) return err;
   return ledgerRefusal(err) ?? new DependencyUnavailableError("ledger unavailable");
 }
 
