@@ -23,7 +23,6 @@ import { ProviderFactsHandlers } from "./provider-facts-handlers.ts";
 import { Reconciler, reconcilerOptions } from "./reconciler.ts";
 import { OperationStore } from "./repository/operations.ts";
 import { RouteCache } from "./route-cache.ts";
-import { quietPeriodMs } from "./unknown-outcome.ts";
 import { startWithdrawalConsumer, WithdrawalDriver, withdrawalApplier } from "./withdrawals.ts";
 
 export const migrationsFolder = fileURLToPath(new URL("../drizzle", import.meta.url));
@@ -91,7 +90,6 @@ export function startOperations(config: OperationsConfig) {
         callbackBaseUrl,
         budgetMs: config.CREATE_BUDGET_MS,
         attemptTimeoutMs: config.PROVIDER_ATTEMPT_TIMEOUT_MS,
-        notFoundQuietMs: config.PROVIDER_NOT_FOUND_QUIET_MS,
         logger,
         pool,
         withdrawals,
@@ -104,7 +102,6 @@ export function startOperations(config: OperationsConfig) {
           backoffMaxMs: config.POOL_HANDOFF_BACKOFF_MAX_MS,
           intervalMs: config.POOL_HANDOFF_INTERVAL_MS,
           batchSize: 32,
-          notFoundQuietMs: quietPeriodMs(deps),
         },
         SELF_MATCHING,
         (tx, row) => nobodyTookIt(pool, tx, row),
