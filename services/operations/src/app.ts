@@ -1,4 +1,5 @@
 import { fileURLToPath } from "node:url";
+import { inboxRetention, resolvedDeadLetterRetention } from "@gw/db";
 import { DeadLetterHandlers, EventHealthHandlers, OutboxRelay, type RunningConsumer } from "@gw/events";
 import { DeadLetterService } from "@gw/proto/gateway/deadletters/v1/dead_letters_pb";
 import { EventHealthService } from "@gw/proto/gateway/events/v1/event_health_pb";
@@ -140,6 +141,8 @@ export function startOperations(config: OperationsConfig) {
         durables: appliers.map((a) => a.durable),
       });
       return {
+        // Consumed-event ids and resolved dead letters (docs/operations.md, "Retention").
+        retention: [inboxRetention("operations"), resolvedDeadLetterRetention("operations")],
         routes: (router) => {
           // Domain errors become Connect errors here, once, through the catalogue.
           router.service(OperationsService, withErrorCatalogue(OperationsService, handlers, logger));

@@ -1,5 +1,6 @@
 import { fileURLToPath } from "node:url";
 import { fromBinary } from "@bufbuild/protobuf";
+import { inboxRetention, resolvedDeadLetterRetention } from "@gw/db";
 import {
   CONSUMER_SUBJECTS,
   DeadLetterHandlers,
@@ -68,6 +69,8 @@ export function startWebhooks(config: WebhooksConfig) {
         consumers: [deliveries],
       });
       return {
+        // Consumed-event ids and resolved dead letters (docs/operations.md, "Retention").
+        retention: [inboxRetention("webhooks"), resolvedDeadLetterRetention("webhooks")],
         routes: (router) => {
           router.service(WebhooksService, handlers);
           router.service(DeadLetterService, deadLetters);
