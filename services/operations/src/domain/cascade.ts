@@ -70,10 +70,12 @@ export type ProviderStanding = "untried" | "holds" | "out" | "unknown";
 /**
  * How many `not_found` answers a payout's provider gets before its withdrawal is asked: a
  * provider whose queue is a little behind records the create meanwhile and keeps the
- * payout (the status questions are a doubling backoff apart, so four take about 1.4 s).
- * Only a preference: the confirmed withdrawal is what makes moving on safe, never the count.
+ * payout (the status questions are a doubling backoff apart, 200 ms to 2 s, so five span
+ * 3 s after the first; with the 5 s attempt timeout, a create recorded up to 8 s after it
+ * was sent stays there). Only a preference: the confirmed withdrawal is what makes moving
+ * on safe, never the count.
  */
-export const NOT_FOUND_PATIENCE = 4;
+export const NOT_FOUND_PATIENCE = 5;
 
 /** The answers that end a provider's part: a definite no. */
 const DEFINITE_NO: ReadonlySet<CascadeAnswer> = new Set(["declined", "withdrawn"]);
