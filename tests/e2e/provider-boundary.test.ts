@@ -112,8 +112,8 @@ describe("the provider boundary of a create", () => {
 
   it("gives a payout to the first provider when it records the create only after the attempt timeout: its early not_found passes nobody over", async () => {
     // The sandbox's `record_after_delay` fault: the create is recorded 7 s after it
-    // arrived (beyond the 5 s attempt timeout, within the 10 s quiet period); until then
-    // its status reads not_found.
+    // arrived (beyond the 5 s attempt timeout, before the fifth not_found, when its
+    // withdrawal by key would be asked); until then its status reads not_found.
     const queued = await operator.provider("queued", {
       payout: {
         mode: "accept",

@@ -7,6 +7,9 @@
  *   the ledger booked against the providers (provider clearing: the payments' gross, the
  *   payouts' outflow, suspense bookings), to the kopeck, and the shop's accounts sum to zero;
  * - `payout_once`: no payout was paid by more than one provider, nor by a provider and the pool;
+ * - `payout_one_provider`: no payout is live (pending) or paid (completed) at two providers
+ *   at once: a provider the cascade left holds a declined, withdrawn or tombstoned key, so a
+ *   create it records late is never paid;
  * - `status_agrees`: every operation's final status agrees with its providers' final facts,
  *   and every provider fact the gateway did not expect is on the operator's list;
  * - `provider_closed`: every operation the gateway ended (cancelled, expired, rejected) is
@@ -30,6 +33,7 @@ import type postgres from "postgres";
 export const INVARIANTS = [
   "money",
   "payout_once",
+  "payout_one_provider",
   "status_agrees",
   "provider_closed",
   "events_settled",
@@ -435,6 +439,19 @@ export async function checkConservation(input: ConservationInput): Promise<Invar
     payoutViolations.push({ why: "payout completed twice in the ledger", operation_id: id });
   const payoutsExamined = ops.filter((o) => o.type === "payout").length;
 
+  // --- payout_one_provider -----------------------------------------------------------
+  const liveAt = new Map<string, string[]>();
+  for (const r of books.references)
+    if (
+      r.direction === "payout" &&
+      r.decision === "accepted" &&
+      (r.status === "pending" || r.status === "completed")
+    )
+      liveAt.set(r.reference, [...(liveAt.get(r.reference) ?? []), `${r.provider}:${r.status}`]);
+  const liveViolations: unknown[] = [];
+  for (const [reference, at] of liveAt)
+    if (at.length > 1) liveViolations.push({ reference, live_or_paid_at: at });
+
   // --- status_agrees and provider_closed -------------------------------------------
   const held = new Map<string, Books["references"]>();
   for (const r of books.references) held.set(r.reference, [...(held.get(r.reference) ?? []), r]);
@@ -569,6 +586,12 @@ export async function checkConservation(input: ConservationInput): Promise<Invar
       violations: payoutViolations,
     },
     {
+      id: "payout_one_provider",
+      name: "no payout live (pending) or paid (completed) at two providers",
+      examined: payoutsExamined,
+      violations: liveViolations,
+    },
+    {
       id: "status_agrees",
       name: "every operation's final status agrees with its providers' final facts; unexpected facts listed",
       examined: ops.length,
@@ -610,6 +633,18 @@ const TAMPER: Record<InvariantId, Tamper> = {
       select l.id from sandbox.legs l join sandbox.operations o on o.id = l.operation_id
       where o.direction = 'payin' and o.status = 'completed' limit 1)`,
   // A completed payout is paid a second time by another provider.
+  payout_one_provider: async (tx) => {
+    // A payout taken by a second provider while its first still holds it pending.
+    await tx`insert into sandbox.providers (name, credentials, payin, payout)
+             values ('tamper-live', 'tamper-credentials-0001', '{"mode":"accept"}', '{"mode":"accept"}')
+             on conflict do nothing`;
+    return tx`insert into sandbox.operations (id, provider, reference, direction, method, amount, currency,
+                callback_url, decision, status)
+              select gen_random_uuid(), 'tamper-live', reference, direction, method, amount, currency,
+                callback_url, 'accepted', 'pending'
+              from sandbox.operations where direction = 'payout' and status in ('pending', 'completed')
+                and decision = 'accepted' limit 1`;
+  },
   payout_once: async (tx) => {
     await tx`insert into sandbox.providers (name, credentials, payin, payout)
              values ('tamper-second', 'tamper-credentials-0000', '{"mode":"accept"}', '{"mode":"accept"}')

@@ -68,10 +68,19 @@ export function allFaults(): FaultTables {
   };
 }
 
+/**
+ * The late-recording fault of issue 26: a provider whose queue is behind records a payout's
+ * create only a minute after it arrived (longer than the whole 15 s create budget) and
+ * answers `not_found` meanwhile. The gateway must not move the payout on before that
+ * provider confirms a withdrawal of the key (a tombstone: the late create is refused).
+ */
+export const LATE_RECORDING = { slowMs: 60_000, probability: 0.3 };
+
 /** The invariants the short run in the normal test run must keep. */
 export const ENFORCED: readonly InvariantId[] = [
   "money",
   "payout_once",
+  "payout_one_provider",
   "status_agrees",
   "events_settled",
   "webhooks_once",

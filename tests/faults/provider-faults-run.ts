@@ -15,7 +15,7 @@ import {
   TAMPER_CASES,
   tamperSelfTest,
 } from "./conservation.ts";
-import { allFaults, SHORT_RUN_FAULTS } from "./profiles.ts";
+import { allFaults, LATE_RECORDING, SHORT_RUN_FAULTS } from "./profiles.ts";
 import {
   type LoadFigures,
   providerFaultLoad,
@@ -80,9 +80,10 @@ export async function startProviderFaults(options: {
     seed: options.seed,
     // Longer than the operations service's provider attempt timeout (5 s by default).
     slowMs: 7_000,
+    lateRecording: LATE_RECORDING,
   });
   print(
-    `provider faults (${options.profile}): shop ${shopId}, providers faulty-a and faulty-b, seed ${options.seed}`,
+    `provider faults (${options.profile}): shop ${shopId}, providers faulty-a and faulty-b, payouts first at faulty-late (records ${LATE_RECORDING.probability * 100} % of creates ${LATE_RECORDING.slowMs / 1000} s late), seed ${options.seed}`,
   );
   const load = providerFaultLoad({
     edgeUrl: stack.urls.edge,

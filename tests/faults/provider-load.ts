@@ -10,7 +10,7 @@ import type { Books } from "@gw/sandbox-provider/books";
 import { AdminClient } from "@gw/stack/admin-client";
 import { HttpError, requestJson } from "@gw/stack/http-json";
 import type postgres from "postgres";
-import type { FaultTables } from "./profiles.ts";
+import type { FaultTables, LATE_RECORDING } from "./profiles.ts";
 
 /** The providers' books, through the sandbox's control API. */
 export async function readBooks(sandboxUrl: string, controlToken?: string): Promise<Books> {
@@ -49,9 +49,33 @@ export async function setUpFaultyProviders(options: {
   /** How long a slow fault waits: longer than the gateway's provider attempt timeout. */
   slowMs: number;
   names?: string[];
+  /**
+   * A provider first on the payout route that records a share of its payouts' creates
+   * only this late (`record_after_delay`, longer than the whole create budget), and
+   * tombstones a key it is asked to withdraw before that: `faulty-late`.
+   */
+  lateRecording?: typeof LATE_RECORDING;
 }): Promise<FaultyProviders> {
   const names = options.names ?? ["faulty-a", "faulty-b"];
   const admin = new AdminClient(options.edgeUrl, options.adminToken);
+  const late = options.lateRecording;
+  if (late) {
+    const credentials = randomBytes(24).toString("base64url");
+    const faults = {
+      seed: `${options.seed}:faulty-late`,
+      slow_ms: late.slowMs,
+      create: { record_after_delay: late.probability },
+    };
+    await requestJson("PUT", `${options.sandboxUrl}/control/providers/faulty-late`, {
+      body: { credentials, payin: { mode: "accept" }, payout: { mode: "accept", faults } },
+    });
+    await admin.putProvider("faulty-late", {
+      kind: "sandbox",
+      base_url: options.sandboxUrl,
+      credentials,
+      methods: ["WT_RUB_C2C"],
+    });
+  }
   for (const name of names) {
     const credentials = randomBytes(24).toString("base64url");
     const faults = { seed: `${options.seed}:${name}`, slow_ms: options.slowMs, ...options.tables };
@@ -67,7 +91,7 @@ export async function setUpFaultyProviders(options: {
   }
   await admin.putRoute(options.shopId, "WT_RUB_C2C", {
     payin: names,
-    payout: names,
+    payout: late ? ["faulty-late", ...names] : names,
     settlement_currency: "RUB",
   });
   return { names };

@@ -49,6 +49,7 @@ export const GATEWAY_ACCESS_POLICY: AccessPolicy = {
     Quote: ["operations"],
     GetPricingTerms: ["operations"],
     ReservePayout: ["operations"],
+    ReleaseRefusedPayout: ["operations"],
     GetBalances: ["edge", "operations"],
     PutPricing: ADMIN,
     ListPricing: ADMIN,

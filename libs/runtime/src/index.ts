@@ -1,6 +1,6 @@
 import { Code, ConnectError, type ConnectRouter, type Interceptor } from "@connectrpc/connect";
 import { commonConfig, port } from "@gw/config";
-import { connect, type Database, migrateSchema, type Sql } from "@gw/db";
+import { connect, type Database, migrateSchema, RetentionJob, type RetentionRule, type Sql } from "@gw/db";
 import { connectNats, ensureStream, type Nats, type RetryPolicy } from "@gw/events";
 import { createLogger, type Logger } from "@gw/log";
 import { MAX_CONNECTION_AGE_MS, runAsService, startGrpcServer, startMetricsServer } from "@gw/rpc";
@@ -70,7 +70,15 @@ export interface ServiceParts {
   start?: () => Promise<void>;
   /** Stops background work; called after the server stopped taking calls. */
   stop?: () => Promise<void>;
+  /**
+   * The retention of the service's tables that grow with traffic (docs/operations.md,
+   * "Retention"): pruned by a `RetentionJob` every `RETENTION_INTERVAL_MS` while it runs.
+   */
+  retention?: RetentionRule[];
 }
+
+/** How often a service prunes what its retention rules no longer keep. */
+export const RETENTION_INTERVAL_MS = 10 * 60_000;
 
 export interface GrpcServiceSpec<C extends GrpcServiceConfig> {
   name: string;
@@ -143,6 +151,13 @@ export async function startGrpcService<C extends GrpcServiceConfig>(
   });
   const metrics = await startMetricsServer(config.METRICS_PORT, config.HOST);
   await parts.start?.();
+  const retention = new RetentionJob(sql, parts.retention ?? [], {
+    intervalMs: RETENTION_INTERVAL_MS,
+    onError: (rule, err) =>
+      logger.warn({ table: rule.table, err: String(err) }, "retention pass failed; next interval"),
+    onPruned: (rule, deleted) => logger.info({ table: rule.table, deleted }, "retention: rows pruned"),
+  });
+  retention.start();
   const metricsPort = (metrics.address() as { port: number }).port;
   logger.info({ port: server.port, metricsPort }, `${spec.name} listening`);
 
@@ -153,6 +168,7 @@ export async function startGrpcService<C extends GrpcServiceConfig>(
     stop() {
       stopping ??= (async () => {
         await server.close();
+        await retention.stop();
         await parts.stop?.();
         await nats.nc.drain().catch(() => {});
         await sql.end({ timeout: 5 });

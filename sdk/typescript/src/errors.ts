@@ -32,7 +32,24 @@ export class GatewayError extends Error {
   get noDecision(): boolean {
     return this.status === 503;
   }
+
+  /**
+   * True for a create the shop's configuration refuses (`412` with one of
+   * `REFUSAL_CODES`): nothing was created, reserved or sent, and the same request answers
+   * the same until an operator changes the pricing, FX rates or routes. Not worth retrying.
+   */
+  get refusal(): boolean {
+    return this.status === 412 && (REFUSAL_CODES as readonly string[]).includes(this.code);
+  }
 }
+
+/**
+ * The codes of a create refused by the shop's configuration (always `412`): no pricing
+ * tier covers the amount (`pricing_not_configured`, field `amount`), no FX rate to the
+ * settlement currency (`fx_rate_missing`, field `settlement_currency`), no route for the
+ * method (`route_not_configured`). A refusal is never a `503`: that one means no decision.
+ */
+export const REFUSAL_CODES = ["pricing_not_configured", "fx_rate_missing", "route_not_configured"] as const;
 
 /** True when `err` is a `GatewayError`, and, when `code` is given, one with that code. */
 export function isGatewayError(err: unknown, code?: ErrorCode): err is GatewayError {

@@ -111,6 +111,27 @@ describe("GatewayClient retries", () => {
     expect(sent).toHaveLength(1);
   });
 
+  it("never repeats a create refused by the shop's pricing, and reads it as a refusal, not as no decision", async () => {
+    for (const [code, field] of [
+      ["pricing_not_configured", "amount"],
+      ["fx_rate_missing", "settlement_currency"],
+    ] as const) {
+      const { client, sent } = scripted(
+        json(412, { error: { code, message: code, field }, request_id: "r" }),
+      );
+      const err = await client
+        .createPayout({ ...payment, number: "2200123456789010" })
+        .catch((e: unknown) => e);
+      expect(err).toMatchObject({ status: 412, code, field, refusal: true, noDecision: false });
+      expect(sent).toHaveLength(1);
+    }
+    const conflict = new GatewayError(412, {
+      error: { code: "idempotency_conflict", message: "x" },
+      request_id: "r",
+    });
+    expect(conflict.refusal).toBe(false);
+  });
+
   it("does not repeat a receipt upload that got no answer, and says the outcome is unknown", async () => {
     const { client, sent } = scripted(new TypeError("socket hang up"));
     const err = await client

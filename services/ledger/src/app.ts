@@ -1,5 +1,6 @@
 import { fileURLToPath } from "node:url";
 import { fromBinary } from "@bufbuild/protobuf";
+import { inboxRetention, resolvedDeadLetterRetention } from "@gw/db";
 import {
   CONSUMER_SUBJECTS,
   DeadLetterHandlers,
@@ -51,6 +52,8 @@ export function startLedger(config: GrpcServiceConfig) {
       });
       let facts: RunningConsumer | undefined;
       return {
+        // Consumed-event ids and resolved dead letters (docs/operations.md, "Retention").
+        retention: [inboxRetention("ledger"), resolvedDeadLetterRetention("ledger")],
         routes: (router) => {
           router.service(
             LedgerService,

@@ -168,7 +168,7 @@ interface ReserveRow {
 const version = (event: OperationEvent): bigint => BigInt(event.operation?.version ?? 0n);
 
 /** The operation and shop of an event, all a release needs. */
-interface PayoutRef {
+export interface PayoutRef {
   operationId: string;
   shopId: string;
 }
@@ -313,7 +313,11 @@ function payoutReleased(tx: postgres.TransactionSql, f: PayoutRef, generation: b
  * nothing; each refusal of a retried create releases that retry's reserve under a key of
  * its own.
  */
-async function payoutRefused(tx: postgres.TransactionSql, f: PayoutRef, generation: bigint): Promise<void> {
+export async function payoutRefused(
+  tx: postgres.TransactionSql,
+  f: PayoutRef,
+  generation: bigint,
+): Promise<void> {
   const row = await lockReserve(tx, f);
   if (generation <= BigInt(row.generation) || row.state === "consumed") return;
   await release(tx, f, generation, `op:${f.operationId}:release:${generation}`);

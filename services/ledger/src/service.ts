@@ -28,13 +28,14 @@ import type {
   PutPricingRequest,
   QuoteRequest,
   QuoteResponseSchema,
+  ReleaseRefusedPayoutRequest,
   ReservePayoutRequest,
 } from "@gw/proto/gateway/ledger/v1/ledger_pb";
 import { Code, failure } from "@gw/rpc";
 import type postgres from "postgres";
 import stringify from "safe-stable-stringify";
 import { listClearingByOperation, listShopTotals } from "./audit.ts";
-import { payoutPending } from "./events.ts";
+import { payoutPending, payoutRefused } from "./events.ts";
 import { invalid, isDirection, validateTiers } from "./pricing.ts";
 import { listPricing } from "./pricing-read.ts";
 import { type AccountRef, credit, debit, postTransfer } from "./transfers.ts";
@@ -342,6 +343,21 @@ export class LedgerHandlers implements ServiceImpl<typeof LedgerService> {
         }),
       ),
     );
+  }
+
+  /**
+   * Releases a refused payout create's reserve before operations answers the refusal: the
+   * `payout.refused` event's own posting (`payoutRefused`), so the event, delivered later
+   * as the durable fallback, finds it done and posts nothing.
+   */
+  async releaseRefusedPayout(req: ReleaseRefusedPayoutRequest) {
+    const shopId = requireText(req.shopId, "shop_id");
+    const operationId = requireText(req.operationId, "operation_id");
+    if (req.operationVersion <= 0n) throw invalid("operation_version", "operation_version must be positive");
+    await withRetry(() =>
+      this.#sql.begin((tx) => payoutRefused(tx, { operationId, shopId }, req.operationVersion)),
+    );
+    return {};
   }
 
   /**

@@ -7,6 +7,7 @@ import type { MatchingConfig } from "./config.ts";
 import { reportPoolDepth } from "./metrics.ts";
 import { PoolStore } from "./pool.ts";
 import { PoolReads, ReadLimiter } from "./reads.ts";
+import { MATCHING_RETENTION } from "./retention.ts";
 import { MatchingHandlers } from "./service.ts";
 import { PoolSweeper } from "./sweeper.ts";
 
@@ -28,6 +29,7 @@ export function startMatching(config: MatchingConfig) {
       const relay = new OutboxRelay({ sql, schema: "matching", js: nats.js, logger });
       const sweeper = new PoolSweeper(store, logger, config.POOL_SWEEP_INTERVAL_MS);
       return {
+        retention: MATCHING_RETENTION,
         routes: (router) => {
           router.service(MatchingService, new MatchingHandlers(store, reads));
           // Its outbox only: matching has no consumers.

@@ -1,4 +1,5 @@
 import { fileURLToPath } from "node:url";
+import { inboxRetention, resolvedDeadLetterRetention } from "@gw/db";
 import { DeadLetterHandlers, EventHealthHandlers, OutboxRelay, type RunningConsumer } from "@gw/events";
 import { DeadLetterService } from "@gw/proto/gateway/deadletters/v1/dead_letters_pb";
 import { EventHealthService } from "@gw/proto/gateway/events/v1/event_health_pb";
@@ -23,7 +24,6 @@ import { ProviderFactsHandlers } from "./provider-facts-handlers.ts";
 import { Reconciler, reconcilerOptions } from "./reconciler.ts";
 import { OperationStore } from "./repository/operations.ts";
 import { RouteCache } from "./route-cache.ts";
-import { quietPeriodMs } from "./unknown-outcome.ts";
 import { startWithdrawalConsumer, WithdrawalDriver, withdrawalApplier } from "./withdrawals.ts";
 
 export const migrationsFolder = fileURLToPath(new URL("../drizzle", import.meta.url));
@@ -91,7 +91,6 @@ export function startOperations(config: OperationsConfig) {
         callbackBaseUrl,
         budgetMs: config.CREATE_BUDGET_MS,
         attemptTimeoutMs: config.PROVIDER_ATTEMPT_TIMEOUT_MS,
-        notFoundQuietMs: config.PROVIDER_NOT_FOUND_QUIET_MS,
         logger,
         pool,
         withdrawals,
@@ -104,7 +103,6 @@ export function startOperations(config: OperationsConfig) {
           backoffMaxMs: config.POOL_HANDOFF_BACKOFF_MAX_MS,
           intervalMs: config.POOL_HANDOFF_INTERVAL_MS,
           batchSize: 32,
-          notFoundQuietMs: quietPeriodMs(deps),
         },
         SELF_MATCHING,
         (tx, row) => nobodyTookIt(pool, tx, row),
@@ -143,6 +141,8 @@ export function startOperations(config: OperationsConfig) {
         durables: appliers.map((a) => a.durable),
       });
       return {
+        // Consumed-event ids and resolved dead letters (docs/operations.md, "Retention").
+        retention: [inboxRetention("operations"), resolvedDeadLetterRetention("operations")],
         routes: (router) => {
           // Domain errors become Connect errors here, once, through the catalogue.
           router.service(OperationsService, withErrorCatalogue(OperationsService, handlers, logger));

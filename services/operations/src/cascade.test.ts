@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connectorFor } from "./connectors/index.ts";
 import { type CreateDeps, drive, operationIdFor } from "./create.ts";
 import { DependencyUnavailableError } from "./lifecycle/errors.ts";
-import { insertAbandonedRouting, type OperationsHarness, startHarness } from "./test-support.ts";
+import { failureOf, insertAbandonedRouting, type OperationsHarness, startHarness } from "./test-support.ts";
 
 // The create cascade at the provider boundary: when a provider's "never received" is
 // believed, and who may record a routing outcome.
@@ -16,7 +16,7 @@ beforeAll(async () => {
     budgetMs: 8_000,
     attemptTimeoutMs: 1_000,
     // The reconciler stays off: these tests drive routing rows themselves.
-    config: { RECONCILE_INTERVAL_MS: "0", PROVIDER_NOT_FOUND_QUIET_MS: "3000" },
+    config: { RECONCILE_INTERVAL_MS: "0" },
   });
   await h.provider("backup", { mode: "accept", expires_in_seconds: 900 }, { mode: "accept" });
 }, 60_000);
@@ -43,15 +43,30 @@ async function holders(id: string): Promise<string[]> {
   return body.received.map((r) => r.provider).sort();
 }
 
-/** A provider of its own whose payouts are recorded only `slowMs` after their create arrives. */
-async function queuedProvider(slowMs: number): Promise<string> {
+/**
+ * A provider of its own whose payouts are recorded only `slowMs` after their create
+ * arrives; `withdraw`: whether it offers a withdrawal by key (a durable tombstone).
+ */
+async function queuedProvider(slowMs: number, withdraw: "supported" | "unsupported" = "supported") {
   const name = `queued-${randomUUID().slice(0, 8)}`;
   await h.provider(
     name,
     { mode: "accept" },
-    { mode: "accept", faults: { seed: "cascade", slow_ms: slowMs, create: { record_after_delay: 1 } } },
+    {
+      mode: "accept",
+      withdraw,
+      faults: { seed: "cascade", slow_ms: slowMs, create: { record_after_delay: 1 } },
+    },
   );
   return name;
+}
+
+/** What one provider of the sandbox holds under our operation id, if anything. */
+async function heldAt(id: string, provider: string) {
+  const res = await fetch(`${h.sandboxUrl}/control/operations/${id}`);
+  if (res.status === 404) return undefined;
+  const body = (await res.json()) as { received: { provider: string; status: string; decision: string }[] };
+  return body.received.find((r) => r.provider === provider);
 }
 
 describe("a payout whose create answer was lost", () => {
@@ -66,7 +81,8 @@ describe("a payout whose create answer was lost", () => {
     expect(await holders(id)).toEqual([queued]);
   }, 30_000);
 
-  it("goes on to the next provider once the first still says not_found after the quiet period", async () => {
+  it("goes on to the next provider only once the first confirms a withdrawal by key: its not_found alone passes nobody over", async () => {
+    // Records the create a minute late, longer than the whole create budget.
     const queued = await queuedProvider(60_000);
     const shop = await h.shop([queued, "backup"]);
     const req = request(shop, { type: "payout", number: "4111111111111111" });
@@ -74,6 +90,26 @@ describe("a payout whose create answer was lost", () => {
     expect(operation).toMatchObject({ status: "pending" });
     const id = operationIdFor(shop.shopId, req.merchantOperationId);
     expect(await h.store.findAnyById(id)).toMatchObject({ provider: "backup", routing_passed: [queued] });
+    // The first provider holds a tombstone for the key: its late create is refused there.
+    expect(await heldAt(id, queued)).toMatchObject({ status: "withdrawn", decision: "declined" });
+  }, 30_000);
+
+  it("stays with a provider that cannot confirm a withdrawal: 503 with the reserve held, and the next provider never receives it", async () => {
+    const queued = await queuedProvider(60_000, "unsupported");
+    const shop = await h.shop([queued, "backup"]);
+    const req = request(shop, { type: "payout", number: "4111111111111111" });
+    const { info } = await failureOf(h.operations.createOperation(req));
+    expect(info?.code).toBe("dependency_unavailable");
+    const id = operationIdFor(shop.shopId, req.merchantOperationId);
+    expect(await h.store.findAnyById(id)).toMatchObject({
+      status: "routing",
+      routing_unresolved: queued,
+      routing_passed: [],
+    });
+    expect(await heldAt(id, "backup")).toBeUndefined();
+    const [reserve] = await h.sql<{ state: string }[]>`
+      select state from ledger.payout_reserves where operation_id = ${id}`;
+    expect(reserve?.state).toBe("reserved");
   }, 30_000);
 });
 

@@ -63,11 +63,17 @@ export const configSchema = grpcServiceConfig(50051, 9101).extend({
   /** The longest one provider may take to answer before the next one in the route is asked. */
   PROVIDER_ATTEMPT_TIMEOUT_MS: z.coerce.number().int().min(50).max(60_000).default(5_000),
   /**
-   * How long after a create request was sent a provider's `not_found` for it counts as
-   * "never received" (longer than the provider's longest request: a slow provider may
-   * still record it). Unset: PROVIDER_ATTEMPT_TIMEOUT_MS plus 5000.
+   * How long a payout whose provider's answer stays unknown (no decline, no confirmed
+   * withdrawal: `not_found` at any age is unknown) is resolved by the reconciler alone,
+   * counted from its creation; past it the payout also goes to the operator queue (an
+   * error log once, `operations_payouts_awaiting_operator`), where a person decides with
+   * the provider's evidence. Never an automatic cascade.
    */
-  PROVIDER_NOT_FOUND_QUIET_MS: z.coerce.number().int().min(0).max(600_000).optional(),
+  PAYOUT_OPERATOR_HORIZON_MS: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .default(24 * 3_600_000),
   /** How often the reconciler looks for due operations; 0 turns it off in this process. */
   RECONCILE_INTERVAL_MS: z.coerce.number().int().min(0).default(5_000),
   /** Age after which an operation without a result is asked about, even before its expiry. */

@@ -1,35 +1,24 @@
 import { createHash } from "node:crypto";
-import type { Client } from "@connectrpc/connect";
-import type { Logger } from "@gw/log";
 import { isMethod, METHODS, parseRequestAmount } from "@gw/money";
-import type { LedgerService } from "@gw/proto/gateway/ledger/v1/ledger_pb";
 import type { CreateOperationRequest } from "@gw/proto/gateway/operations/v1/operations_pb";
 import { stringify } from "safe-stable-stringify";
 import { v5 as uuidv5 } from "uuid";
 import { BANKS_BY_CURRENCY } from "./banks.ts";
-import type { Connector, ProviderAnswer, ProviderConfig, ProviderResult } from "./connectors/connector.ts";
-import { SELF_MATCHING } from "./connectors/pool-provider.ts";
+import type { ProviderConfig } from "./connectors/connector.ts";
+import type { CreateDeps } from "./create-deps.ts";
 import { ledgerRefusal } from "./dependency-errors.ts";
-import type { EventStatements } from "./events.ts";
 import { checkField } from "./field-rules.ts";
-import type { Fact } from "./lifecycle/apply.ts";
 import {
   DependencyUnavailableError,
   IdempotencyConflictError,
-  NoProviderAcceptedError,
+  PricingRefusedError,
   RouteNotConfiguredError,
   ValidationError,
 } from "./lifecycle/errors.ts";
 import { type OperationRow, TERMINAL } from "./model.ts";
-import { reserveBeforeRouting } from "./payout-reserve.ts";
-import type { PoolDeps } from "./pool.ts";
 import { Pricing, type Quoted, type QuoteInput } from "./pricing.ts";
-import { applyProviderResult } from "./provider-results.ts";
-import { recordRefusal } from "./refusals.ts";
-import type { ClaimRow, DataPatch, OperationPatch, OperationStore } from "./repository/operations.ts";
-import type { RouteCache } from "./route-cache.ts";
-import { quietPeriodMs, resolveUnknown } from "./unknown-outcome.ts";
-import { recordPassedOver, type WithdrawalDriver, withdrawalLeaseMs } from "./withdrawals.ts";
+import type { ClaimRow, OperationStore } from "./repository/operations.ts";
+import { notAccepted, record, route, unresolved } from "./routing.ts";
 
 /** Namespace of operation ids derived from (shop, merchant_operation_id). */
 const OPERATION_NAMESPACE = "6f1c2a7e-3b5d-4c1a-9e8f-0a1b2c3d4e5f";
@@ -122,31 +111,7 @@ export function requestHash(input: CreateInput): string {
     .digest("hex");
 }
 
-export interface CreateDeps {
-  store: OperationStore;
-  ledger: Client<typeof LedgerService>;
-  connectorFor: (kind: string) => Connector | undefined;
-  callbackBaseUrl: string;
-  budgetMs: number;
-  attemptTimeoutMs: number;
-  /** How long after a create was sent a provider's `not_found` is believed (`quietPeriodMs`). */
-  notFoundQuietMs?: number | undefined;
-  logger: Logger;
-  /**
-   * The self-matching pool, for the reconciler and flexible links (routing reaches it as
-   * a provider, through `connectorFor`).
-   */
-  pool?: PoolDeps;
-  /**
-   * Asks a passed-over payin's withdrawal at once (absent: the withdrawal driver of any
-   * process asks it once its lease has run out).
-   */
-  withdrawals?: Pick<WithdrawalDriver, "askNow">;
-  /** Quotes from cached pricing terms (`Pricing.cached`); absent: every quote is the ledger's Quote. */
-  pricing?: Pricing;
-  /** Creates' routes, cached (`RouteCache`); absent: every create reads its route. */
-  routes?: RouteCache;
-}
+export type { CreateDeps } from "./create-deps.ts";
 
 /** The deps' pricing: the cached one, or the ledger's Quote. */
 export const pricingOf = (deps: Pick<CreateDeps, "ledger" | "pricing">) =>
@@ -502,280 +467,6 @@ export async function reroute(deps: CreateDeps, row: OperationRow, deadline: num
   return drive(deps, taken, deadline, signal);
 }
 
-type Accepted = {
-  provider: ProviderConfig;
-  answer: Extract<ProviderAnswer, { outcome: "accepted" }>;
-  /** A result the provider already reached (found by the status question), applied once recorded. */
-  result?: ProviderResult;
-  /**
-   * Whether the pool was on the route that found the provider, when that route is the only
-   * one the operation ever had (its first attempt); unknown counts as on it.
-   */
-  poolOnRoute?: boolean;
-};
-
-/**
- * Tries the providers in order, from where the last driver stopped (`routing_passed`,
- * `routing_unresolved`); records the outcome. A payout's reserve is posted before any
- * provider is asked (`reserveBeforeRouting`), and its refusal releases it
- * (`recordRefusal`, as a payin's refusal releases a pool slot it may hold).
- *
- * A provider's `unknown` answer (timeout, reset, 5xx, unreadable) is never taken for a
- * decline. For a payout the provider is asked its status, with backoff, until it answers
- * definitely: pending or a completion makes the payout that provider's; never received,
- * rejected or withdrawn lets the cascade go on. "Never received" (`not_found`) is believed
- * only once the quiet period since the create was sent has passed (`quietPeriodMs`): a
- * slow provider may still record it. Still unknown at the end of the budget,
- * the row stays `routing` with the provider in `routing_unresolved`, and the create
- * answers 503 (`unresolved`): a retry or the reconciler resolves it later, never asking
- * the next provider first. A payin may go on after its provider's share of the budget:
- * its withdrawal at that provider is recorded with the pass-over, in one transaction, and
- * asked at once (`recordPassedOver`, `WithdrawalDriver.askNow`), so a process that dies
- * in between still withdraws it.
- */
-async function route(
-  deps: CreateDeps,
-  claimed: OperationRow,
-  providers: (ProviderConfig | undefined)[],
-  names: string[],
-  deadline: number,
-  signal: AbortSignal,
-  /**
-   * The create that has just claimed the row: no earlier attempt (a dead driver, a refused
-   * create, a link) can have asked the pool under another route.
-   */
-  firstAttempt = false,
-): Promise<OperationRow> {
-  let row = claimed;
-  let accepted: Accepted | undefined;
-  // A payout's reserve is on the balance before any provider can pay it out.
-  if (row.type === "payout") await reserveBeforeRouting(deps, row, signal);
-  if (row.routing_unresolved !== null) {
-    const name = row.routing_unresolved;
-    const provider = providers[names.indexOf(name)] ?? (await deps.store.provider(name));
-    const connector = provider && deps.connectorFor(provider.kind);
-    if (!provider || !connector) throw unresolved();
-    // Taken over (see `drive`): the last create was sent before the previous driver's
-    // deadline, and the database's clock is past that deadline plus the grace, so that
-    // much of the quiet period has passed already.
-    const quietUntil = Date.now() + Math.max(0, quietPeriodMs(deps) - ROUTING_GRACE_MS);
-    const resolution = await resolveUnknown(deps, connector, provider, row.id, deadline, quietUntil, signal);
-    if (resolution.outcome === "unresolved") throw unresolved();
-    if (resolution.outcome === "taken") accepted = takenBy(provider, resolution.result);
-    else row = await passOver(deps, row, name, resolution.reason);
-  }
-  for (const [i, provider] of providers.entries()) {
-    if (accepted) break;
-    const remaining = deadline - Date.now();
-    if (remaining <= 0 || signal.aborted) break;
-    if (!provider) {
-      // Unknown names take no payment.
-      deps.logger.warn({ operationId: row.id, provider: names[i] }, "provider not available for routing");
-      continue;
-    }
-    if (row.routing_passed.includes(provider.name)) continue;
-    const connector = deps.connectorFor(provider.kind);
-    if (!connector || !provider.methods.includes(row.method ?? "")) continue;
-    const sentAt = Date.now();
-    const answer = await connector.create(
-      provider,
-      {
-        operationId: row.id,
-        shopId: row.shop_id,
-        direction: row.type === "payment" ? "payin" : "payout",
-        method: row.method ?? "",
-        amount: row.expected_amount ?? "",
-        currency: row.currency ?? "",
-        number: row.number ?? undefined,
-        name: row.name ?? undefined,
-        bankname: row.bankname ?? undefined,
-        callbackUrl: `${deps.callbackBaseUrl}/callbacks/providers/${encodeURIComponent(provider.name)}`,
-        generation: BigInt(row.version),
-      },
-      AbortSignal.any([signal, AbortSignal.timeout(Math.min(remaining, deps.attemptTimeoutMs))]),
-    );
-    if (answer.outcome === "accepted") {
-      accepted = { provider, answer };
-      break;
-    }
-    if (answer.outcome === "declined") {
-      row = await passOver(deps, row, provider.name, `declined: ${answer.reason}`);
-      continue;
-    }
-    if (row.type === "payment") {
-      // A payin may move on (nothing is paid out by our choosing another provider), but
-      // the requisites the provider may have issued must stop taking money.
-      deps.logger.warn(
-        { operationId: row.id, provider: provider.name, reason: answer.reason },
-        "provider did not answer a payin; withdrawing it there and moving on",
-      );
-      row = await passOver(deps, row, provider.name, `unknown, withdrawing: ${answer.reason}`, true);
-      await deps.withdrawals?.askNow(row.id, provider.name);
-      continue;
-    }
-    // A payout is never offered to the next provider while this one may have taken it.
-    deps.logger.warn(
-      { operationId: row.id, provider: provider.name, reason: answer.reason },
-      "provider did not answer a payout; asking its status before anyone else",
-    );
-    row = await persist(
-      deps,
-      row,
-      { routing_unresolved: provider.name },
-      { kind: "provider_unknown", provider: provider.name },
-    );
-    const quietUntil = sentAt + quietPeriodMs(deps);
-    const resolution = await resolveUnknown(deps, connector, provider, row.id, deadline, quietUntil, signal);
-    if (resolution.outcome === "unresolved") throw unresolved();
-    if (resolution.outcome === "taken") accepted = takenBy(provider, resolution.result);
-    else row = await passOver(deps, row, provider.name, resolution.reason);
-  }
-  const recorded = await record(
-    deps,
-    row,
-    accepted && { ...accepted, poolOnRoute: firstAttempt ? names.includes(SELF_MATCHING) : undefined },
-  );
-  if (accepted && recorded.provider === accepted.provider.name)
-    await deps.connectorFor(accepted.provider.kind)?.recorded?.(accepted.provider, recorded);
-  if (accepted?.result && recorded.provider === accepted.provider.name) {
-    const result = accepted.result;
-    const provider = accepted.provider.name;
-    await deps.store.transaction((tx) => applyProviderResult(deps, tx, provider, result, "reconciler"));
-    return (await deps.store.findAnyById(recorded.id)) ?? recorded;
-  }
-  return recorded;
-}
-
-/** A payout a provider was found holding by the status question: accepted by it. */
-const takenBy = (provider: ProviderConfig, result: ProviderResult | undefined): Accepted => ({
-  provider,
-  answer: { outcome: "accepted", receiptRequired: false },
-  result,
-});
-
-/**
- * Records that `name` gave a definite "no", so no later driver asks it again; with
- * `withdraw` (a payin whose answer there was unknown), its withdrawal there too.
- */
-function passOver(deps: CreateDeps, row: OperationRow, name: string, reason: string, withdraw = false) {
-  deps.logger.info({ operationId: row.id, provider: name, reason }, "provider passed over");
-  return persist(
-    deps,
-    row,
-    {
-      routing_passed: [...new Set([...row.routing_passed, name])],
-      routing_unresolved: row.routing_unresolved === name ? null : row.routing_unresolved,
-    },
-    { kind: "provider_declined", provider: name },
-    withdraw ? name : undefined,
-  );
-}
-
-/**
- * Writes the cascade position (no event: it is no state of the operation) with the
- * version check, and with it, in one transaction, the withdrawal at `withdrawAt`. A
- * concurrent change of the row (a cancel request) is re-read and the position written
- * again; a row another driver took over (another deadline) or that is no longer routing
- * ends this driver's work with a 503 (`unresolved`).
- */
-async function persist(
-  deps: CreateDeps,
-  row: OperationRow,
-  patch: Pick<OperationPatch, "routing_passed" | "routing_unresolved">,
-  fact: Extract<Fact, { kind: "provider_declined" | "provider_unknown" }>,
-  withdrawAt?: string,
-): Promise<OperationRow> {
-  let current = row;
-  for (let attempt = 0; attempt < 10; attempt++) {
-    const { row: next } = withdrawAt
-      ? await deps.store.transaction(async (tx) => {
-          const moved = await deps.store.applyFact(current, fact, { data: patch, tx });
-          if (moved.row)
-            await recordPassedOver(tx, row.id, withdrawAt, withdrawalLeaseMs(deps.attemptTimeoutMs));
-          return moved;
-        })
-      : await deps.store.applyFact(current, fact, { data: patch });
-    if (next) return next;
-    const now = await deps.store.findAnyById(row.id);
-    if (now?.status !== "routing" || !sameDeadline(now, row)) throw unresolved();
-    current = now;
-  }
-  throw unresolved();
-}
-
-/** Whether `a` is still under the routing of the driver that holds `b` (a take-over moves the deadline). */
-const sameDeadline = (a: OperationRow, b: OperationRow) =>
-  a.routing_deadline?.getTime() === b.routing_deadline?.getTime();
-
-/**
- * Writes the routing outcome, honouring a cancel that arrived meanwhile. Like `persist`,
- * it stops with a 503 (`unresolved`) once another driver has taken the row over (another
- * `routing_deadline`): the outcome is that driver's to record. With `withdrawAt`, a
- * cancellation is committed only together with the withdrawal at that provider.
- */
-async function record(
-  deps: CreateDeps,
-  claimed: OperationRow,
-  accepted: Accepted | undefined,
-  withdrawAt?: string,
-): Promise<OperationRow> {
-  let current = claimed;
-  for (let attempt = 0; attempt < 10; attempt++) {
-    let next: OperationRow | undefined;
-    if (current.status !== "routing") return current;
-    if (!accepted) {
-      // Nobody accepted: refused, or cancelled when a cancel arrived meanwhile. What the
-      // routing may hold (a payout's reserve, a payin's pool slot) is released by the
-      // refusal's internal event, queued with it.
-      next = await recordRefusal(
-        deps.store,
-        current,
-        { routing_deadline: null },
-        withdrawAt
-          ? (tx) => recordPassedOver(tx, claimed.id, withdrawAt, withdrawalLeaseMs(deps.attemptTimeoutMs))
-          : undefined,
-      );
-      if (next && !current.cancel_requested) throw notAccepted();
-    } else {
-      const { provider, answer } = accepted;
-      // Accepted: pending or awaiting confirmation, or cancelled when a cancel arrived
-      // meanwhile (the cancel won: no requisites are ever stored, so none can be shown).
-      const data: DataPatch = { routing_deadline: null };
-      let statements: EventStatements = {};
-      if (!current.cancel_requested) {
-        data.expires_at = answer.expiresAt ?? null;
-        if (current.type === "payment" && answer.requisites) {
-          data.number = answer.requisites.number;
-          data.name = answer.requisites.name ?? null;
-          data.bankname = answer.requisites.bankname ?? null;
-        }
-        // Only a payin the pool was asked for (`Admit`, by this driver, an earlier one or
-        // an earlier attempt, under a route with the pool) can have a slot there; its
-        // event says whether that can be, so the pool's consumer skips the ones that
-        // cannot (`poolPayinsSkip`) instead of opening a transaction for nothing. Only a
-        // first attempt knows every route it had: any other may have been admitted
-        // under a route since changed.
-        if (current.type === "payment")
-          statements = {
-            poolMayHoldSlot:
-              accepted.poolOnRoute !== false ||
-              provider.name === SELF_MATCHING ||
-              current.routing_passed.includes(SELF_MATCHING),
-          };
-      }
-      ({ row: next } = await deps.store.applyFact(
-        current,
-        { kind: "provider_accepted", provider: provider.name, receiptRequired: answer.receiptRequired },
-        { data, statements },
-      ));
-    }
-    if (next) return next;
-    current = (await deps.store.findAnyById(claimed.id)) ?? current;
-    if (current.status === "routing" && !sameDeadline(current, claimed)) throw unresolved();
-  }
-  throw new DependencyUnavailableError("operation kept changing; retry");
-}
-
 export const conflict = () =>
   new IdempotencyConflictError(
     "merchant_operation_id was already used with a different request",
@@ -786,22 +477,13 @@ const routeNotConfigured = (direction: string, method: string) =>
   new RouteNotConfiguredError(direction, method);
 
 /**
- * No decision yet: a provider's answer is still unknown (or another driver took the
- * routing over). The spec's 503, "retry or read": the operation goes on being resolved.
- */
-const unresolved = () =>
-  new DependencyUnavailableError(
-    "the provider's answer is not known yet; retry the same request or read the state later",
-  );
-
-const notAccepted = () => new NoProviderAcceptedError();
-
-/**
- * The ledger's answer to a quote, translated at this port: its refusal with a public code
- * (pricing missing, for example) is the merchant's answer and passes through as the
- * ledger gave it; anything else means "retry later".
+ * A quote's failure, translated at this port: a refusal (no tier covers the amount, no FX
+ * rate: `PricingRefusedError` priced from cached terms, or the ledger's own refusal with a
+ * public code) is the merchant's answer, a 4xx, and passes through; only a failure to get
+ * an answer from the ledger means "retry later".
  */
 function passThrough(err: unknown): Error {
+  if (err instanceof PricingRefusedError) return err;
   return ledgerRefusal(err) ?? new DependencyUnavailableError("ledger unavailable");
 }
 

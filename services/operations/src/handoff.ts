@@ -1,4 +1,3 @@
-import { setTimeout as sleep } from "node:timers/promises";
 import type { Logger } from "@gw/log";
 import type { Connector } from "./connectors/connector.ts";
 import { isTerminal, type OperationRow } from "./model.ts";
@@ -19,11 +18,11 @@ import type { OperationStore } from "./repository/operations.ts";
  * driver that crashed, or lost its lease, never applies an answer twice:
  * - accepted: the payout moves to that provider (`pending` under it, as before);
  * - declined (or not configured any more): the next candidate is asked;
- * - no answer (unknown): the provider is asked its status, once the quiet period since
- *   the create was sent has passed (`notFoundQuietMs`: before, a slow provider may still
- *   record it and answer "never received" meanwhile). Never received, rejected or
- *   withdrawn passes it over like a decline; pending (or completed) there means it took
- *   the remainder. Still no definite answer: asked again after a backoff (`backoffMs`,
+ * - no answer (unknown): the provider is asked its status. Rejected or withdrawn passes
+ *   it over like a decline; pending (or completed) there means it took the remainder.
+ *   `not_found` is no answer (a slow provider may still record the create it got): its
+ *   withdrawal by key is asked, and only a confirmed withdrawal (the key tombstoned there)
+ *   passes it over. Still no definite answer: asked again after a backoff (`backoffMs`,
  *   doubling, at most `backoffMaxMs`), for as long as it takes (from `attempts` unanswered
  *   asks on, each is logged as an error for an operator). No other candidate is asked
  *   meanwhile: a provider that answers late is asked the same question again (providers
@@ -42,8 +41,6 @@ export interface HandOffOptions {
   intervalMs: number;
   /** Hand-offs leased by one pass at most. */
   batchSize: number;
-  /** How long after a create was sent a provider's `not_found` is believed (`quietPeriodMs`). */
-  notFoundQuietMs: number;
 }
 
 /** How `handOff` ends a payout nobody took: a partial of what the pool paid, or rejected. */
@@ -103,9 +100,9 @@ export class HandOffDriver {
 
   /** One pass: leases the due hand-offs and asks each its provider once. Returns how many. */
   async runOnce(): Promise<number> {
-    // Held long enough for one ask (the create, the quiet period, the status question)
-    // and its recording; a crash delays the row by this much.
-    const leaseMs = 2 * this.#pool.attemptTimeoutMs + this.#o.notFoundQuietMs + 30_000;
+    // Held long enough for one ask (the create, the status question, the withdrawal) and
+    // its recording; a crash delays the row by this much.
+    const leaseMs = 3 * this.#pool.attemptTimeoutMs + 30_000;
     const due = await this.#pool.store.handoffs.lease(leaseMs, this.#o.batchSize);
     await Promise.all(
       due.map((h) =>
@@ -141,7 +138,6 @@ export class HandOffDriver {
     }
     let accepted: boolean;
     try {
-      const sentAt = Date.now();
       const answer = await connector.create(
         provider,
         {
@@ -159,15 +155,19 @@ export class HandOffDriver {
         AbortSignal.any([this.#loop.signal, AbortSignal.timeout(this.#pool.attemptTimeoutMs)]),
       );
       if (answer.outcome === "unknown") {
-        // The provider may have taken the remainder: only its status decides, asked once
-        // the create can no longer be on its way (no row lock is held meanwhile).
-        const quiet = sentAt + this.#o.notFoundQuietMs - Date.now();
-        if (quiet > 0) await sleep(quiet, undefined, { signal: this.#loop.signal });
-        const status = await connector.status(
-          provider,
-          row.id,
-          AbortSignal.any([this.#loop.signal, AbortSignal.timeout(this.#pool.attemptTimeoutMs)]),
-        );
+        // The provider may have taken the remainder: only its status, or a confirmed
+        // withdrawal of a key it has no record of, decides (no row lock is held meanwhile).
+        const attempt = () =>
+          AbortSignal.any([this.#loop.signal, AbortSignal.timeout(this.#pool.attemptTimeoutMs)]);
+        const status = await connector.status(provider, row.id, attempt());
+        if (status.status === "not_found") {
+          // Given one round of the backoff to record the create (a queue a little behind),
+          // then its withdrawal by key is asked.
+          if (h.attempts === 0) throw new Error(`${answer.reason}; not found there yet`);
+          const withdrawal = await connector.cancel(provider, row.id, attempt(), "payout");
+          if (withdrawal.outcome !== "withdrawn")
+            throw new Error(`${answer.reason}; not found there, withdrawal: ${withdrawal.outcome}`);
+        }
         if (status.status === "not_found" || status.status === "rejected" || status.status === "withdrawn") {
           logger.info(
             { operationId: row.id, provider: name, status: status.status },

@@ -24,6 +24,7 @@ export type OperationRow = Omit<
   | "next_check_at"
   | "reconcile_checks"
   | "stuck_alerted_at"
+  | "operator_queued_at"
   | "pricing_version"
 > & {
   type: "payment" | "payout";
@@ -46,7 +47,7 @@ export type LegRow = Pick<SnakeKeys<typeof legs.$inferSelect>, "id" | "amount" |
 export type ReconcileRow = OperationRow &
   Pick<
     SnakeKeys<typeof operationsTable.$inferSelect>,
-    "next_check_at" | "reconcile_checks" | "stuck_alerted_at"
+    "next_check_at" | "reconcile_checks" | "stuck_alerted_at" | "operator_queued_at"
   >;
 
 export type Status =

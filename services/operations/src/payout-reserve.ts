@@ -13,9 +13,13 @@ import { type OperationRow, toOperation } from "./model.ts";
  *   the answer is unresolved (503), money a provider may already be paying out. Should
  *   the ledger not answer, no provider is asked and the create answers 503 with the row
  *   still `routing`: whoever drives it next (a retry, the reconciler) reserves first too.
- * - **A refusal** (no provider accepted; never announced) queues the internal event
- *   `payout.refused` in the refusal's own transaction (refusals.ts), and the ledger's consumer releases
- *   the reserve once. A process that dies right after the refusal still releases it; a
+ * - **A refusal** (no provider accepted; never announced) releases the reserve
+ *   synchronously before it is answered (`LedgerService.ReleaseRefusedPayout`,
+ *   `releaseRefusedReserve`): a refused payout is not in flight, so a balance read right
+ *   after the refusal shows `reserved` back where it was. The refusal's own transaction
+ *   also queues the internal event `payout.refused` (refusals.ts), the same posting, as the
+ *   durable fallback: a process that dies right after the refusal, or a ledger that did
+ *   not answer the call, still releases it, and whichever comes second posts nothing. A
  *   retry of the refusal routes under a newer version, so its reserve is posted again and
  *   a late release of the earlier refusal does not touch it.
  * - Everything after acceptance is the payout events' (`payout.pending` reserves if the
@@ -65,6 +69,29 @@ export async function reserveBeforeRouting(
     );
     throw new DependencyUnavailableError(
       "the payout changed meanwhile; retry the same request or read the state later",
+    );
+  }
+}
+
+/**
+ * Releases a refused payout's reserve before the refusal is answered, under the refused
+ * row's version (the `payout.refused` event's). Best effort: a ledger that does not
+ * answer leaves the release to that event, queued with the refusal; the refusal is still
+ * answered.
+ */
+export async function releaseRefusedReserve(
+  deps: { ledger: Client<typeof LedgerService>; attemptTimeoutMs: number; logger: Logger },
+  refused: OperationRow,
+): Promise<void> {
+  try {
+    await deps.ledger.releaseRefusedPayout(
+      { shopId: refused.shop_id, operationId: refused.id, operationVersion: BigInt(refused.version) },
+      { timeoutMs: deps.attemptTimeoutMs },
+    );
+  } catch (err) {
+    deps.logger.warn(
+      { operationId: refused.id, err: String(err) },
+      "refused payout's reserve not released at once; its payout.refused event releases it",
     );
   }
 }

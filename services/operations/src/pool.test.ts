@@ -42,8 +42,6 @@ beforeAll(async () => {
       POOL_HANDOFF_ATTEMPTS: "3",
       POOL_HANDOFF_BACKOFF_MS: "300",
       POOL_HANDOFF_BACKOFF_MAX_MS: "1000",
-      // A provider's not_found counts as "never received" 2.5 s after the create was sent.
-      PROVIDER_NOT_FOUND_QUIET_MS: "2500",
     },
     matchingConfig: { POOL_SWEEP_INTERVAL_MS: "200" },
   });
@@ -559,7 +557,7 @@ describe("a payout routed to self_matching", () => {
 });
 
 describe("a hand-off to a provider that records its create late", () => {
-  it("gives the remainder to that provider: its not_found before the quiet period is no decline, and the next provider never receives it", async () => {
+  it("gives the remainder to that provider: its not_found is no decline, and the next provider never receives it", async () => {
     const payee = await shop([SELF_MATCHING], [SELF_MATCHING, "queued", "acme"]);
     const id = (await payout(payee, "1210.00")).operation?.operationId ?? "";
     await eventually(
@@ -581,7 +579,8 @@ describe("a hand-off to a provider that records its create late", () => {
 describe("a hand-off to a provider that does not answer", () => {
   // A provider that accepts connections and never answers a create: every ask runs into
   // the attempt timeout (1 s here). `asked` holds the bodies of the creates it received.
-  // Its status question hangs too, until a test makes it answer a definite 404 not_found.
+  // Its status question hangs too, until a test makes it answer 404 not_found and confirm
+  // the withdrawal of the key (a tombstone: its create, if it arrives, is refused).
   let silent: Server;
   const asked: string[] = [];
   let statusAnswer: "none" | "not_found" = "none";
@@ -592,7 +591,12 @@ describe("a hand-off to a provider that does not answer", () => {
         body += chunk.toString("utf8");
       });
       req.on("end", () => {
-        if (req.method === "POST") asked.push(body);
+        if (req.method === "POST" && req.url?.endsWith("/withdraw")) {
+          if (statusAnswer !== "not_found") return;
+          const reference = decodeURIComponent(req.url.split("/").at(-2) ?? "");
+          res.writeHead(200, { "content-type": "application/json" });
+          res.end(JSON.stringify({ id: reference, reference, direction: "payout", status: "withdrawn" }));
+        } else if (req.method === "POST") asked.push(body);
         else if (statusAnswer === "not_found") {
           res.writeHead(404, { "content-type": "application/json" });
           res.end(JSON.stringify({ error: { code: "not_found", message: "never received" } }));
@@ -621,7 +625,7 @@ describe("a hand-off to a provider that does not answer", () => {
     h.sql<{ status: string; position: number; attempts: number; provider: string | null }[]>`
       select status, position, attempts, provider from operations.pool_handoffs where operation_id = ${id}`;
 
-  it("is asked again with backoff while other payouts are handed off, never passed over while it gives no answer, and passed over once it says it never received it", async () => {
+  it("is asked again with backoff while other payouts are handed off, never passed over while it gives no answer, and passed over once it confirms the withdrawal of the key", async () => {
     statusAnswer = "none";
     const payee = await shop([SELF_MATCHING], [SELF_MATCHING, "silent", "acme"]);
     const other = await shop([SELF_MATCHING], [SELF_MATCHING, "acme"]);
@@ -651,13 +655,13 @@ describe("a hand-off to a provider that does not answer", () => {
     await eventually(
       () => handOffRow(stuckId),
       (rows) => expect(rows[0]?.attempts).toBeGreaterThanOrEqual(4),
-      // Each ask is the create's timeout, the quiet period and the status question's timeout.
+      // Each ask is the create's timeout and the status question's timeout.
       30_000,
     );
     expect(await h.store.findAnyById(stuckId)).toMatchObject({ status: "pending", provider: SELF_MATCHING });
     expect(await handOffRow(stuckId)).toEqual([expect.objectContaining({ status: "asking", position: 0 })]);
 
-    // A definite "never received" passes it over, and acme takes the remainder.
+    // Not found there, and its withdrawal by key confirmed: passed over, acme takes the remainder.
     statusAnswer = "not_found";
     await eventually(
       () => h.store.findAnyById(stuckId),
@@ -670,7 +674,7 @@ describe("a hand-off to a provider that does not answer", () => {
     expect((await state(payee, stuckId)).operation?.status).toBe("pending");
   }, 70_000);
 
-  it("ends a payout nobody paid into as rejected, with its event, once its only provider says it never received it", async () => {
+  it("ends a payout nobody paid into as rejected, with its event, once its only provider confirms the withdrawal of a key it has no record of", async () => {
     statusAnswer = "not_found";
     const payee = await shop([SELF_MATCHING], [SELF_MATCHING, "silent"]);
     const id = (await payout(payee, "1190.00")).operation?.operationId ?? "";
@@ -684,7 +688,9 @@ describe("a hand-off to a provider that does not answer", () => {
       WINDOW_MS + 20_000,
     );
     expect(done.operation?.actualAmount ?? "0.00").toBe("0.00");
-    expect(asked.filter((u) => u.includes(id)).length).toBe(1);
+    // Asked twice: its first not_found gets one more round to record the create, then its
+    // withdrawal by key is asked and confirmed.
+    expect(asked.filter((u) => u.includes(id)).length).toBe(2);
     expect(await handOffRow(id)).toEqual([expect.objectContaining({ status: "exhausted", position: 0 })]);
     const events = await h.sql<{ n: number }[]>`
       select count(*)::int as n from operations.outbox

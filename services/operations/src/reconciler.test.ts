@@ -31,6 +31,8 @@ beforeAll(async () => {
       RECONCILE_BACKOFF_MS: "300",
       RECONCILE_BACKOFF_MAX_MS: "2000",
       RECONCILE_ALERT_AFTER_MS: String(3 * DAY_MS),
+      // A payout unresolved this long goes to the operator queue.
+      PAYOUT_OPERATOR_HORIZON_MS: "3000",
     },
   });
   await h.provider("acme", { mode: "accept", expires_in_seconds: 900 });
@@ -330,7 +332,8 @@ describe("reconciler", () => {
       const first = `first-${randomUUID().slice(0, 8)}`;
       await h.provider(first, { mode: "accept" }, { mode: "accept" });
       // `refuser` is passed over; `first` had no answer and never received it (its status
-      // is not_found), so the cascade goes on to acme; a restart would have given it to first.
+      // is not_found, and it confirms the withdrawal of the key: a tombstone), so the
+      // cascade goes on to acme; a restart would have given it to first.
       const shop = await h.shop(["refuser", first, "acme"]);
       const { req, id } = await abandonedPayout(shop, {
         routing_passed: ["refuser"],
@@ -346,11 +349,45 @@ describe("reconciler", () => {
         routing_unresolved: null,
       });
       const held = await fetch(`${h.sandboxUrl}/control/operations/${id}`);
-      const body = (await held.json()) as { received: { provider: string }[] };
-      expect(body.received.map((r) => r.provider)).toEqual(["acme"]);
+      const body = (await held.json()) as {
+        received: { provider: string; status: string; requests: number }[];
+      };
+      // `first` holds only the tombstone of the key (no create ever reached it); acme the payout.
+      expect(body.received.map((r) => [r.provider, r.status, r.requests])).toEqual([
+        [first, "withdrawn", 0],
+        ["acme", "pending", 1],
+      ]);
       const retry = await h.operations.createOperation(req);
       expect(retry).toMatchObject({ replayed: true, operation: { status: "pending" } });
     });
+
+    it("keeps a payout at a provider that answers not_found and offers no withdrawal, asking nobody after it, and puts it in the operator queue past the horizon", async () => {
+      const keeper = `keeper-${randomUUID().slice(0, 8)}`;
+      // Records creates ten minutes late, and cannot withdraw a key it has no record of.
+      await h.provider(
+        keeper,
+        { mode: "accept" },
+        {
+          mode: "accept",
+          withdraw: "unsupported",
+          faults: { seed: "r", slow_ms: 600_000, create: { record_after_delay: 1 } },
+        },
+      );
+      const shop = await h.shop([keeper, "acme"]);
+      const { id } = await abandonedPayout(shop, { routing_passed: [], routing_unresolved: keeper });
+      const queued = await eventually(
+        () => h.sql<{ status: string; routing_unresolved: string | null; operator_queued_at: Date | null }[]>`
+          select status, routing_unresolved, operator_queued_at from operations.operations where id = ${id}`,
+        (rows) => expect(rows[0]?.operator_queued_at).not.toBeNull(),
+        15_000,
+      );
+      expect(queued[0]).toMatchObject({ status: "routing", routing_unresolved: keeper });
+      const held = await fetch(`${h.sandboxUrl}/control/operations/${id}`);
+      expect(held.status).toBe(404);
+      const [reserve] = await h.sql<{ state: string }[]>`
+        select state from ledger.payout_reserves where operation_id = ${id}`;
+      expect(reserve?.state).toBe("reserved");
+    }, 30_000);
 
     it("makes a payout whose unknown answer turns out pending at its provider that provider's, asking nobody after it", async () => {
       const late = `late-${randomUUID().slice(0, 8)}`;

@@ -24,6 +24,13 @@ export type ReconcilerDeps = CreateDeps & { receipts: Client<typeof ReceiptsServ
  * Operations non-terminal for longer than `RECONCILE_ALERT_AFTER_MS`, per status. Every
  * replica reports the same database-wide count, so dashboards take the max, not the sum.
  */
+/** Payouts in the operator queue still unresolved; database-wide, so take the max over replicas. */
+export const payoutsAwaitingOperator = new Gauge({
+  name: "operations_payouts_awaiting_operator",
+  help: "Payouts whose provider's answer stayed unknown past PAYOUT_OPERATOR_HORIZON_MS and are still routing: an operator decides.",
+  registers: [metricsRegistry],
+});
+
 export const stuckOperations = new Gauge({
   name: "operations_stuck",
   help: "Operations still non-terminal after RECONCILE_ALERT_AFTER_MS, by status.",
@@ -43,6 +50,8 @@ export interface ReconcilerOptions {
   batchSize: number;
   /** Age after which a non-terminal operation is reported stuck. */
   alertAfterMs: number;
+  /** Age after which a payout still unresolved goes to the operator queue (`PAYOUT_OPERATOR_HORIZON_MS`). */
+  operatorHorizonMs: number;
 }
 
 /** The reconciler's settings from the service config. */
@@ -53,6 +62,7 @@ export const reconcilerOptions = (config: OperationsConfig): ReconcilerOptions =
   backoffMaxMs: config.RECONCILE_BACKOFF_MAX_MS,
   batchSize: config.RECONCILE_BATCH,
   alertAfterMs: config.RECONCILE_ALERT_AFTER_MS,
+  operatorHorizonMs: config.PAYOUT_OPERATOR_HORIZON_MS,
 });
 
 /** What one pass did, by outcome; `claimed` is the number of operations it leased. */
@@ -106,8 +116,12 @@ const ALERT_EVERY_MAX_MS = 60_000;
  *   answered 503 with a provider's answer still unknown): driven like a retried create
  *   drives it (`reroute`), from the stored cascade position: a provider whose answer is
  *   unknown is asked its status first, and nobody after it is asked before it answers
- *   definitely. Still unknown: asked again after the per-operation backoff. When nobody
- *   accepts, the row becomes `rejected` without an event, like such a create.
+ *   definitely (`not_found` is not definite: only a decline or a confirmed withdrawal
+ *   is). Still unknown: asked again after the per-operation backoff, for as long as it
+ *   takes; a payout still unknown past `operatorHorizonMs` also goes to the operator queue
+ *   (`operator_queued_at`, an error logged once, `operations_payouts_awaiting_operator`),
+ *   where a person decides with the provider's evidence: never an automatic cascade. When
+ *   nobody accepts, the row becomes `rejected` without an event, like such a create.
  * - Every few passes it also raises a warning, once per operation, for operations
  *   non-terminal for longer than `alertAfterMs`, and sets the `operations_stuck` gauge.
  */
@@ -366,10 +380,33 @@ export class Reconciler {
         // stays `routing` and is asked about again after the backoff.
         logger.warn({ operationId: row.id }, "reconcile: routing still unresolved; will ask again");
         await store.scheduleCheck(row.id, this.#backoff(row), true);
+        if (row.type === "payout") await this.#toOperator(row);
         return "pending";
       }
       throw err;
     }
+  }
+
+  /**
+   * A payout still unresolved past the horizon goes to the operator queue, once: its
+   * provider may hold it, and only that provider's own evidence, read by a person, decides
+   * between "it paid" and "it never will". The reconciler goes on asking meanwhile.
+   */
+  async #toOperator(row: ReconcileRow): Promise<void> {
+    const queued = await this.#deps.store.operatorQueue.queueUnresolvedPayout(
+      row.id,
+      this.#o.operatorHorizonMs,
+    );
+    if (!queued) return;
+    this.#deps.logger.error(
+      {
+        operationId: queued.id,
+        shopId: queued.shop_id,
+        provider: queued.routing_unresolved,
+        createdAt: queued.created_at.toISOString(),
+      },
+      "payout unresolved past the operator horizon: its provider neither declined it nor confirmed a withdrawal; an operator decides with the provider's evidence",
+    );
   }
 
   /** Logs each newly stuck operation once and refreshes the gauge. */
@@ -392,6 +429,7 @@ export class Reconciler {
     }
     const counts = await store.countStuck(this.#o.alertAfterMs);
     for (const status of NON_TERMINAL) stuckOperations.set({ status }, counts.get(status) ?? 0);
+    payoutsAwaitingOperator.set(await store.operatorQueue.countAwaiting());
     return stuck.length;
   }
 

@@ -214,3 +214,87 @@ describe("sandbox provider faults", () => {
     });
   });
 });
+
+describe("withdrawal by key of a payout the provider has no record of yet", () => {
+  /** A provider that records each payout's create only `slowMs` after it arrives. */
+  const queuedPayouts = (name: string, withdraw: "supported" | "unsupported", slowMs = 600) =>
+    call("PUT", `/control/providers/${name}`, {
+      credentials: CREDENTIALS,
+      payin: { mode: "accept" },
+      payout: {
+        mode: "accept",
+        withdraw,
+        faults: { seed: "t", slow_ms: slowMs, create: { record_after_delay: 1 } },
+      },
+    });
+  const payout = (provider: string, reference: string, signal?: AbortSignal) =>
+    call(
+      "POST",
+      `/providers/${provider}/v1/payouts`,
+      {
+        reference,
+        method: "WT_RUB_C2C",
+        amount: "700.00",
+        currency: "RUB",
+        callback_url: receiver.url,
+        destination: { number: "2200123456789010" },
+      },
+      signal,
+    );
+  const until = async (check: () => Promise<boolean>) => {
+    const deadline = Date.now() + 5_000;
+    while (!(await check())) {
+      if (Date.now() > deadline) throw new Error("condition not reached in time");
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  };
+  const received = async (reference: string) =>
+    (await call("GET", `/control/operations/${reference}`)).json.received?.[0] as
+      | { decision: string; status: string; requests: number; amount: string | null }
+      | undefined;
+
+  it("tombstones the key durably: the create that arrives after it is refused and never paid", async () => {
+    await queuedPayouts("tomb", "supported");
+    await expect(payout("tomb", "ref-tomb", AbortSignal.timeout(100))).rejects.toThrow();
+    expect((await call("GET", "/providers/tomb/v1/operations/ref-tomb")).status).toBe(404);
+    const withdrawn = await call("POST", "/providers/tomb/v1/operations/ref-tomb/withdraw", {
+      direction: "payout",
+    });
+    expect(withdrawn).toMatchObject({ status: 200, json: { status: "withdrawn", decision: "declined" } });
+    expect((await call("GET", "/providers/tomb/v1/operations/ref-tomb")).json).toMatchObject({
+      status: "withdrawn",
+    });
+    // The create the provider was still working on reaches the tombstone: refused there.
+    await until(async () => (await received("ref-tomb"))?.requests === 1);
+    expect(await received("ref-tomb")).toMatchObject({
+      decision: "declined",
+      status: "withdrawn",
+      amount: "700.00",
+    });
+    // Another create of the key is refused too, and nothing settles it.
+    expect((await payout("tomb", "ref-tomb")).json).toMatchObject({
+      decision: "declined",
+      status: "withdrawn",
+    });
+    const settle = await call("POST", "/control/operations/ref-tomb/settle", { legs: ["700.00"] });
+    expect(settle.status).toBeGreaterThanOrEqual(400);
+    const paid = (await books()).totals.filter((t) => t.provider === "tomb");
+    expect(paid).toEqual([]);
+  });
+
+  it("offers no withdrawal at a provider without one: 501, and its late create is taken and payable", async () => {
+    await queuedPayouts("nowithdraw", "unsupported");
+    await expect(payout("nowithdraw", "ref-now", AbortSignal.timeout(100))).rejects.toThrow();
+    const refused = await call("POST", "/providers/nowithdraw/v1/operations/ref-now/withdraw", {
+      direction: "payout",
+    });
+    expect(refused).toMatchObject({ status: 501, json: { error: { code: "not_supported" } } });
+    await until(async () => (await received("ref-now"))?.status === "pending");
+  });
+
+  it("answers 404 for a key it has no record of when the withdrawal names no direction", async () => {
+    await queuedPayouts("nodir", "supported");
+    const res = await call("POST", "/providers/nodir/v1/operations/ref-nodir/withdraw", {});
+    expect(res).toMatchObject({ status: 404, json: { error: { code: "not_found" } } });
+  });
+});

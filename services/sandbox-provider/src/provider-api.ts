@@ -37,6 +37,7 @@ const common = {
   callback_url: z.url({ protocol: /^https?$/ }).max(2048),
 };
 const payinBody = z.object({ ...common });
+const withdrawBody = z.object({ direction: z.enum(["payin", "payout"]).optional() });
 const payoutBody = z.object({
   ...common,
   destination: z.object({
@@ -62,7 +63,8 @@ type ViewRow = Pick<
   | "expiresAt"
 >;
 /** What a create reads back of the operation it inserted or found. */
-type CreatedRow = ViewRow & Pick<OperationRow, "provider" | "method" | "amount" | "currency" | "number">;
+type CreatedRow = ViewRow &
+  Pick<OperationRow, "provider" | "method" | "amount" | "currency" | "number" | "requests">;
 /** A provider as last read, with its row's `xmin`: Postgres gives every new version of a row a new one. */
 type KnownProvider = Omit<typeof providers.$inferSelect, "updatedAt"> & { version: string };
 
@@ -114,7 +116,8 @@ export function providerView(op: ViewRow, opLegs: (typeof legs.$inferSelect)[]) 
       ...view,
       decision: "declined",
       reason: op.declineReason ?? "declined",
-      status: "rejected",
+      // A tombstone (withdrawn by key before any create) says so: a confirmed withdrawal.
+      status: op.status === "withdrawn" ? "withdrawn" : "rejected",
       legs: [],
     };
   }
@@ -273,8 +276,16 @@ export function providerApi(deps: ProviderApiDeps) {
           ${requisites && JSON.stringify(requisites)}::jsonb, ${accepted && behaviour.receipt_required}::boolean,
           ${expiresAt}::timestamptz, ${decision === "declined" ? "rejected" : "pending"}::text
         from sandbox.providers p where p.name = ${provider.name} and p.xmin::text = ${provider.version}
-        on conflict (provider, reference) do update set requests = sandbox.operations.requests + 1
-        returning id, provider, reference, direction, method, amount, currency, number, decision,
+        on conflict (provider, reference) do update set requests = sandbox.operations.requests + 1,
+          -- A tombstone takes the figures of the first create that reaches it (refused all the same).
+          method = coalesce(sandbox.operations.method, excluded.method),
+          amount = coalesce(sandbox.operations.amount, excluded.amount),
+          currency = coalesce(sandbox.operations.currency, excluded.currency),
+          number = case when sandbox.operations.method is null then excluded.number else sandbox.operations.number end,
+          name = case when sandbox.operations.method is null then excluded.name else sandbox.operations.name end,
+          bankname = case when sandbox.operations.method is null then excluded.bankname else sandbox.operations.bankname end,
+          callback_url = coalesce(sandbox.operations.callback_url, excluded.callback_url)
+        returning id, provider, reference, direction, method, amount, currency, number, decision, requests,
           decline_reason as "declineReason", status, requisites, receipt_required as "receiptRequired",
           to_json(expires_at) as "expiresAt"`;
       if (inserted) {
@@ -293,6 +304,7 @@ export function providerApi(deps: ProviderApiDeps) {
         row.direction === direction &&
         row.method === body.method &&
         row.currency === body.currency &&
+        row.amount !== null &&
         new Decimal(row.amount).eq(amount) &&
         (row.number ?? undefined) === destination?.number;
       if (!same)
@@ -305,7 +317,8 @@ export function providerApi(deps: ProviderApiDeps) {
     }
 
     const signal = c.req.raw.signal;
-    if (fault) return misbehave(c, row, fault, behaviour, row.id === id);
+    // The first create of a reference: this one inserted it, or it reached a tombstone.
+    if (fault) return misbehave(c, row, fault, behaviour, row.id === id || row.requests === 1);
     if (row.decision === "no_answer") {
       // Hold the request open until the client gives up, bounded so nothing is pinned forever.
       await deps.held.wait(deps.noAnswerMaxMs, signal);
@@ -363,7 +376,7 @@ export function providerApi(deps: ProviderApiDeps) {
             reference: row.reference,
             provider: row.provider,
             status: "completed",
-            legs: [row.amount],
+            legs: [row.amount ?? "0.00"],
           }).catch(() => undefined);
         }
         return c.json(first ? answer : providerView(row, await legsOf(row.id)));
@@ -385,6 +398,33 @@ export function providerApi(deps: ProviderApiDeps) {
     return row;
   }
 
+  /**
+   * The operation under the path's reference; for one never received, a tombstone written
+   * now when the provider offers withdrawal in that direction (otherwise 404, or the
+   * withdrawal's own refusal). A create racing it meets the unique (provider, reference):
+   * whichever inserts first, the other finds its row, and a pending one is withdrawn below.
+   */
+  async function heldOrTombstoned(c: Context, provider: KnownProvider, direction: Direction) {
+    const ref = reference.safeParse(c.req.param("reference"));
+    if (!ref.success) throw new ApiError(400, "validation_failed", "bad reference", "reference");
+    const mode = provider[direction].withdraw ?? "supported";
+    const existing = await held(c, provider).catch((err: unknown) => {
+      if (!(err instanceof ApiError && err.status === 404)) throw err;
+      if (mode === "unsupported")
+        throw new ApiError(501, "not_supported", "this provider offers no withdrawal");
+      if (mode === "failing") throw new ApiError(503, "unavailable", "withdrawal failed; try again");
+      return undefined;
+    });
+    if (existing) return existing;
+    await deps.sql`
+      insert into sandbox.operations (id, provider, reference, direction, decision, decline_reason, status,
+        requests, settled_at)
+      values (${randomUUID()}::uuid, ${provider.name}, ${ref.data}, ${direction}, 'declined',
+        'withdrawn_by_key', 'withdrawn', 0, now())
+      on conflict (provider, reference) do nothing`;
+    return held(c, provider);
+  }
+
   const reads = new ReadCounter();
   api.get("/:name/v1/operations/:reference", async (c) => {
     const provider = await authenticate(c);
@@ -402,10 +442,24 @@ export function providerApi(deps: ProviderApiDeps) {
     return c.json(providerView(now, await legsOf(now.id)));
   });
   // Withdrawal: a pending operation stops taking money (its requisites are withdrawn) and
-  // can no longer be settled; one already final answers its result. Idempotent.
+  // can no longer be settled; one already final answers its result. Idempotent. With the
+  // direction in the body, a reference never received is withdrawn by key: a durable
+  // tombstone (see the schema), so a create still on its way is refused and never paid.
   api.post("/:name/v1/operations/:reference/withdraw", async (c) => {
     const provider = await authenticate(c);
-    const row = await held(c, provider);
+    // The body is optional: `{}` or nothing withdraws only what the provider holds.
+    const text = await c.req.text();
+    let raw: unknown = {};
+    try {
+      if (text.trim() !== "") raw = JSON.parse(text);
+    } catch {
+      throw new ApiError(400, "invalid_json", "the body is not valid JSON");
+    }
+    const body = withdrawBody.safeParse(raw);
+    if (!body.success)
+      throw new ApiError(400, "validation_failed", "direction must be payin or payout", "direction");
+    const { direction } = body.data;
+    const row = direction ? await heldOrTombstoned(c, provider, direction) : await held(c, provider);
     const mode = provider[row.direction].withdraw ?? "supported";
     if (mode === "unsupported")
       throw new ApiError(501, "not_supported", "this provider offers no withdrawal");

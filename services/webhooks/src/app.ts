@@ -1,5 +1,6 @@
 import { fileURLToPath } from "node:url";
 import { fromBinary } from "@bufbuild/protobuf";
+import { inboxRetention, resolvedDeadLetterRetention } from "@gw/db";
 import {
   CONSUMER_SUBJECTS,
   DeadLetterHandlers,
@@ -18,6 +19,8 @@ import { DeliveryWorker } from "./delivery-worker.ts";
 import { recordDelivery } from "./events.ts";
 import { WebhooksHandlers } from "./service.ts";
 
+/** Delivered webhooks stay in the delivery log this long (docs/operations.md, "Retention"). */
+export const DELIVERED_KEEP_MS = 90 * 24 * 3_600_000;
 export const migrationsFolder = fileURLToPath(new URL("../drizzle", import.meta.url));
 
 /** Durable consumer name; also the key of this service's rows in its inbox. */
@@ -68,6 +71,19 @@ export function startWebhooks(config: WebhooksConfig) {
         consumers: [deliveries],
       });
       return {
+        // Consumed-event ids and resolved dead letters (docs/operations.md, "Retention").
+        retention: [
+          inboxRetention("webhooks"),
+          resolvedDeadLetterRetention("webhooks"),
+          // A delivered webhook's row (with its payload) is the admin delivery log's; the
+          // inbox, not this row, keeps the event from being delivered twice.
+          {
+            table: "webhooks.deliveries",
+            ageColumn: "delivered_at",
+            keepMs: DELIVERED_KEEP_MS,
+            where: "t.status = 'delivered'",
+          },
+        ],
         routes: (router) => {
           router.service(WebhooksService, handlers);
           router.service(DeadLetterService, deadLetters);

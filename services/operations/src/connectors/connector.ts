@@ -72,10 +72,10 @@ export interface ProviderResult {
 
 /**
  * The provider's answer to the status question (`Connector.status`): a final result, still
- * pending, `not_found` (the provider never received the operation: a definite answer, the
- * only one besides a decline that lets a cascade move on), `withdrawn` (taken, then
- * withdrawn at the gateway's request: no money will move), or `unknown` (no readable answer:
- * ask again later).
+ * pending, `not_found` (the provider has no record of the operation: yet, perhaps; never a
+ * decline, since a create may still be on its way there), `withdrawn` (withdrawn at the
+ * gateway's request, or its key tombstoned: no money will move), or `unknown` (no readable
+ * answer: ask again later).
  */
 export type ProviderStatus =
   | ProviderResult
@@ -133,9 +133,18 @@ export interface Connector {
   status(provider: ProviderConfig, operationId: string, signal: AbortSignal): Promise<ProviderStatus>;
   /**
    * Asks the provider to withdraw the operation (cancel and expiry of a payin: the
-   * requisites must stop taking money). Never rejects: no readable answer is `unknown`.
+   * requisites must stop taking money; a payout the provider has no record of: its key is
+   * tombstoned, so a create still on its way there is refused). With `direction`, a
+   * provider that offers withdrawal by key answers `withdrawn` for a key it has no record
+   * of (a confirmed withdrawal); without it, `not_found`. Never rejects: no readable
+   * answer is `unknown`.
    */
-  cancel(provider: ProviderConfig, operationId: string, signal: AbortSignal): Promise<WithdrawAnswer>;
+  cancel(
+    provider: ProviderConfig,
+    operationId: string,
+    signal: AbortSignal,
+    direction?: "payin" | "payout",
+  ): Promise<WithdrawAnswer>;
   /**
    * What the provider needs only once the create has committed its acceptance (`row` is
    * the operation as recorded, under this provider): asked once, right after that commit,

@@ -285,16 +285,28 @@ export class SandboxConnector implements Connector {
   }
 
   /**
-   * Withdraws an operation: `POST operations/{reference}/withdraw`. The provider answers
-   * its view of the operation after the request (`withdrawn`, or the final result it had
-   * reached before), 404 for a reference it never received, 501 when it offers no
-   * withdrawal; anything else is `unknown`.
+   * Withdraws an operation: `POST operations/{reference}/withdraw`, with the direction
+   * when given. The provider answers its view of the operation after the request
+   * (`withdrawn`, also for a reference it has no record of once it tombstoned it, or the
+   * final result it had reached before), 404 for a reference it never received and did not
+   * tombstone, 501 when it offers no withdrawal; anything else is `unknown`.
    */
-  async cancel(provider: ProviderConfig, operationId: string, signal: AbortSignal): Promise<WithdrawAnswer> {
+  async cancel(
+    provider: ProviderConfig,
+    operationId: string,
+    signal: AbortSignal,
+    direction?: "payin" | "payout",
+  ): Promise<WithdrawAnswer> {
     const url = providerUrl(provider, `operations/${encodeURIComponent(operationId)}/withdraw`);
     let answer: { status: number; json: unknown };
     try {
-      answer = await this.#call(provider, url, "POST", signal, "{}");
+      answer = await this.#call(
+        provider,
+        url,
+        "POST",
+        signal,
+        JSON.stringify(direction ? { direction } : {}),
+      );
     } catch (err) {
       return { outcome: "unknown", reason: transportReason(err, signal) };
     }

@@ -126,6 +126,12 @@ export const operationsTable = operations.table(
     nextCheckAt: timestamp("next_check_at", { withTimezone: true }),
     reconcileChecks: integer("reconcile_checks").notNull().default(0),
     stuckAlertedAt: timestamp("stuck_alerted_at", { withTimezone: true }),
+    /**
+     * When a payout whose provider's answer stayed unknown past PAYOUT_OPERATOR_HORIZON_MS
+     * went to the operator queue (Reconciler): a person decides with the provider's
+     * evidence. Bookkeeping like the columns above, never part of the operation's state.
+     */
+    operatorQueuedAt: timestamp("operator_queued_at", { withTimezone: true }),
     version: bigint("version", { mode: "number" }).notNull().default(0),
     createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
     updatedAt: timestamp("updated_at", { withTimezone: true }).notNull().defaultNow(),

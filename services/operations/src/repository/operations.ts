@@ -28,6 +28,7 @@ import { receiptsOf } from "../receipts-of.ts";
 import { AuditRepository } from "./audit.ts";
 import { HandOffRepository } from "./handoffs.ts";
 import { LinkRepository } from "./links.ts";
+import { OperatorQueueRepository } from "./operator-queue.ts";
 import { ProviderFactRepository } from "./provider-facts.ts";
 import { WithdrawalRepository } from "./withdrawals.ts";
 
@@ -194,6 +195,8 @@ export class OperationStore {
   readonly facts: ProviderFactRepository;
   /** The admin audit reads. */
   readonly audit: AuditRepository;
+  /** Payouts unresolved past the horizon, for an operator (`operator_queued_at`). */
+  readonly operatorQueue: OperatorQueueRepository;
 
   constructor(sql: Sql, prefix: string) {
     this.#sql = sql;
@@ -203,6 +206,7 @@ export class OperationStore {
     this.links = new LinkRepository(sql);
     this.facts = new ProviderFactRepository(sql);
     this.audit = new AuditRepository(sql);
+    this.operatorQueue = new OperatorQueueRepository(sql);
   }
 
   /** Calls `onNotify` on each NOTIFY of `channel`; resolves the function that stops listening. */

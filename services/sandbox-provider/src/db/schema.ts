@@ -63,6 +63,12 @@ export const providers = sandbox.table("providers", {
  * What a provider received: one row per (provider, reference), where the reference is
  * the gateway's operation_id. `decision` is fixed by the first create and replayed for
  * every repeat; `status` moves from `pending` to `completed` or `rejected` once settled.
+ *
+ * A **tombstone** is the row a withdrawal by key writes for a reference the provider has
+ * no record of (`decision` declined, `decline_reason` `withdrawn_by_key`, `status`
+ * withdrawn, `requests` 0, no method or amount yet): the unique (provider, reference)
+ * makes a create still on its way find it and be refused, never paid. A late create fills
+ * in its figures and counts itself in `requests`.
  */
 export const operations = sandbox.table(
   "operations",
@@ -73,13 +79,14 @@ export const operations = sandbox.table(
       .references(() => providers.name),
     reference: text("reference").notNull(),
     direction: text("direction").$type<"payin" | "payout">().notNull(),
-    method: text("method").notNull(),
-    amount: numeric("amount", { precision: 20, scale: 2 }).notNull(),
-    currency: text("currency").notNull(),
+    /** Null only on a tombstone no create reached yet. */
+    method: text("method"),
+    amount: numeric("amount", { precision: 20, scale: 2 }),
+    currency: text("currency"),
     number: text("number"),
     name: text("name"),
     bankname: text("bankname"),
-    callbackUrl: text("callback_url").notNull(),
+    callbackUrl: text("callback_url"),
     decision: text("decision").$type<"accepted" | "declined" | "no_answer">().notNull(),
     declineReason: text("decline_reason"),
     requisites: jsonb("requisites").$type<{ number: string; name?: string; bankname?: string }>(),

@@ -711,6 +711,46 @@ export declare type ReservePayoutRequest = Message<"gateway.ledger.v1.ReservePay
 export declare const ReservePayoutRequestSchema: GenMessage<ReservePayoutRequest>;
 
 /**
+ * @generated from message gateway.ledger.v1.ReleaseRefusedPayoutRequest
+ */
+export declare type ReleaseRefusedPayoutRequest = Message<"gateway.ledger.v1.ReleaseRefusedPayoutRequest"> & {
+  /**
+   * @generated from field: string shop_id = 1;
+   */
+  shopId: string;
+
+  /**
+   * @generated from field: string operation_id = 2;
+   */
+  operationId: string;
+
+  /**
+   * The refused row's version, as its payout.refused event carries it.
+   *
+   * @generated from field: int64 operation_version = 3;
+   */
+  operationVersion: bigint;
+};
+
+/**
+ * Describes the message gateway.ledger.v1.ReleaseRefusedPayoutRequest.
+ * Use `create(ReleaseRefusedPayoutRequestSchema)` to create a new message.
+ */
+export declare const ReleaseRefusedPayoutRequestSchema: GenMessage<ReleaseRefusedPayoutRequest>;
+
+/**
+ * @generated from message gateway.ledger.v1.ReleaseRefusedPayoutResponse
+ */
+export declare type ReleaseRefusedPayoutResponse = Message<"gateway.ledger.v1.ReleaseRefusedPayoutResponse"> & {
+};
+
+/**
+ * Describes the message gateway.ledger.v1.ReleaseRefusedPayoutResponse.
+ * Use `create(ReleaseRefusedPayoutResponseSchema)` to create a new message.
+ */
+export declare const ReleaseRefusedPayoutResponseSchema: GenMessage<ReleaseRefusedPayoutResponse>;
+
+/**
  * @generated from message gateway.ledger.v1.ReservePayoutResponse
  */
 export declare type ReservePayoutResponse = Message<"gateway.ledger.v1.ReservePayoutResponse"> & {
@@ -832,6 +872,19 @@ export declare const LedgerService: GenService<{
     methodKind: "unary";
     input: typeof ReservePayoutRequestSchema;
     output: typeof ReservePayoutResponseSchema;
+  },
+  /**
+   * Releases a refused payout create's reserve (reserved -> available) before the refusal
+   * is answered, symmetric to ReservePayout: the same posting as the payout.refused event
+   * it was queued with, under the refusal's operation_version, so whichever comes second
+   * posts nothing. Errors: INVALID_ARGUMENT (validation_failed).
+   *
+   * @generated from rpc gateway.ledger.v1.LedgerService.ReleaseRefusedPayout
+   */
+  releaseRefusedPayout: {
+    methodKind: "unary";
+    input: typeof ReleaseRefusedPayoutRequestSchema;
+    output: typeof ReleaseRefusedPayoutResponseSchema;
   },
   /**
    * Admin audit reads, keyset paginated (`cursor` is the page before's `next_cursor`):

@@ -1,0 +1,1 @@
+ALTER TABLE "operations"."operations" ADD COLUMN "operator_queued_at" timestamp with time zone;
