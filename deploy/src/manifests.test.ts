@@ -296,7 +296,9 @@ for (const [overlay, { objects, services: expected }] of Object.entries(overlays
         const url = new URL(value);
         const svc = find(objects, "Service", url.hostname);
         expect(svc, value).toBeDefined();
-        expect(svc?.spec.ports.map((p: { port: number }) => p.port)).toContain(Number(url.port));
+        // An empty port is the scheme's default (http://edge: 80).
+        const port = Number(url.port || (url.protocol === "https:" ? 443 : 80));
+        expect(svc?.spec.ports.map((p: { port: number }) => p.port)).toContain(port);
       }
     });
 

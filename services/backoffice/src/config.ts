@@ -5,8 +5,8 @@ import { z } from "zod";
 export const configSchema = z.object({
   ...platformConfig,
   HOST: z.string().default("127.0.0.1"),
-  PORT: port(8083),
-  METRICS_PORT: port(9108),
+  PORT: port(8084),
+  METRICS_PORT: port(9109),
   LOG_LEVEL: z.enum(["trace", "debug", "info", "warn", "error", "fatal", "silent"]).default("info"),
   DATABASE_URL: z.string().url().default("postgres://postgres@127.0.0.1:5432/gateway"),
   DB_POOL_MAX: z.coerce.number().int().min(2).max(50).default(4),

@@ -38,7 +38,7 @@ describe("the operator's back office in a browser", () => {
     receiver = await startWebhookReceiver({ secret: () => undefined, status: () => 204 });
     browser = await launchBrowser();
     ({ context, requests } = await newContext(browser, "desktop"));
-    await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: stack.urls.edge });
+    await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: stack.urls.backoffice });
     page = await context.newPage();
   });
 
@@ -49,7 +49,7 @@ describe("the operator's back office in a browser", () => {
     await stack?.stop();
   });
 
-  const backoffice = (path = "") => `${stack.urls.edge}/backoffice${path}`;
+  const backoffice = (path = "") => `${stack.urls.backoffice}/backoffice${path}`;
   const notice = () => page.locator(".notice").textContent();
   const submit = (section: string, button: string) =>
     page.locator(`section:has(#${section})`).getByRole("button", { name: button }).click();
@@ -66,7 +66,7 @@ describe("the operator's back office in a browser", () => {
     await page.getByRole("button", { name: "Log in" }).click();
     expect(await page.locator("h1").textContent()).toBe("Merchants and shops");
     const cookie = (await context.cookies()).find((c) => c.name === "gw_backoffice");
-    expect(cookie).toMatchObject({ httpOnly: true, sameSite: "Strict", path: "/backoffice" });
+    expect(cookie).toMatchObject({ httpOnly: true, sameSite: "Strict", path: "/" });
   });
 
   it("sets up a merchant, a shop, its provider, route, pricing, settings and an FX rate through the forms", async () => {
@@ -106,7 +106,7 @@ describe("the operator's back office in a browser", () => {
     expect(await notice()).toBe("FX rate saved.");
     await screenshot(page, "backoffice-config");
 
-    await page.goto(`${stack.urls.edge}${shopPath}`);
+    await page.goto(`${stack.urls.backoffice}${shopPath}`);
     await page.getByLabel("Payin providers, in order (comma-separated)").fill(name);
     await page.getByLabel("Payout providers, in order (comma-separated)").fill(name);
     await submit("routes", "Save route");
@@ -129,7 +129,7 @@ describe("the operator's back office in a browser", () => {
   });
 
   it("issues an API key shown once with a copy button, which works until it is revoked", async () => {
-    await page.goto(`${stack.urls.edge}${shopPath}`);
+    await page.goto(`${stack.urls.backoffice}${shopPath}`);
     await page.getByRole("button", { name: "Issue a new key" }).click();
     apiKey = (await page.locator("#new-key").textContent()) ?? "";
     expect(apiKey.length).toBeGreaterThan(20);
@@ -141,7 +141,7 @@ describe("the operator's back office in a browser", () => {
     // A second key to revoke; the page never shows a plaintext again.
     await page.getByRole("button", { name: "Issue a new key" }).click();
     const second = (await page.locator("#new-key").textContent()) ?? "";
-    await page.goto(`${stack.urls.edge}${shopPath}`);
+    await page.goto(`${stack.urls.backoffice}${shopPath}`);
     expect(await page.content()).not.toContain(second);
     expect(await page.content()).not.toContain(apiKey);
     await page.getByRole("button", { name: `Revoke key ${second.slice(0, 12)}` }).click();
@@ -178,7 +178,7 @@ describe("the operator's back office in a browser", () => {
     expect(await card.locator("iframe.receipt").getAttribute("src")).toBe(receiptPath);
     const file = await framed;
     expect(file.status()).toBe(200);
-    const fetched = await page.request.get(`${stack.urls.edge}${receiptPath}`);
+    const fetched = await page.request.get(`${stack.urls.backoffice}${receiptPath}`);
     expect(fetched.headers()["content-type"]).toBe("application/pdf");
     expect(fetched.headers()["content-disposition"]).toMatch(/^inline; /);
     expect(fetched.headers()["content-security-policy"]).toBe(
@@ -246,7 +246,7 @@ describe("the operator's back office in a browser", () => {
       async () => receiver.received.length,
       (n) => n >= 2,
     );
-    await page.goto(`${stack.urls.edge}${shopPath}`);
+    await page.goto(`${stack.urls.backoffice}${shopPath}`);
     const deliveries = page.locator("section:has(#deliveries) tbody tr");
     expect(await deliveries.count()).toBeGreaterThan(0);
     const before = receiver.received.length;
@@ -267,20 +267,20 @@ describe("the operator's back office in a browser", () => {
     const phone = await newContext(browser, "phone");
     await phone.context.addCookies(await context.cookies());
     const small = await phone.context.newPage();
-    await small.goto(`${stack.urls.edge}${shopPath}`);
+    await small.goto(`${stack.urls.backoffice}${shopPath}`);
     expect(await small.locator("h1").textContent()).toBe("Shop Browser Shop");
     expect(await fitsWidth(small)).toBe(true);
     await screenshot(small, "backoffice-shop");
     await small.goto(backoffice("/reviews"));
     await screenshot(small, "backoffice-reviews");
     await phone.context.close();
-    expect(phone.requests.filter((r) => !r.startsWith(`${stack.urls.edge}/backoffice`))).toEqual([]);
+    expect(phone.requests.filter((r) => !r.startsWith(`${stack.urls.backoffice}/backoffice`))).toEqual([]);
   });
 
   it("loaded nothing from outside the back office and sent a strict CSP", async () => {
     // The browser's own PDF viewer (chrome:// and chrome-extension://) is not the network.
     const own = (r: string) => r.startsWith("chrome://") || r.startsWith("chrome-extension://");
-    expect(requests.filter((r) => !own(r) && !r.startsWith(`${stack.urls.edge}/backoffice`))).toEqual([]);
+    expect(requests.filter((r) => !own(r) && !r.startsWith(`${stack.urls.backoffice}/backoffice`))).toEqual([]);
     const res = await fetch(backoffice("/login"));
     expect(res.headers.get("content-security-policy")).toMatch(/^default-src 'none';/);
     expect(res.headers.get("content-security-policy")).not.toMatch(/unsafe|https?:/);
