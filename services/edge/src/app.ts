@@ -36,6 +36,7 @@ import { adminAuditRoutes } from "./routes/admin-audit.ts";
 import { adminConfigRoutes } from "./routes/admin-config.ts";
 import { adminDeadLetterRoutes } from "./routes/admin-dead-letters.ts";
 import { adminDirectoryRoutes } from "./routes/admin-directory.ts";
+import { adminOperationRoutes } from "./routes/admin-operations.ts";
 import { adminProviderFactRoutes } from "./routes/admin-provider-facts.ts";
 import { adminReadRoutes } from "./routes/admin-reads.ts";
 import { adminReceiptRoutes } from "./routes/admin-receipt.ts";
@@ -105,6 +106,7 @@ export function buildApp(deps: EdgeDeps): OpenAPIHono<EdgeEnv> {
   app.route("/receipts", receiptDownloadRoutes(deps.clients, store));
   app.route("/callbacks", callbackRoutes(deps.clients));
   app.route("/admin/v1", adminDirectoryRoutes(deps.db));
+  app.route("/admin/v1", adminOperationRoutes(deps.clients));
   app.route("/admin/v1", adminShopRoutes(store, deps.clients));
   app.route("/admin/v1", adminConfigRoutes(deps.clients));
   app.route("/admin/v1", adminReviewRoutes(deps.clients));

@@ -73,9 +73,13 @@ export interface FakeServices {
 /** Clients of in-memory fakes of the downstream services. */
 export function fakeClients(fakes: FakeServices): EdgeClients {
   const transport = createRouterTransport((router) => {
-    router.service(OperationsService, fakes.operations ?? {});
+    // The settings read asks both; a fake that does not say otherwise has nothing set.
+    router.service(OperationsService, {
+      getShopPage: async (req) => ({ shopId: req.shopId }),
+      ...fakes.operations,
+    });
     router.service(LedgerService, fakes.ledger ?? {});
-    router.service(WebhooksService, fakes.webhooks ?? {});
+    router.service(WebhooksService, { getEndpoint: async () => ({}), ...fakes.webhooks });
     router.service(MatchingService, fakes.matching ?? {});
     router.service(ReceiptsService, fakes.receipts ?? {});
     router.service(ProviderFactsService, fakes.providerFacts ?? {});

@@ -2,13 +2,7 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import type { DeadLetter } from "@gw/proto/gateway/deadletters/v1/dead_letters_pb";
 import { failure } from "@gw/rpc";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import {
-  admin,
-  type EdgeTestDatabase,
-  edgeTestDatabase,
-  type FakeServices,
-  testApp,
-} from "../testing.ts";
+import { admin, type EdgeTestDatabase, edgeTestDatabase, type FakeServices, testApp } from "../testing.ts";
 
 // The admin dead-letter list, retry and discard,
 // through `app.request()` with stand-ins for the three services that hold dead letters.

@@ -24,7 +24,7 @@ const text = (field: string, max: number) =>
     .min(1, { error: `${field} must not be empty` })
     .max(max, { error: `${field} must be at most ${max} characters` });
 
-const ProviderFactJson = z
+export const ProviderFactJson = z
   .object({
     id: z.string().openapi({ format: "uuid" }),
     operation_id: z

@@ -29,6 +29,7 @@ import { AuditRepository } from "./audit.ts";
 import { HandOffRepository } from "./handoffs.ts";
 import { LinkRepository } from "./links.ts";
 import { ProviderFactRepository } from "./provider-facts.ts";
+import { ShopPageRepository } from "./shop-pages.ts";
 import { WithdrawalRepository } from "./withdrawals.ts";
 
 export type { LegRow, ReconcileRow };
@@ -194,6 +195,8 @@ export class OperationStore {
   readonly facts: ProviderFactRepository;
   /** The admin audit reads. */
   readonly audit: AuditRepository;
+  /** `operations.shop_pages`: how the payer's page presents each shop. */
+  readonly shopPages: ShopPageRepository;
 
   constructor(sql: Sql, prefix: string) {
     this.#sql = sql;
@@ -203,6 +206,7 @@ export class OperationStore {
     this.links = new LinkRepository(sql);
     this.facts = new ProviderFactRepository(sql);
     this.audit = new AuditRepository(sql);
+    this.shopPages = new ShopPageRepository(sql);
   }
 
   /** Calls `onNotify` on each NOTIFY of `channel`; resolves the function that stops listening. */
@@ -672,6 +676,39 @@ export class OperationStore {
     const rows = await tx<{ id: string; amount: string; completed_at: string; receipt_id: string | null }[]>`
       select id, amount, completed_at, receipt_id from operations.legs where operation_id = ${operationId}
       order by completed_at, id`;
+    return rows.map((r) => ({ ...r, completed_at: new Date(r.completed_at) }));
+  }
+
+  /** Every operation with this merchant_operation_id, whatever its shop, newest first (operators' search). */
+  async findAnyByMop(mop: string, limit: number): Promise<OperationRow[]> {
+    return this.#sql<OperationRow[]>`
+      select * from operations.operations where merchant_operation_id = ${mop}
+      order by created_at desc, id desc limit ${limit}`.then((rows) => rows.map((r) => hydrate(r)!));
+  }
+
+  /** An operation's legs with their providers, for operators. */
+  async providerLegs(operationId: string): Promise<
+    {
+      id: string;
+      provider: string;
+      provider_leg_id: string;
+      amount: string;
+      completed_at: Date;
+      receipt_id: string | null;
+    }[]
+  > {
+    const rows = await this.#sql<
+      {
+        id: string;
+        provider: string;
+        provider_leg_id: string;
+        amount: string;
+        completed_at: string;
+        receipt_id: string | null;
+      }[]
+    >`
+      select id, provider, provider_leg_id, amount, completed_at, receipt_id
+        from operations.legs where operation_id = ${operationId} order by completed_at, id`;
     return rows.map((r) => ({ ...r, completed_at: new Date(r.completed_at) }));
   }
 
