@@ -10,6 +10,7 @@ import { type BackofficeEnv, type Form, pageKit } from "./page-kit.ts";
 import { configPages } from "./pages/config.ts";
 import { deadLetterPages } from "./pages/dead-letters.ts";
 import { merchantPages } from "./pages/merchants.ts";
+import { operationPages } from "./pages/operations.ts";
 import { providerFactPages } from "./pages/provider-facts.ts";
 import { reviewPages } from "./pages/reviews.ts";
 import { shopPages } from "./pages/shop.ts";
@@ -171,6 +172,7 @@ export function buildBackofficeApp(deps: BackofficeDeps) {
   });
 
   merchantPages(bo, kit);
+  operationPages(bo, kit);
   shopPages(bo, kit);
   configPages(bo, kit);
   reviewPages(bo, kit, deps.admin);

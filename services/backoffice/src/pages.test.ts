@@ -260,3 +260,103 @@ describe("pages that show the current configuration", () => {
     );
   });
 });
+
+describe("finding an operation", () => {
+  const SHOP = "0191a5e4-7c1b-7b8e-9d4e-cccccccccccc";
+  const asked: unknown[] = [];
+  const found = (): FakeServices => ({
+    operations: {
+      findOperations: async (req) => {
+        asked.push(req.id);
+        if (req.id.value !== OP_ID && req.id.value !== "order-77") return { operations: [] };
+        return {
+          operations: [
+            {
+              shopId: SHOP,
+              merchantId: "0191a5e4-7c1b-7b8e-9d4e-eeeeeeeeeeee",
+              provider: "acme",
+              operation: anOperation({
+                operationId: OP_ID,
+                merchantOperationId: "order-77",
+                status: "completed",
+              }),
+              legs: [
+                {
+                  id: "leg-1",
+                  provider: "acme",
+                  providerLegId: "acme-991",
+                  amount: "1500.00",
+                  completedAt: "2026-11-21T10:05:00.000Z",
+                },
+              ],
+              receipts: [{ id: "leg-1", amount: "1500.00", completedAt: "2026-11-21T10:05:00.000Z" }],
+            },
+          ],
+        };
+      },
+    },
+    webhooks: {
+      listDeliveries: async (req) => ({
+        deliveries:
+          req.operationId === OP_ID
+            ? [
+                {
+                  eventId: "0191a5e4-7c1b-7b8e-9d4e-ffffffffffff",
+                  eventType: "payment.completed",
+                  operationId: OP_ID,
+                  status: "delivered",
+                  attempts: 2,
+                  lastStatusCode: 204,
+                  createdAt: "2026-11-21T10:05:01.000Z",
+                  shopId: "",
+                },
+              ]
+            : [],
+      }),
+    },
+    providerFacts: { listProviderFacts: async () => ({ providerFacts: [] }) },
+  });
+
+  it("finds one by its id and by the merchant's id, with its legs, receipts and webhook deliveries", async () => {
+    const { app } = testBackoffice(database, { fakes: found() });
+    const { jar } = await login(app);
+    for (const q of [OP_ID, "order-77"]) {
+      const page = await get(app, jar, `/backoffice/operations?q=${encodeURIComponent(q)}`);
+      expect(page.res.status).toBe(200);
+      expect(page.html).toContain(`<code>${OP_ID}</code>`);
+      expect(page.html).toContain('<td>acme</td><td class="mono">acme-991</td><td class="mono">1500.00</td>');
+      expect(page.html).toContain("<td>payment.completed</td><td>delivered</td><td>2</td>");
+      expect(page.html).toContain(`href="/backoffice/shops/${SHOP}"`);
+    }
+    // A UUID is asked as both ids; anything else as the merchant's only.
+    expect(asked).toEqual([
+      { case: "operationId", value: OP_ID },
+      { case: "merchantOperationId", value: OP_ID },
+      { case: "merchantOperationId", value: "order-77" },
+    ]);
+    const none = await get(app, jar, "/backoffice/operations?q=nothing-here");
+    expect(none.html).toContain("No operation has the id “nothing-here”.");
+  });
+
+  it("shows a shop's current webhook URL, payer-page name and return link in its settings form", async () => {
+    const { app, edge } = testBackoffice(database, {
+      fakes: {
+        webhooks: { getEndpoint: async () => ({ url: "https://merchant.example.test/hooks" }) },
+        operations: {
+          getShopPage: async (req) => ({
+            shopId: req.shopId,
+            displayName: "Coffee Beans",
+            returnUrl: "https://coffee.example.test/",
+          }),
+        },
+      },
+    });
+    const { jar } = await login(app);
+    const m = await admin(edge, "POST", "/admin/v1/merchants", { name: "W" });
+    const s = await admin(edge, "POST", "/admin/v1/shops", { merchant_id: m.body.merchant_id, name: "W" });
+    const html = (await get(app, jar, `/backoffice/shops/${s.body.shop_id}`)).html;
+    expect(html).toContain('name="webhook_url" value="https://merchant.example.test/hooks"');
+    expect(html).toContain('name="display_name" value="Coffee Beans"');
+    expect(html).toContain('name="return_url" value="https://coffee.example.test/"');
+  });
+});

@@ -73,9 +73,15 @@ export interface FakeServices {
 /** Clients of in-memory fakes of the downstream services. */
 export function fakeClients(fakes: FakeServices): EdgeClients {
   const transport = createRouterTransport((router) => {
-    // The settings read asks both; a fake that does not say otherwise has nothing set.
+    // The settings read and write ask both; a fake that does not say otherwise has
+    // nothing set and takes what it is given.
     router.service(OperationsService, {
       getShopPage: async (req) => ({ shopId: req.shopId }),
+      putShopPage: async (req) => ({
+        shopId: req.shopId,
+        displayName: req.displayName,
+        returnUrl: req.returnUrl,
+      }),
       ...fakes.operations,
     });
     router.service(LedgerService, fakes.ledger ?? {});

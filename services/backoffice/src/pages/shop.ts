@@ -128,7 +128,9 @@ ${postForm(
   h`<label class="inline"><input type="checkbox" name="hosted_page_enabled" value="on"${settings.hosted_page_enabled ? h` checked` : ""}> Hosted payment page</label>
 <label class="inline"><input type="checkbox" name="flexible_link_enabled" value="on"${settings.flexible_link_enabled ? h` checked` : ""}> Flexible links</label>
 ${select("flexible_picker", "Flexible picker", ["amount", "ranges"], settings.flexible_picker)}
-${field("webhook_url", "Webhook URL (left empty: unchanged)", { type: "url" })}
+${field("webhook_url", "Webhook URL", { type: "url", value: settings.webhook_url })}
+${field("display_name", "Name shown to payers", { value: settings.display_name })}
+${field("return_url", "Return link on the payer's page", { type: "url", value: settings.return_url })}
 <button type="submit">Save settings</button>`,
 )}
 </section>
@@ -202,6 +204,8 @@ ${
       flexible_link_enabled: form.flexible_link_enabled === "on",
       flexible_picker: form.flexible_picker,
       ...(form.webhook_url ? { webhook_url: form.webhook_url } : {}),
+      display_name: form.display_name ?? "",
+      return_url: form.return_url ?? "",
     });
     if (res.status >= 300) return c.redirect(withMessage(back, "error", errorText(res)), 303);
     // A shop's first webhook URL comes with its signing secret: shown here, once.
