@@ -8,6 +8,12 @@ import { z } from "zod";
 import { businessMetricsInterceptor } from "./business-metrics.ts";
 import { serviceIdentity, startTelemetry } from "./telemetry.ts";
 
+export {
+  type BodyLimitOptions,
+  type BodyLimitRule,
+  bodyLimit,
+  bodyLimitOf,
+} from "./body-limit.ts";
 export { businessMetricsInterceptor, operationCreates, receiptVerdicts } from "./business-metrics.ts";
 export {
   type PlatformSettings,
@@ -18,7 +24,7 @@ export {
   type TelemetryOptions,
   withTelemetry,
 } from "./telemetry.ts";
-export { closeConnectionsWithUnreadBodies } from "./unread-body.ts";
+export { closeConnectionsWithUnreadBodies, LINGER_MS } from "./unread-body.ts";
 
 /** Settings of every gRPC service: the common ones plus its two ports. */
 export const grpcServiceConfig = (grpcPort: number, metricsPort: number) =>

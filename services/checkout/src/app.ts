@@ -8,6 +8,7 @@ import { serve } from "@hono/node-server";
 import { Hono } from "hono";
 import { secureHeaders } from "hono/secure-headers";
 import { PAGE_CSS, PAGE_JS } from "./assets.ts";
+import { checkoutBodyLimits } from "./body-limits.ts";
 import type { CheckoutConfig } from "./config.ts";
 import { flexibleRoutes } from "./flexible-routes.ts";
 import { langOf, type PageDeps, paymentRoutes } from "./payment-routes.ts";
@@ -21,6 +22,9 @@ import { notFoundPage } from "./render.ts";
 export const CSP =
   "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; " +
   "base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
+
+/** The receipt limit of an app built without pages (probe tests): the configuration's default. */
+const DEFAULT_RECEIPT_MAX_BYTES = 20 * 1024 * 1024;
 
 /**
  * Builds the checkout HTTP app without listening; tests call it through `app.request()`.
@@ -44,6 +48,8 @@ export function buildCheckoutApp(
     c.header("Content-Security-Policy", CSP);
     c.header("Cache-Control", "no-store");
   });
+  // Every route's body limit, before any handler or link lookup reads a byte.
+  app.use(checkoutBodyLimits(options.pages?.receiptMaxBytes ?? DEFAULT_RECEIPT_MAX_BYTES));
   app.get("/livez", (c) => c.body(null, 204));
   app.get("/healthz", (c) => c.body(null, 204));
   app.get("/readyz", (c) => (options.draining() ? c.body(null, 503) : c.body(null, 204)));
@@ -65,11 +71,17 @@ export interface RunningCheckout {
   stop(): Promise<void>;
 }
 
-/** Starts the checkout page server and its metrics endpoint. */
-export async function startCheckout(config: CheckoutConfig): Promise<RunningCheckout> {
+/**
+ * Starts the checkout page server and its metrics endpoint. `overrides.operations` is for
+ * tests that meet the HTTP server with a stand-in of operations.
+ */
+export async function startCheckout(
+  config: CheckoutConfig,
+  overrides: { operations?: PageDeps["operations"] } = {},
+): Promise<RunningCheckout> {
   const logger = createLogger("checkout", config.LOG_LEVEL);
   let draining = false;
-  const operations = createServiceClient(OperationsService, config.OPERATIONS_URL);
+  const operations = overrides.operations ?? createServiceClient(OperationsService, config.OPERATIONS_URL);
   const app = buildCheckoutApp({
     draining: () => draining,
     pages: { operations, logger, receiptMaxBytes: config.RECEIPT_STORE_MAX_BYTES },

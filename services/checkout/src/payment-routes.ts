@@ -26,8 +26,8 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 export const READ_TIMEOUT_MS = 5_000;
 /** The review reads the PDF in a bounded worker; operations allows it 25 s. */
 const CONFIRM_TIMEOUT_MS = 30_000;
-/** Room for the multipart framing around the file. */
-const FORM_OVERHEAD_BYTES = 64 * 1024;
+/** Room for the multipart framing around the file (the receipt route's body limit is the file's plus this). */
+export const FORM_OVERHEAD_BYTES = 64 * 1024;
 
 /** The language of this request. */
 export const langOf = (c: Context) => pickLang(c.req.query("lang"), c.req.header("accept-language"));
@@ -46,19 +46,6 @@ export async function readPage(deps: PageDeps, operationId: string, k?: string) 
     if (isNotFound(err)) return undefined;
     throw err;
   }
-}
-
-/** Reads the body up to `limit` bytes; undefined when it is larger. */
-async function readBounded(body: ReadableStream<Uint8Array> | null, limit: number) {
-  if (!body) return Buffer.alloc(0);
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for await (const chunk of body as unknown as AsyncIterable<Uint8Array>) {
-    size += chunk.length;
-    if (size > limit) return undefined;
-    chunks.push(chunk);
-  }
-  return Buffer.concat(chunks, size);
 }
 
 /** Why an upload was refused, as the payer reads it, with the HTTP status. */
@@ -132,18 +119,12 @@ export function paymentRoutes(deps: PageDeps) {
           ? c.json({ error: true, message: r.message }, r.status)
           : render(c, found.page, { error: r.message, status: r.status });
 
-      const declared = Number(c.req.header("content-length") ?? "0");
-      const limit = deps.receiptMaxBytes + FORM_OVERHEAD_BYTES;
-      if (declared > limit) return refuse({ status: 413, message: fill(m.errTooLarge, { max: maxMb }) });
+      // The body is bounded by checkout's body limit (body-limits.ts) before this route runs.
       if (!/^multipart\/form-data\s*;/i.test(c.req.header("content-type") ?? ""))
         return refuse({ status: 400, message: m.errNoFile });
-      const raw = await readBounded(c.req.raw.body, limit);
-      if (!raw) return refuse({ status: 413, message: fill(m.errTooLarge, { max: maxMb }) });
       let file: File | undefined;
       try {
-        const form = await new Response(raw, {
-          headers: { "content-type": c.req.header("content-type")! },
-        }).formData();
+        const form = await c.req.formData();
         const value = form.get("receipt");
         file = value instanceof File ? value : undefined;
       } catch {

@@ -87,6 +87,17 @@ export function notFoundPage(lang: Lang): string {
   });
 }
 
+/** The page of a request whose body is over the route's limit (a receipt over the maximum). */
+export function tooLargePage(lang: Lang, maxBytes: number): string {
+  const m = messages(lang);
+  const max = String(Math.max(1, Math.floor(maxBytes / (1024 * 1024))));
+  return layout({
+    lang,
+    title: m.title,
+    body: h`<main><div class="card"><h1>${m.title}</h1><p role="alert">${fill(m.errTooLarge, { max })}</p></div></main>`,
+  });
+}
+
 /** A page for a dependency that did not answer: nothing about the payment is said. */
 export function unavailablePage(lang: Lang): string {
   const m = messages(lang);

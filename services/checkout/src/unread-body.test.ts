@@ -5,7 +5,7 @@ import { configSchema } from "./config.ts";
 
 let checkout: RunningCheckout;
 beforeAll(async () => {
-  // Operations is never called here: the upload below is refused before any read.
+  // Operations is never called here: the upload below is refused by its size before any read.
   checkout = await startCheckout(
     configSchema.parse({
       PORT: "0",
@@ -26,12 +26,12 @@ describe("checkout answering a request without reading its body", () => {
       const refused = await client.request({
         method: "POST",
         path: "/0190b2a4-6f0e-7000-8000-000000000001/receipt?k=x",
-        // A form from another site is refused before the upload is read.
+        // Over the receipt route's body limit: refused before anything else of the route runs.
         headers: { origin: "https://elsewhere.example", "content-type": "application/octet-stream" },
         body: Buffer.alloc(2 * 1024 * 1024, 1),
       });
       await refused.body.dump();
-      expect(refused.statusCode).toBe(404);
+      expect(refused.statusCode).toBe(413);
       expect(refused.headers.connection).toBe("close");
       const next = await client.request({ method: "GET", path: "/livez" });
       await next.body.dump();

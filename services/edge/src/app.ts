@@ -29,6 +29,7 @@ import { KeyCache } from "./key-cache.ts";
 import { adminAuth } from "./middleware/admin-auth.ts";
 import { apiKeyAuth } from "./middleware/api-key.ts";
 import { jsonBody } from "./middleware/body.ts";
+import { edgeBodyLimits } from "./middleware/body-limits.ts";
 import { requestLog } from "./middleware/request-log.ts";
 import { traceRequests } from "./middleware/tracing.ts";
 import { DOCS_PAGE, describeUnmanagedRoutes, OPENAPI_INFO } from "./openapi.ts";
@@ -62,7 +63,8 @@ export const migrationsFolder = fileURLToPath(new URL("../drizzle", import.meta.
 /**
  * Builds the edge's HTTP app without listening. The order of middleware is the order of
  * the spec's checks: request id, log, then per area the credentials (API key or admin
- * token) before anything reads the body, then the bounded JSON body, then the route.
+ * token) before anything reads the body, then the JSON body, then the route. The body
+ * limit of every route comes before all of these (middleware/body-limits.ts).
  */
 export function buildApp(deps: EdgeDeps): OpenAPIHono<EdgeEnv> {
   const store = new EdgeStore(deps.db, deps.keyCache);
@@ -75,6 +77,9 @@ export function buildApp(deps: EdgeDeps): OpenAPIHono<EdgeEnv> {
   app.use(requestId());
   app.use(traceRequests());
   app.use(requestLog(deps.logger));
+  const receiptMaxBytes = deps.receiptMaxBytes ?? 20 * 1024 * 1024;
+  // Every route's body limit, before any credential check or handler reads a byte.
+  app.use(edgeBodyLimits(receiptMaxBytes));
   app.use(
     methodNotAllowed({
       app,
@@ -101,7 +106,6 @@ export function buildApp(deps: EdgeDeps): OpenAPIHono<EdgeEnv> {
   app.route("/v1", balanceRoutes(deps.clients));
   app.route("/v1", availabilityRoutes(deps.clients));
   app.route("/v1", flexibleLinkRoutes(deps.clients, store, deps.payUrl));
-  const receiptMaxBytes = deps.receiptMaxBytes ?? 20 * 1024 * 1024;
   app.route("/v1", confirmRoutes(deps.clients, receiptMaxBytes));
   app.route("/receipts", receiptDownloadRoutes(deps.clients, store));
   app.route("/callbacks", callbackRoutes(deps.clients));

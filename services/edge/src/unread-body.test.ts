@@ -24,15 +24,31 @@ afterAll(async () => {
   await database?.close();
 });
 
-const TWO_MIB = JSON.stringify({ name: "x".repeat(2 * 1024 * 1024) });
+const json = (bytes: number) => JSON.stringify({ name: "x".repeat(bytes) });
 
-describe("an answer given without reading the request body", () => {
+describe("an answer given before the request body was read", () => {
   it.each([
-    ["413 for a body over the limit", "/admin/v1/merchants", { authorization: `Bearer ${ADMIN_TOKEN}` }, 413],
-    ["401 for a request without an API key", "/v1/payment", {}, 401],
+    [
+      "413 for a body over the admin limit",
+      "/admin/v1/merchants",
+      { authorization: `Bearer ${ADMIN_TOKEN}` },
+      2 * 1024 * 1024,
+      413,
+      "close",
+    ],
+    [
+      "413 for a body over the limit, before the key is checked",
+      "/v1/payment",
+      {},
+      2 * 1024 * 1024,
+      413,
+      "close",
+    ],
+    // Within the limit, the body is read and discarded before the 401: the connection stays.
+    ["401 for a request without an API key", "/v1/payment", {}, 32 * 1024, 401, "keep-alive"],
   ])(
-    "closes the connection after a %s, so a keep-alive client's next request succeeds",
-    async (_, path, headers, status) => {
+    "answers a %s, and a keep-alive client's next request on the connection succeeds",
+    async (_, path, headers, bytes, status, connection) => {
       // One connection, reused while the server keeps it open: undici's default fetch behaves the same way.
       const client = new Client(`http://127.0.0.1:${edge.port}`, { pipelining: 1 });
       try {
@@ -40,11 +56,11 @@ describe("an answer given without reading the request body", () => {
           method: "POST",
           path,
           headers: { ...headers, "content-type": "application/json" },
-          body: TWO_MIB,
+          body: json(bytes),
         });
         await refused.body.text();
         expect(refused.statusCode).toBe(status);
-        expect(refused.headers.connection).toBe("close");
+        expect(refused.headers.connection).toBe(connection);
         const next = await client.request({ method: "GET", path: "/livez" });
         await next.body.dump();
         expect(next.statusCode).toBe(204);

@@ -4,7 +4,7 @@ import { fileURLToPath } from "node:url";
 import { connect, type Database, migrateSchema, type Sql } from "@gw/db";
 import { createLogger, type Logger } from "@gw/log";
 import { startMetricsServer } from "@gw/rpc";
-import { closeConnectionsWithUnreadBodies } from "@gw/runtime";
+import { bodyLimit, closeConnectionsWithUnreadBodies } from "@gw/runtime";
 import { serve } from "@hono/node-server";
 import { Hono } from "hono";
 import { CallbackSender } from "./callbacks.ts";
@@ -34,9 +34,26 @@ interface AppDeps {
   held: HeldRequests;
 }
 
+/** Provider and control API bodies: small JSON documents. */
+export const JSON_BODY_LIMIT_BYTES = 64 * 1024;
+/** Every other route (probes, unknown paths). */
+export const OTHER_BODY_LIMIT_BYTES = 16 * 1024;
+
 /** The HTTP surface without a listener: probes, the provider API and the control API. */
 export function buildApp(deps: AppDeps) {
   const app = new Hono();
+  // Every route's body limit (the shared middleware), before any handler reads a byte.
+  app.use(
+    bodyLimit({
+      routes: [
+        { path: "/providers/*", maxBytes: JSON_BODY_LIMIT_BYTES },
+        { path: "/control/*", maxBytes: JSON_BODY_LIMIT_BYTES },
+      ],
+      otherwise: OTHER_BODY_LIMIT_BYTES,
+      tooLarge: (c, maxBytes) =>
+        errorResponse(c, new ApiError(413, "payload_too_large", `request body exceeds ${maxBytes} bytes`)),
+    }),
+  );
   app.use(async (c, next) => {
     await next();
     // While stopping, every answer (the released held ones above all) closes its

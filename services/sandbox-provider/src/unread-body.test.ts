@@ -33,7 +33,7 @@ describe("the sandbox answering a request without reading its body", () => {
         body: JSON.stringify({ padding: "x".repeat(2 * 1024 * 1024) }),
       });
       await refused.body.dump();
-      expect(refused.statusCode).toBe(404);
+      expect(refused.statusCode).toBe(413);
       expect(refused.headers.connection).toBe("close");
       const next = await client.request({ method: "GET", path: "/livez" });
       await next.body.dump();

@@ -1,71 +1,43 @@
 import type { IncomingMessage } from "node:http";
 import type { Context, Next } from "hono";
-import { bodyLimit } from "hono/body-limit";
 import { createMiddleware } from "hono/factory";
 import type { EdgeEnv } from "../env.ts";
 import { ApiError } from "../errors.ts";
 
-/** The largest JSON body the edge reads; every request the spec defines fits many times over. */
-export const JSON_BODY_LIMIT_BYTES = 64 * 1024;
-
 const JSON_MEDIA_TYPE = /^application\/([\w.-]+\+)?json\s*(;.*)?$/i;
 
-const tooLarge = (maxBytes: number) =>
-  new ApiError(413, "payload_too_large", `request body exceeds ${maxBytes} bytes`);
-
-/** Refuses bodies over `maxBytes` with 413 in the one error shape, counting streamed bodies too. */
-export const limitBody = (maxBytes: number) =>
-  bodyLimit({
-    maxSize: maxBytes,
-    onError: () => {
-      throw tooLarge(maxBytes);
-    },
-  });
-
 /**
- * Reads a JSON body once (bounded) and puts the parsed value into `c.var.body`. A request
+ * Reads a JSON body once (bounded before this by the edge's body limit) and puts the
+ * parsed value into `c.var.body`. A request
  * without a body gets `undefined` (the route's validation then names the first missing
  * field). A body with a content type other than JSON gets 415; unparsable JSON gets 400
  * `invalid_json`. The text stays cached on the request, so validators that read the body
  * again see the same bytes.
  */
-export const jsonBody = () => {
-  const limit = limitBody(JSON_BODY_LIMIT_BYTES);
-  return createMiddleware<EdgeEnv>(async (c, next) => {
-    const framing = c.req.method === "GET" || c.req.method === "HEAD" ? "none" : bodyFraming(c);
-    if (framing === "none") {
+export const jsonBody = () =>
+  createMiddleware<EdgeEnv>(async (c, next) => {
+    if (c.req.method === "GET" || c.req.method === "HEAD" || !hasBody(c)) {
       c.set("body", undefined);
       return next();
     }
-    // A declared length is checked as declared, and the body read straight off the socket
-    // (@hono/node-server's direct read). Otherwise hono's limit counts the stream, which
-    // needs the web Request and its stream built first (0.1 to 0.3 ms of CPU a request).
-    if (framing === "declared") {
-      if (declaredLength(c) > JSON_BODY_LIMIT_BYTES) throw tooLarge(JSON_BODY_LIMIT_BYTES);
-      return readJson(c, next);
-    }
-    return limit(c, () => readJson(c, next));
+    // A declared length is read straight off the socket (@hono/node-server's direct
+    // read), without building the web Request (0.1 to 0.3 ms of CPU a request).
+    return readJson(c, next);
   });
-};
-
-type BodyFraming = "none" | "declared" | "streamed";
 
 /**
- * How the request's body is framed, from the HTTP/1.1 message itself when the request
+ * Whether the request has a body, from the HTTP/1.1 message itself when the request
  * came through Node's server (RFC 9112 §6.3: a body is there only with Transfer-Encoding
  * or a Content-Length), without building the web Request; from the Request otherwise (in
  * process, `app.request`).
  */
-function bodyFraming(c: Context<EdgeEnv>): BodyFraming {
+function hasBody(c: Context<EdgeEnv>): boolean {
   const incoming = (c.env as { incoming?: IncomingMessage } | undefined)?.incoming;
-  if (!incoming) return c.req.raw.body ? "streamed" : "none";
-  if (incoming.headers["transfer-encoding"] !== undefined) return "streamed";
+  if (!incoming) return c.req.raw.body !== null;
+  if (incoming.headers["transfer-encoding"] !== undefined) return true;
   const length = incoming.headers["content-length"];
-  return length === undefined || length === "0" ? "none" : "declared";
+  return length !== undefined && length !== "0";
 }
-
-const declaredLength = (c: Context<EdgeEnv>) =>
-  Number((c.env as { incoming: IncomingMessage }).incoming.headers["content-length"]);
 
 async function readJson(c: Context<EdgeEnv>, next: Next) {
   const text = await c.req.text();

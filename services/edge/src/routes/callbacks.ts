@@ -2,20 +2,17 @@ import { Hono } from "hono";
 import { CALL_TIMEOUT_MS, type EdgeClients } from "../deps.ts";
 import type { EdgeEnv } from "../env.ts";
 import { ApiError } from "../errors.ts";
-import { limitBody } from "../middleware/body.ts";
-
-/** Provider callbacks are small JSON or form posts; a megabyte leaves room for any sane one. */
-export const CALLBACK_BODY_LIMIT_BYTES = 1024 * 1024;
 
 const PROVIDER_NAME = /^[a-z0-9][a-z0-9_-]{0,63}$/;
 
 /**
  * `POST /callbacks/providers/:name`: a provider's result, passed to operations unparsed
  * (raw bytes and headers), because only the provider's connector there knows how to check
- * its signature. No API key: the signature is the authentication.
+ * its signature. No API key: the signature is the authentication. The body is bounded by
+ * the edge's body limit (`CALLBACK_BODY_LIMIT_BYTES`).
  */
 export function callbackRoutes(clients: EdgeClients) {
-  return new Hono<EdgeEnv>().post("/providers/:name", limitBody(CALLBACK_BODY_LIMIT_BYTES), async (c) => {
+  return new Hono<EdgeEnv>().post("/providers/:name", async (c) => {
     const provider = c.req.param("name");
     if (!PROVIDER_NAME.test(provider)) throw new ApiError(404, "provider_not_found", "unknown provider");
     const body = new Uint8Array(await c.req.arrayBuffer());

@@ -29,24 +29,9 @@ const CONFIRM_TIMEOUT_MS = 30_000;
 const MULTIPART = /^multipart\/form-data\s*;/i;
 const SIGNATURE = /^[A-Za-z0-9_-]{16,128}$/;
 
-const tooLarge = (maxBytes: number) =>
+/** The 413 of a receipt over the limit, from the form (here) or from the body limit (middleware/body-limits.ts). */
+export const receiptTooLarge = (maxBytes: number) =>
   new ApiError(413, "receipt_too_large", `the receipt must be at most ${maxBytes} bytes`, "receipt");
-
-/**
- * Reads the body up to `limit` bytes: a declared length over it is refused before a
- * byte is read, a streamed body as soon as it passes the limit.
- */
-async function readBounded(body: ReadableStream<Uint8Array> | null, limit: number, maxFile: number) {
-  if (!body) return Buffer.alloc(0);
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for await (const chunk of body as unknown as AsyncIterable<Uint8Array>) {
-    size += chunk.length;
-    if (size > limit) throw tooLarge(maxFile);
-    chunks.push(chunk);
-  }
-  return Buffer.concat(chunks, size);
-}
 
 const text = (form: FormData, field: string): string | undefined => {
   const value = form.get(field);
@@ -55,19 +40,18 @@ const text = (form: FormData, field: string): string | undefined => {
   return value;
 };
 
-/** `POST /v1/confirm_payment`, mounted after the API key check (the key is checked before the body is read). */
+/**
+ * `POST /v1/confirm_payment`, mounted after the API key check (the key is checked before
+ * the body is read) and behind the edge's body limit (receipt limit + form overhead).
+ */
 export function confirmRoutes(clients: EdgeClients, receiptMaxBytes: number) {
-  const limit = receiptMaxBytes + FORM_OVERHEAD_BYTES;
   return new Hono<EdgeEnv>().post("/confirm_payment", async (c) => {
     const contentType = c.req.header("content-type") ?? "";
     if (!MULTIPART.test(contentType))
       throw new ApiError(415, "unsupported_media_type", "the request body must be multipart/form-data");
-    const declared = Number(c.req.header("content-length"));
-    if (Number.isFinite(declared) && declared > limit) throw tooLarge(receiptMaxBytes);
-    const bytes = await readBounded(c.req.raw.body, limit, receiptMaxBytes);
     let form: FormData;
     try {
-      form = await new Response(bytes, { headers: { "content-type": contentType } }).formData();
+      form = await c.req.formData();
     } catch {
       throw new ApiError(400, "invalid_form", "the request body is not a valid multipart/form-data body");
     }
@@ -85,7 +69,7 @@ export function confirmRoutes(clients: EdgeClients, receiptMaxBytes: number) {
     if (receipt === null || typeof receipt === "string")
       throw invalidField("receipt", "receipt is required: a file part with the PDF receipt");
     if (receipt.size === 0) throw invalidField("receipt", "the receipt file is empty");
-    if (receipt.size > receiptMaxBytes) throw tooLarge(receiptMaxBytes);
+    if (receipt.size > receiptMaxBytes) throw receiptTooLarge(receiptMaxBytes);
 
     const scope = c.get("scope");
     const res = await clients.operations.confirmPayment(
