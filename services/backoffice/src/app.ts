@@ -1,8 +1,8 @@
 import { createHash, timingSafeEqual } from "node:crypto";
 import { h } from "@gw/html";
 import type { Logger } from "@gw/log";
+import { type BodyLimitRule, bodyLimit } from "@gw/runtime";
 import { type Context, Hono } from "hono";
-import { bodyLimit } from "hono/body-limit";
 import { getCookie, setCookie } from "hono/cookie";
 import { csrf } from "hono/csrf";
 import type { AdminClient } from "./admin-client.ts";
@@ -44,9 +44,18 @@ export const REVIEWS_CSP = BACKOFFICE_CSP.replace(
   "connect-src 'self'; frame-src 'self';",
 );
 
-/** Bodies the back office reads at most: a login form is a token; an operator's form a few fields. */
+/** The login form (a CSRF token and the admin token), read before any credential is checked. */
 export const LOGIN_BODY_LIMIT = 4 * 1024;
+/** An operator's forms after login: names, settings, routes, pricing tiers, a reason. */
 export const FORM_BODY_LIMIT = 64 * 1024;
+/** Every other request (pages, assets, probes, unknown paths) takes no body worth the name. */
+export const OTHER_BODY_LIMIT = 16 * 1024;
+
+/** The back office's body limit per route (docs/operations.md, "Body limits"). */
+export const BODY_LIMIT_RULES: BodyLimitRule[] = [
+  { path: "/backoffice/login", maxBytes: LOGIN_BODY_LIMIT },
+  { path: "/backoffice/*", maxBytes: FORM_BODY_LIMIT },
+];
 
 /** Loopback hosts run locally over plain HTTP, where a Secure cookie would not be kept. */
 const isLocal = (url: string) => /^(127\.\d+\.\d+\.\d+|localhost|\[::1\])$/.test(new URL(url).hostname);
@@ -60,13 +69,20 @@ export const cookieNames = (secure: boolean) => ({
   login: secure ? "__Host-gw_backoffice_login" : "gw_backoffice_login",
 });
 
-const tooLarge = (c: Context) => c.text("the body is too large", 413);
-
 /** Builds the back office app without listening. */
 export function buildBackofficeApp(deps: BackofficeDeps) {
   const { sessions } = deps;
   const app = new Hono<BackofficeEnv>();
   const kit = pageKit(deps.admin.call, (sid) => sessions.csrf(sid));
+  // The shared middleware (@gw/runtime), first: every route, while reading, before any
+  // cookie, CSRF token or form is looked at.
+  app.use(
+    bodyLimit({
+      routes: BODY_LIMIT_RULES,
+      otherwise: OTHER_BODY_LIMIT,
+      tooLarge: (c, maxBytes) => c.text(`the body exceeds ${maxBytes} bytes`, 413),
+    }),
+  );
 
   app.get("/livez", (c) => c.body(null, 204));
   app.get("/healthz", (c) => c.body(null, 204));
@@ -95,8 +111,6 @@ export function buildBackofficeApp(deps: BackofficeDeps) {
         (URL.canParse(origin) && new URL(origin).host === c.req.header("host")),
     }),
   );
-  bo.post("/login", bodyLimit({ maxSize: LOGIN_BODY_LIMIT, onError: tooLarge }));
-  bo.post("*", bodyLimit({ maxSize: FORM_BODY_LIMIT, onError: tooLarge }));
 
   bo.get("/assets/backoffice.css", (c) =>
     c.body(BACKOFFICE_CSS, 200, { "content-type": "text/css; charset=utf-8" }),
