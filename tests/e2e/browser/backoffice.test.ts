@@ -316,7 +316,7 @@ describe("the operator's back office in a browser", () => {
     expect(await fitsWidth(small)).toBe(true);
     await small.screenshot({ path: "/tmp/b30-backoffice-merchants-390.png", fullPage: true });
     await phone.context.close();
-    await page.goto(backoffice("/"));
+    await page.goto(backoffice());
     await page.screenshot({ path: "/tmp/b30-backoffice-merchants-1280.png", fullPage: true });
     await page.goto(`${stack.urls.backoffice}${shopPath}`);
     // The settings form starts from the current values: the webhook URL set above.
@@ -337,13 +337,13 @@ describe("the operator's back office in a browser", () => {
 
   it("ends the session on logout: a copy of the old cookie gets the login page", async () => {
     const copied = await context.cookies();
-    await page.goto(backoffice("/"));
+    await page.goto(backoffice());
     await page.getByRole("button", { name: "Log out" }).click();
     expect(new URL(page.url()).pathname).toBe("/backoffice/login");
     const other = await browser.newContext();
     await other.addCookies(copied);
     const stale = await other.newPage();
-    await stale.goto(backoffice("/"));
+    await stale.goto(backoffice());
     expect(new URL(stale.url()).pathname).toBe("/backoffice/login");
     await stale.screenshot({ path: "/tmp/b30-backoffice-after-logout.png" });
     await other.close();
