@@ -88,6 +88,8 @@ export function buildBackofficeApp(deps: BackofficeDeps) {
   app.get("/healthz", (c) => c.body(null, 204));
   app.get("/readyz", (c) => c.body(null, (deps.ready?.() ?? true) ? 204 : 503));
   app.get("/", (c) => c.redirect("/backoffice", 303));
+  // A trailing slash (typed or bookmarked) is the same page.
+  app.get("/backoffice/", (c) => c.redirect(`/backoffice${new URL(c.req.url).search}`, 301));
 
   const bo = new Hono<BackofficeEnv>();
   bo.use(async (c, next) => {

@@ -33,6 +33,9 @@ describe("back office login", () => {
     const { res } = await get(app, new Jar(), "/backoffice");
     expect(res.status).toBe(303);
     expect(res.headers.get("location")).toBe("/backoffice/login");
+    // With a trailing slash, the same page (and the query kept).
+    const slash = await get(app, new Jar(), "/backoffice/?q=x");
+    expect(slash.res.headers.get("location")).toBe("/backoffice?q=x");
     const form = await get(app, new Jar(), "/backoffice/login");
     expect(form.res.headers.get("content-security-policy")).toBe(BACKOFFICE_CSP);
     expect(form.html).toContain('<label for="token">Admin token</label>');

@@ -312,7 +312,11 @@ describe("the operator's back office in a browser", () => {
     expect(await fitsWidth(small)).toBe(true);
     await screenshot(small, "backoffice-operation");
     await small.screenshot({ path: "/tmp/b30-backoffice-operation-390.png", fullPage: true });
-    await small.goto(backoffice(`/?q=${encodeURIComponent("Browser Merchant")}`));
+    await small.goto(backoffice(`?q=${encodeURIComponent("Browser Merchant")}`));
+    expect(await small.locator("section:has(#list) tbody tr", { hasText: "Browser Merchant" }).count()).toBe(
+      1,
+    );
+    expect(await small.getByLabel("Merchant or shop: name or id").inputValue()).toBe("Browser Merchant");
     expect(await fitsWidth(small)).toBe(true);
     await small.screenshot({ path: "/tmp/b30-backoffice-merchants-390.png", fullPage: true });
     await phone.context.close();
