@@ -42,6 +42,8 @@ const MODELS: Record<string, () => Promise<unknown>> = {
   "batch/v1": () => import("kubernetes-models/batch/v1"),
   "policy/v1": () => import("kubernetes-models/policy/v1"),
   "autoscaling/v2": () => import("kubernetes-models/autoscaling/v2"),
+  "networking.k8s.io/v1": () => import("kubernetes-models/networking.k8s.io/v1"),
+  "monitoring.coreos.com/v1": () => import("@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1"),
 };
 
 /** Validates one object against the Kubernetes schema of its apiVersion and kind; false for a custom resource. */
@@ -296,7 +298,9 @@ for (const [overlay, { objects, services: expected }] of Object.entries(overlays
         const url = new URL(value);
         const svc = find(objects, "Service", url.hostname);
         expect(svc, value).toBeDefined();
-        expect(svc?.spec.ports.map((p: { port: number }) => p.port)).toContain(Number(url.port));
+        // An empty port is the scheme's default (http://edge: 80).
+        const port = Number(url.port || (url.protocol === "https:" ? 443 : 80));
+        expect(svc?.spec.ports.map((p: { port: number }) => p.port)).toContain(port);
       }
     });
 

@@ -18,6 +18,9 @@ h1{font-size:1.4rem;margin:0 0 .5rem}
 h2{font-size:1.1rem;margin:0 0 .75rem}
 .amount{font-size:2.1rem;font-weight:700;margin:.25rem 0;letter-spacing:.01em}
 .muted{color:#4a4d55}
+.shop{margin:0 0 .5rem;color:#3d4048}
+.back{margin:1rem 0;text-align:center}
+.back a{display:inline-block;padding:.6rem 1rem;min-height:44px;font-weight:600}
 dl.req{margin:0}
 dl.req div{display:flex;flex-wrap:wrap;align-items:center;justify-content:space-between;gap:.5rem;padding:.6rem 0;border-top:1px solid #e3e4e8}
 dl.req div:first-child{border-top:0}

@@ -57,6 +57,36 @@ function upload(operationId: string, file: Uint8Array, name = "receipt.pdf", jso
 }
 
 describe("the payer's page", () => {
+  it("says whom the payer pays and links back to the shop once the shop has them (PutShopPage)", async () => {
+    const before = await (await app.request(`/${(await aPayment()).operationId}?lang=en`)).text();
+    expect(before).not.toContain("You are paying");
+    expect(before).not.toContain('id="return-link"');
+    await h.operations.putShopPage({
+      shopId: shop.shopId,
+      displayName: "Coffee <Beans> & Co",
+      returnUrl: "https://shop.example.test/orders/42?from=pay",
+    });
+    const op = await aPayment();
+    const page = await (await app.request(`/${op.operationId}?lang=en`)).text();
+    expect(page).toContain('You are paying: <strong id="shop-name">Coffee &lt;Beans&gt; &amp; Co</strong>');
+    expect(page).toContain(
+      '<a id="return-link" href="https://shop.example.test/orders/42?from=pay" rel="noreferrer noopener">Back to Coffee &lt;Beans&gt; &amp; Co</a>',
+    );
+    // Only http(s): anything else is refused when set, and the page would not link it.
+    await expect(
+      h.operations.putShopPage({ shopId: shop.shopId, returnUrl: "javascript:alert(1)" }),
+    ).rejects.toThrow(/return_url/);
+    // An empty value clears it.
+    await h.operations.putShopPage({ shopId: shop.shopId, returnUrl: "" });
+    const cleared = await (await app.request(`/${op.operationId}?lang=en`)).text();
+    expect(cleared).not.toContain('id="return-link"');
+    expect(cleared).toContain("Coffee &lt;Beans&gt; &amp; Co");
+    const stored = await h.operations.getShopPage({ shopId: shop.shopId });
+    expect(stored.displayName).toBe("Coffee <Beans> & Co");
+    expect(stored.returnUrl).toBeUndefined();
+    await h.operations.putShopPage({ shopId: shop.shopId, displayName: "" });
+  });
+
   it("shows the amount, the requisites with copy buttons, the time left and the upload form", async () => {
     const op = await aPayment();
     const res = await app.request(`/${op.operationId}?lang=en`);

@@ -165,8 +165,11 @@ export function paymentPage(options: {
   const m = messages(lang);
   const waiting = page.outcome === "awaiting_payment" || page.outcome === "awaiting_receipt";
   const stateUrl = `/${page.operationId}/state${options.k ? `?k=${encodeURIComponent(options.k)}` : ""}`;
+  const shop = page.shopDisplayName
+    ? h`<p class="shop">${m.payingTo}: <strong id="shop-name">${page.shopDisplayName}</strong></p>`
+    : "";
   const amount = h`<section class="card" aria-labelledby="amount-title">
-<h1 id="amount-title">${m.amountToPay}</h1>
+${shop}<h1 id="amount-title">${m.amountToPay}</h1>
 <p class="amount" id="amount">${formatMoney(page.amount, page.currency, lang)}</p>
 ${
   waiting && page.expiresAt
@@ -208,9 +211,21 @@ ${page.paidAmount ? h`<p>${m.paidAmount}: <strong>${formatMoney(page.paidAmount,
  data-msg-copy="${m.copy}" data-msg-copied="${m.copied}">
 <div id="live" class="visually-hidden" aria-live="polite"></div>
 ${options.notice ? h`<p class="notice" role="status">${options.notice}</p>` : ""}
-${body}
+${waiting ? "" : shop}${body}
+${returnLink(page, m)}
 </main>`,
   });
+}
+
+/**
+ * The way back to the shop (a shop setting, a spec extension): only an http(s) URL (the
+ * operations service refuses anything else), opened without a referrer so the page's
+ * address, which may carry the link's `k`, never reaches the shop.
+ */
+function returnLink(page: PaymentPage, m: Messages): Safe | "" {
+  const url = page.returnUrl;
+  if (!url || !URL.canParse(url) || !["http:", "https:"].includes(new URL(url).protocol)) return "";
+  return h`<p class="back"><a id="return-link" href="${url}" rel="noreferrer noopener">${m.backToShop} ${page.shopDisplayName ?? new URL(url).host}</a></p>`;
 }
 
 /** One range of amounts the payer can choose from, and the amount it offers. */

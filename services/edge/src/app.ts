@@ -21,7 +21,6 @@ import { OpenAPIHono } from "@hono/zod-openapi";
 import { methodNotAllowed } from "hono/method-not-allowed";
 import { requestId } from "hono/request-id";
 import { Admission, admissionControl, DEFAULT_ADMISSION } from "./admission.ts";
-import { backofficeRoutes, inProcessAdmin, inProcessAdminFile } from "./backoffice/routes.ts";
 import type { EdgeConfig } from "./config.ts";
 import type { EdgeClients, EdgeDeps, Probe } from "./deps.ts";
 import type { EdgeEnv } from "./env.ts";
@@ -38,6 +37,8 @@ import { referenceDocument } from "./reference/document.ts";
 import { adminAuditRoutes } from "./routes/admin-audit.ts";
 import { adminConfigRoutes } from "./routes/admin-config.ts";
 import { adminDeadLetterRoutes } from "./routes/admin-dead-letters.ts";
+import { adminDirectoryRoutes } from "./routes/admin-directory.ts";
+import { adminOperationRoutes } from "./routes/admin-operations.ts";
 import { adminProviderFactRoutes } from "./routes/admin-provider-facts.ts";
 import { adminReadRoutes } from "./routes/admin-reads.ts";
 import { adminReceiptRoutes } from "./routes/admin-receipt.ts";
@@ -111,6 +112,8 @@ export function buildApp(deps: EdgeDeps): OpenAPIHono<EdgeEnv> {
   app.route("/v1", confirmRoutes(deps.clients, receiptMaxBytes));
   app.route("/receipts", receiptDownloadRoutes(deps.clients, store));
   app.route("/callbacks", callbackRoutes(deps.clients));
+  app.route("/admin/v1", adminDirectoryRoutes(deps.db));
+  app.route("/admin/v1", adminOperationRoutes(deps.clients));
   app.route("/admin/v1", adminShopRoutes(store, deps.clients));
   app.route("/admin/v1", adminConfigRoutes(deps.clients));
   app.route("/admin/v1", adminReviewRoutes(deps.clients));
@@ -119,18 +122,6 @@ export function buildApp(deps: EdgeDeps): OpenAPIHono<EdgeEnv> {
   app.route("/admin/v1", adminReadRoutes(deps.clients));
   app.route("/admin/v1", adminReceiptRoutes(deps.clients));
   app.route("/admin/v1", adminAuditRoutes(deps.clients));
-  app.route(
-    "/backoffice",
-    backofficeRoutes({
-      adminToken: deps.adminToken,
-      db: deps.db,
-      logger: deps.logger,
-      receipts: deps.clients.receipts,
-      admin: inProcessAdmin(app, deps.adminToken),
-      adminFile: inProcessAdminFile(app, deps.adminToken),
-    }),
-  );
-
   describeUnmanagedRoutes(app);
   describeReceiptRoutes(app, receiptMaxBytes);
   app.route(

@@ -73,9 +73,19 @@ export interface FakeServices {
 /** Clients of in-memory fakes of the downstream services. */
 export function fakeClients(fakes: FakeServices): EdgeClients {
   const transport = createRouterTransport((router) => {
-    router.service(OperationsService, fakes.operations ?? {});
+    // The settings read and write ask both; a fake that does not say otherwise has
+    // nothing set and takes what it is given.
+    router.service(OperationsService, {
+      getShopPage: async (req) => ({ shopId: req.shopId }),
+      putShopPage: async (req) => ({
+        shopId: req.shopId,
+        displayName: req.displayName,
+        returnUrl: req.returnUrl,
+      }),
+      ...fakes.operations,
+    });
     router.service(LedgerService, fakes.ledger ?? {});
-    router.service(WebhooksService, fakes.webhooks ?? {});
+    router.service(WebhooksService, { getEndpoint: async () => ({}), ...fakes.webhooks });
     router.service(MatchingService, fakes.matching ?? {});
     router.service(ReceiptsService, fakes.receipts ?? {});
     router.service(ProviderFactsService, fakes.providerFacts ?? {});

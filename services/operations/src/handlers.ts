@@ -5,10 +5,12 @@ import type {
   ConfirmFlexibleAmountRequest,
   ConfirmPaymentRequest,
   CreateFlexibleLinkRequest,
+  FindOperationsRequest,
   GetFlexibleLinkRequest,
   GetOperationRequest,
   GetPaymentPageRequest,
   GetPoolCoverageRequest,
+  GetShopPageRequest,
   HandleProviderCallbackRequest,
   ListManualChecksRequest,
   ListOperationsAuditRequest,
@@ -16,6 +18,7 @@ import type {
   OperationsService,
   PutProviderRequest,
   PutRouteRequest,
+  PutShopPageRequest,
   ResolveReviewRequest,
 } from "@gw/proto/gateway/operations/v1/operations_pb";
 import { putProvider, putRoute } from "./admin-config.ts";
@@ -24,6 +27,7 @@ import { listOperationsAudit } from "./audit-reads.ts";
 import { handleProviderCallback } from "./callbacks.ts";
 import { confirmPayment, listManualChecks, type ReceiptDeps, resolveReview } from "./confirm.ts";
 import { type CreateDeps, createOperation, parseCreate } from "./create.ts";
+import { findOperations } from "./find-operations.ts";
 import {
   confirmFlexibleAmount,
   createFlexibleLink,
@@ -35,6 +39,7 @@ import { cancelOperation } from "./lifecycle/cancel.ts";
 import { toOperation } from "./model.ts";
 import { getOperation } from "./operation-reads.ts";
 import { getPaymentPage, markHostedPage } from "./page.ts";
+import { getShopPage, putShopPage } from "./shop-pages.ts";
 
 export interface HandlerDeps extends CreateDeps {
   prefix: string;
@@ -127,5 +132,17 @@ export class OperationsHandlers implements ServiceImpl<typeof OperationsService>
 
   putRoute(req: PutRouteRequest) {
     return putRoute(this.#d, req);
+  }
+
+  putShopPage(req: PutShopPageRequest) {
+    return putShopPage(this.#d.store, req);
+  }
+
+  getShopPage(req: GetShopPageRequest) {
+    return getShopPage(this.#d.store, req.shopId);
+  }
+
+  findOperations(req: FindOperationsRequest) {
+    return findOperations(this.#d.store, req);
   }
 }

@@ -90,9 +90,13 @@ export async function getPaymentPage(
   const shown = row?.hosted_page || (req.k !== undefined && (await flexibleCredentialHolds(store, req)));
   if (!row || !shown || row.type !== "payment" || row.status === "routing" || row.request_hash === null)
     throw new OperationNotFoundError();
+  const page = toPaymentPage(row);
+  const shop = await store.shopPages.get(row.shop_id);
+  if (shop?.display_name) page.shopDisplayName = shop.display_name;
+  if (shop?.return_url) page.returnUrl = shop.return_url;
   return {
     $typeName: "gateway.operations.v1.GetPaymentPageResponse",
-    page: toPaymentPage(row),
+    page,
     scope: create(ScopeSchema, { merchantId: row.merchant_id, shopId: row.shop_id }),
   };
 }

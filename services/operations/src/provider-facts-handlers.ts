@@ -29,7 +29,10 @@ export class ProviderFactsHandlers implements ServiceImpl<typeof ProviderFactsSe
       throw new ValidationError("status must be open or resolved", "status");
     const limit = req.limit === 0 ? 100 : req.limit;
     if (limit < 1 || limit > 500) throw new ValidationError("limit must be 1..500", "limit");
-    return { providerFacts: await listProviderFacts(this.#d.store, { status, limit }) };
+    const operationId = req.operationId || undefined;
+    if (operationId !== undefined && !UUID.test(operationId))
+      throw new ValidationError("operation_id must be a UUID", "operation_id");
+    return { providerFacts: await listProviderFacts(this.#d.store, { status, operationId, limit }) };
   }
 
   async resolveProviderFact(req: ResolveProviderFactRequest) {

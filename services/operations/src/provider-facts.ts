@@ -25,6 +25,7 @@ import type { OperationRow } from "./model.ts";
 import type { Db as Tx } from "./repository/db.ts";
 import type { OperationStore } from "./repository/operations.ts";
 import { enqueueEvent } from "./repository/outbox.ts";
+import type { FactFilter } from "./repository/provider-facts.ts";
 import {
   type FactRow,
   insertFact,
@@ -234,10 +235,7 @@ export async function recordProviderFact(
 }
 
 /** The operator's review queue: open facts first, then the newest. */
-export async function listProviderFacts(
-  store: OperationStore,
-  options: { status?: "open" | "resolved"; limit: number },
-): Promise<ProviderFact[]> {
+export async function listProviderFacts(store: OperationStore, options: FactFilter): Promise<ProviderFact[]> {
   return (await store.facts.list(options)).map(toFact);
 }
 

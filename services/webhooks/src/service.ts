@@ -103,8 +103,9 @@ export class WebhooksHandlers implements ServiceImpl<typeof WebhooksService> {
    * The shop's deliveries, newest first. `limit` defaults to 50, at most 200.
    * Errors: INVALID_ARGUMENT (validation_failed) for a bad shop id or limit.
    */
-  async listDeliveries(req: { shopId: string; limit: number }) {
+  async listDeliveries(req: { shopId: string; limit: number; operationId?: string }) {
     const shopId = requireUuid(req.shopId, "shop_id");
+    const operationId = req.operationId ? requireUuid(req.operationId, "operation_id") : undefined;
     if (req.limit < 0 || req.limit > MAX_LIST_LIMIT) {
       throw failure(
         Code.InvalidArgument,
@@ -116,7 +117,11 @@ export class WebhooksHandlers implements ServiceImpl<typeof WebhooksService> {
     const rows = await this.#o.db
       .select()
       .from(deliveries)
-      .where(eq(deliveries.shopId, shopId))
+      .where(
+        operationId
+          ? and(eq(deliveries.shopId, shopId), eq(deliveries.operationId, operationId))
+          : eq(deliveries.shopId, shopId),
+      )
       .orderBy(desc(deliveries.createdAt), desc(deliveries.operationVersion), desc(deliveries.eventId))
       .limit(req.limit || DEFAULT_LIST_LIMIT);
     return {
@@ -140,6 +145,17 @@ export class WebhooksHandlers implements ServiceImpl<typeof WebhooksService> {
    * (keyset on the event id), optionally only one status or only terminal event types.
    * Errors: INVALID_ARGUMENT (validation_failed) for a bad cursor or status.
    */
+  /** The shop's webhook URL; never its secret. */
+  async getEndpoint(req: { shopId: string }) {
+    const shopId = requireUuid(req.shopId, "shop_id");
+    const [row] = await this.#o.db
+      .select({ url: endpoints.url })
+      .from(endpoints)
+      .where(eq(endpoints.shopId, shopId))
+      .limit(1);
+    return { url: row?.url };
+  }
+
   async listDeliveriesAudit(req: ListDeliveriesAuditRequest) {
     const where: SQL[] = [];
     if (req.cursor !== "") where.push(gt(deliveries.eventId, requireUuid(req.cursor, "cursor")));

@@ -32,13 +32,15 @@ describe("the operator's back office in a browser", () => {
   let requests: string[];
   let shopPath = "";
   let apiKey = "";
+  /** The payment approved in the manual check: found again by either id later. */
+  let approved = { id: "", mop: "" };
 
   beforeAll(async () => {
     stack = await startTestStack();
     receiver = await startWebhookReceiver({ secret: () => undefined, status: () => 204 });
     browser = await launchBrowser();
     ({ context, requests } = await newContext(browser, "desktop"));
-    await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: stack.urls.edge });
+    await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: stack.urls.backoffice });
     page = await context.newPage();
   });
 
@@ -49,7 +51,7 @@ describe("the operator's back office in a browser", () => {
     await stack?.stop();
   });
 
-  const backoffice = (path = "") => `${stack.urls.edge}/backoffice${path}`;
+  const backoffice = (path = "") => `${stack.urls.backoffice}/backoffice${path}`;
   const notice = () => page.locator(".notice").textContent();
   const submit = (section: string, button: string) =>
     page.locator(`section:has(#${section})`).getByRole("button", { name: button }).click();
@@ -66,7 +68,7 @@ describe("the operator's back office in a browser", () => {
     await page.getByRole("button", { name: "Log in" }).click();
     expect(await page.locator("h1").textContent()).toBe("Merchants and shops");
     const cookie = (await context.cookies()).find((c) => c.name === "gw_backoffice");
-    expect(cookie).toMatchObject({ httpOnly: true, sameSite: "Strict", path: "/backoffice" });
+    expect(cookie).toMatchObject({ httpOnly: true, sameSite: "Strict", path: "/" });
   });
 
   it("sets up a merchant, a shop, its provider, route, pricing, settings and an FX rate through the forms", async () => {
@@ -106,7 +108,7 @@ describe("the operator's back office in a browser", () => {
     expect(await notice()).toBe("FX rate saved.");
     await screenshot(page, "backoffice-config");
 
-    await page.goto(`${stack.urls.edge}${shopPath}`);
+    await page.goto(`${stack.urls.backoffice}${shopPath}`);
     await page.getByLabel("Payin providers, in order (comma-separated)").fill(name);
     await page.getByLabel("Payout providers, in order (comma-separated)").fill(name);
     await submit("routes", "Save route");
@@ -122,14 +124,14 @@ describe("the operator's back office in a browser", () => {
     expect(await tiers.locator("td").nth(1).textContent()).toBe("2.5% + 0 (0.01–10000000)");
     expect(await page.getByLabel("Percent").first().inputValue()).toBe("2.5");
     await page.getByLabel("Hosted payment page").check();
-    await page.getByLabel("Webhook URL (left empty: unchanged)").fill(receiver.url);
+    await page.getByLabel("Webhook URL").fill(receiver.url);
     await submit("settings", "Save settings");
     // The first webhook URL comes with the signing secret, shown once.
     expect(await page.locator(".secret").textContent()).toContain("Webhook signing secret");
   });
 
   it("issues an API key shown once with a copy button, which works until it is revoked", async () => {
-    await page.goto(`${stack.urls.edge}${shopPath}`);
+    await page.goto(`${stack.urls.backoffice}${shopPath}`);
     await page.getByRole("button", { name: "Issue a new key" }).click();
     apiKey = (await page.locator("#new-key").textContent()) ?? "";
     expect(apiKey.length).toBeGreaterThan(20);
@@ -141,7 +143,7 @@ describe("the operator's back office in a browser", () => {
     // A second key to revoke; the page never shows a plaintext again.
     await page.getByRole("button", { name: "Issue a new key" }).click();
     const second = (await page.locator("#new-key").textContent()) ?? "";
-    await page.goto(`${stack.urls.edge}${shopPath}`);
+    await page.goto(`${stack.urls.backoffice}${shopPath}`);
     expect(await page.content()).not.toContain(second);
     expect(await page.content()).not.toContain(apiKey);
     await page.getByRole("button", { name: `Revoke key ${second.slice(0, 12)}` }).click();
@@ -152,9 +154,11 @@ describe("the operator's back office in a browser", () => {
 
   it("reviews a payment in manual check with the receipt beside the requisites, approving it with the amount", async () => {
     const api = new MerchantApi(stack.urls.edge, apiKey);
-    const created = await api.link(paymentBody({ amount: "1500.00", merchant_operation_id: newMop() }));
+    const mop = newMop();
+    const created = await api.link(paymentBody({ amount: "1500.00", merchant_operation_id: mop }));
     expect(created.json.status, created.text).toBe("awaiting_confirmation");
     const operationId = created.json.operation_id as string;
+    approved = { id: operationId, mop };
     const forged = await editAmountIncrementally(
       receiptSpec("sberbank", "card", { amount: "150.00" }),
       "1 500,00 ₽",
@@ -178,7 +182,7 @@ describe("the operator's back office in a browser", () => {
     expect(await card.locator("iframe.receipt").getAttribute("src")).toBe(receiptPath);
     const file = await framed;
     expect(file.status()).toBe(200);
-    const fetched = await page.request.get(`${stack.urls.edge}${receiptPath}`);
+    const fetched = await page.request.get(`${stack.urls.backoffice}${receiptPath}`);
     expect(fetched.headers()["content-type"]).toBe("application/pdf");
     expect(fetched.headers()["content-disposition"]).toMatch(/^inline; /);
     expect(fetched.headers()["content-security-policy"]).toBe(
@@ -246,7 +250,7 @@ describe("the operator's back office in a browser", () => {
       async () => receiver.received.length,
       (n) => n >= 2,
     );
-    await page.goto(`${stack.urls.edge}${shopPath}`);
+    await page.goto(`${stack.urls.backoffice}${shopPath}`);
     const deliveries = page.locator("section:has(#deliveries) tbody tr");
     expect(await deliveries.count()).toBeGreaterThan(0);
     const before = receiver.received.length;
@@ -267,22 +271,85 @@ describe("the operator's back office in a browser", () => {
     const phone = await newContext(browser, "phone");
     await phone.context.addCookies(await context.cookies());
     const small = await phone.context.newPage();
-    await small.goto(`${stack.urls.edge}${shopPath}`);
+    await small.goto(`${stack.urls.backoffice}${shopPath}`);
     expect(await small.locator("h1").textContent()).toBe("Shop Browser Shop");
     expect(await fitsWidth(small)).toBe(true);
     await screenshot(small, "backoffice-shop");
     await small.goto(backoffice("/reviews"));
     await screenshot(small, "backoffice-reviews");
     await phone.context.close();
-    expect(phone.requests.filter((r) => !r.startsWith(`${stack.urls.edge}/backoffice`))).toEqual([]);
+    expect(phone.requests.filter((r) => !r.startsWith(`${stack.urls.backoffice}/backoffice`))).toEqual([]);
+  });
+
+  it("finds the approved payment by its id and by the merchant's id, with its legs and webhooks, at both widths", async () => {
+    for (const q of [approved.id, approved.mop]) {
+      await page.goto(backoffice("/operations"));
+      await page.getByLabel("Operation id or merchant operation id").fill(q);
+      await page.getByRole("button", { name: "Find" }).click();
+      const card = page.locator(`section:has(#op-${approved.id})`);
+      expect(await card.locator("dd", { hasText: approved.mop }).count()).toBe(1);
+      expect(await card.locator("h2").textContent()).toContain("completed");
+      // The leg the operator approved, and the receipt proving it.
+      const legs = card.getByRole("table", { name: `Legs of ${approved.id}` });
+      expect(await legs.locator("tbody tr td").nth(2).textContent()).toBe("1500.00");
+      expect(
+        await card
+          .getByRole("table", { name: `Receipts of ${approved.id}` })
+          .locator("tbody tr")
+          .count(),
+      ).toBe(1);
+      const hooks = card.getByRole("table", { name: `Webhook deliveries of ${approved.id}` });
+      expect(await hooks.locator("tbody tr", { hasText: "payment.completed" }).count()).toBe(1);
+    }
+    expect(await unlabelledControls(page)).toEqual([]);
+    await screenshot(page, "backoffice-operation");
+    await page.screenshot({ path: "/tmp/b30-backoffice-operation-1280.png", fullPage: true });
+    const phone = await newContext(browser, "phone");
+    await phone.context.addCookies(await context.cookies());
+    const small = await phone.context.newPage();
+    await small.goto(backoffice(`/operations?q=${encodeURIComponent(approved.mop)}`));
+    expect(await small.locator(`#op-${approved.id}`).count()).toBe(1);
+    expect(await fitsWidth(small)).toBe(true);
+    await screenshot(small, "backoffice-operation");
+    await small.screenshot({ path: "/tmp/b30-backoffice-operation-390.png", fullPage: true });
+    await small.goto(backoffice(`?q=${encodeURIComponent("Browser Merchant")}`));
+    expect(await small.locator("section:has(#list) tbody tr", { hasText: "Browser Merchant" }).count()).toBe(
+      1,
+    );
+    expect(await small.getByLabel("Merchant or shop: name or id").inputValue()).toBe("Browser Merchant");
+    expect(await fitsWidth(small)).toBe(true);
+    await small.screenshot({ path: "/tmp/b30-backoffice-merchants-390.png", fullPage: true });
+    await phone.context.close();
+    await page.goto(backoffice());
+    await page.screenshot({ path: "/tmp/b30-backoffice-merchants-1280.png", fullPage: true });
+    await page.goto(`${stack.urls.backoffice}${shopPath}`);
+    // The settings form starts from the current values: the webhook URL set above.
+    expect(await page.getByLabel("Webhook URL").inputValue()).toBe(receiver.url);
+    await page.screenshot({ path: "/tmp/b30-backoffice-shop-1280.png", fullPage: true });
   });
 
   it("loaded nothing from outside the back office and sent a strict CSP", async () => {
     // The browser's own PDF viewer (chrome:// and chrome-extension://) is not the network.
     const own = (r: string) => r.startsWith("chrome://") || r.startsWith("chrome-extension://");
-    expect(requests.filter((r) => !own(r) && !r.startsWith(`${stack.urls.edge}/backoffice`))).toEqual([]);
+    expect(requests.filter((r) => !own(r) && !r.startsWith(`${stack.urls.backoffice}/backoffice`))).toEqual(
+      [],
+    );
     const res = await fetch(backoffice("/login"));
     expect(res.headers.get("content-security-policy")).toMatch(/^default-src 'none';/);
     expect(res.headers.get("content-security-policy")).not.toMatch(/unsafe|https?:/);
+  });
+
+  it("ends the session on logout: a copy of the old cookie gets the login page", async () => {
+    const copied = await context.cookies();
+    await page.goto(backoffice());
+    await page.getByRole("button", { name: "Log out" }).click();
+    expect(new URL(page.url()).pathname).toBe("/backoffice/login");
+    const other = await browser.newContext();
+    await other.addCookies(copied);
+    const stale = await other.newPage();
+    await stale.goto(backoffice());
+    expect(new URL(stale.url()).pathname).toBe("/backoffice/login");
+    await stale.screenshot({ path: "/tmp/b30-backoffice-after-logout.png" });
+    await other.close();
   });
 });

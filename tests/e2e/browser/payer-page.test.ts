@@ -15,7 +15,7 @@ import {
   unlabelledControls,
   type ViewportName,
 } from "../../src/browser.ts";
-import { Operator, paymentBody, type TestShop } from "../../src/gateway.ts";
+import { Operator, paymentBody, send, type TestShop } from "../../src/gateway.ts";
 import { startTestStack, type TestStack } from "../../src/stack.ts";
 
 // The payer's hosted page in a real browser (Debian's Chromium), against the whole
@@ -120,6 +120,39 @@ describe("the payer's hosted page in a browser", () => {
       await screenshot(page, "payer-awaiting-receipt");
       await close();
     }
+  });
+
+  it("says whom the payer pays, the time left, and links back to the shop, at 390 px", async () => {
+    // Any page of ours stands in for the shop's own.
+    const shopUrl = `${stack.urls.edge}/openapi.json?back-from=pay`;
+    const set = await send("PUT", `${stack.urls.edge}/admin/v1/shops/${plainShop.shopId}/settings`, {
+      headers: { authorization: `Bearer ${stack.adminToken}` },
+      json: { display_name: "Кофейня «Зерно»", return_url: shopUrl },
+    });
+    expect(set.status).toBe(200);
+    const url = await link(plainShop);
+    const { context, requests } = await newContext(browser, "phone", { locale: "en-US" });
+    const page = await context.newPage();
+    await page.goto(url);
+    expect(page.viewportSize()?.width).toBe(390);
+    expect(await page.locator("#shop-name").textContent()).toBe("Кофейня «Зерно»");
+    expect(await page.locator(".timer").textContent()).toMatch(/^\d+:\d{2}/);
+    const back = page.getByRole("link", { name: "Back to Кофейня «Зерно»" });
+    expect(await back.getAttribute("href")).toBe(shopUrl);
+    expect(await back.getAttribute("rel")).toBe("noreferrer noopener");
+    expect(await fitsWidth(page)).toBe(true);
+    expect(await unlabelledControls(page)).toEqual([]);
+    const contrast = await lowestContrast(page);
+    expect(contrast.ratio, `lowest contrast at "${contrast.text}"`).toBeGreaterThanOrEqual(4.5);
+    await screenshot(page, "payer-shop-name");
+    await page.screenshot({ path: "/tmp/b30-payer-shop-390.png", fullPage: true });
+    // The link works: it leads to the shop's address, with no referrer.
+    const [res] = await Promise.all([page.waitForResponse((r) => r.url() === shopUrl), back.click()]);
+    expect(res.status()).toBeLessThan(400);
+    expect(await res.request().headerValue("referer")).toBeNull();
+    expect(page.url()).toBe(shopUrl);
+    await context.close();
+    expect(requests.filter((r) => !r.startsWith(`${stack.urls.pay}/`) && r !== shopUrl)).toEqual([]);
   });
 
   it("copies the card number with its button", async () => {

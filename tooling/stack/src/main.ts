@@ -94,6 +94,7 @@ try {
       "",
       `  merchant API   ${urls.edge}/v1     (admin API: ${urls.edge}/admin/v1)`,
       `  pay pages      ${urls.pay}`,
+      `  back office    ${urls.backoffice}/backoffice   (log in with the admin token)`,
       `  sandbox        ${urls.sandbox}   (control API: ${urls.sandbox}/control)`,
       `  admin token    ${ADMIN_TOKEN_FILE}   (Authorization: Bearer $(cat .data/admin-token))`,
       `  webhooks seen  ${LOCAL_WEBHOOK_URL}   (GET lists what was delivered)`,

@@ -23,6 +23,8 @@ export const SERVICES: readonly ServiceSpec[] = [
   { name: "checkout", readiness: "http", port: 8081, metricsPort: 9106 },
   { name: "sandbox-provider", readiness: "http", port: 8082, metricsPort: 9107 },
   { name: "edge", readiness: "http", port: 8080, metricsPort: 9100 },
+  // The operators' back office: calls only the edge's admin API.
+  { name: "backoffice", readiness: "http", port: 8084, metricsPort: 9109 },
 ];
 
 export type ServiceName = (typeof SERVICES)[number]["name"];
@@ -62,6 +64,7 @@ export function stackUrls(ports: PortPlan) {
   return {
     edge: url(ports.edge!.port),
     pay: url(ports.checkout!.port),
+    backoffice: url(ports.backoffice!.port),
     sandbox: url(ports["sandbox-provider"]!.port),
     operations: url(ports.operations!.port),
     matching: url(ports.matching!.port),
@@ -94,6 +97,8 @@ export function serviceEnv(spec: ServiceSpec, s: StackSettings): Record<string, 
     WEBHOOKS_URL: urls.webhooks,
     // The edge: admin API credential and the base of hosted payment links.
     ADMIN_TOKEN: s.adminToken,
+    // The back office reaches the gateway through the edge's admin API only.
+    ADMIN_API_URL: urls.edge,
     PAY_URL: urls.pay,
     // Receipts: signed receipt links point at the edge's download route.
     ...(s.receiptUrlSecret ? { RECEIPT_URL_SECRET: s.receiptUrlSecret } : {}),
@@ -107,7 +112,7 @@ export function serviceEnv(spec: ServiceSpec, s: StackSettings): Record<string, 
     SERVICE_TOKEN_KEYS: STACK_SERVICE_TOKEN_KEYS,
     // Webhooks: a local stack delivers to receivers on loopback, which production refuses.
     WEBHOOK_ALLOW_PRIVATE_TARGETS: "true",
-    // The edge and checkout read PORT, the sandbox HTTP_PORT; each ignores the other.
+    // The edge, checkout and the back office read PORT, the sandbox HTTP_PORT; each ignores the other.
     ...(spec.readiness === "grpc"
       ? { GRPC_PORT: String(own.port) }
       : { PORT: String(own.port), HTTP_PORT: String(own.port) }),

@@ -228,13 +228,381 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /**
+         * Merchants with their shops, newest first, searchable and paginated
+         * @description Merchants with their shops, newest first, searchable and paginated
+         */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description Matches a merchant or shop name containing it (any case), or a merchant or shop id equal to it. */
+                    q?: string;
+                    cursor?: string;
+                    limit?: number;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description One page, newest first. */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "merchants": [
+                         *         {
+                         *           "merchant_id": "0191a5e4-7c1b-7b8e-9d4e-3f2a1b0c9d8e",
+                         *           "name": "sandbox",
+                         *           "created_at": "2026-01-15T10:30:00.000Z",
+                         *           "shops": [
+                         *             {
+                         *               "shop_id": "0191a5e4-7c1b-7b8e-9d4e-3f2a1b0c9d8e",
+                         *               "merchant_id": "0191a5e4-7c1b-7b8e-9d4e-3f2a1b0c9d8e",
+                         *               "name": "sandbox",
+                         *               "created_at": "2026-01-15T10:30:00.000Z"
+                         *             }
+                         *           ]
+                         *         }
+                         *       ],
+                         *       "next_cursor": "next cursor"
+                         *     }
+                         */
+                        "application/json": {
+                            merchants: components["schemas"]["DirectoryMerchant"][];
+                            next_cursor: string | null;
+                        };
+                    };
+                };
+                /** @description Invalid JSON, or a field missing or malformed (`error.field` names it). */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": {
+                         *         "code": "validation_failed",
+                         *         "message": "amount must be a decimal with at most 2 places",
+                         *         "field": "amount"
+                         *       },
+                         *       "request_id": "0b8f3f0e-6c1e-4a59-a0c3-0d8b3d0a3c11"
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Missing or invalid credentials. */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": {
+                         *         "code": "unauthorized",
+                         *         "message": "invalid api key"
+                         *       },
+                         *       "request_id": "0b8f3f0e-6c1e-4a59-a0c3-0d8b3d0a3c11"
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
         put?: never;
         /**
          * Create a merchant
          * @description A merchant owns shops; the answer carries its id.
          */
         post: operations["adminCreateMerchant"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/v1/shops/{shop_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One shop with its merchant
+         * @description One shop with its merchant
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    shop_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description The shop. */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "shop_id": "0191a5e4-7c1b-7b8e-9d4e-3f2a1b0c9d8e",
+                         *       "merchant_id": "0191a5e4-7c1b-7b8e-9d4e-3f2a1b0c9d8e",
+                         *       "name": "sandbox",
+                         *       "created_at": "2026-01-15T10:30:00.000Z",
+                         *       "merchant_name": "merchant name"
+                         *     }
+                         */
+                        "application/json": components["schemas"]["DirectoryShop"] & {
+                            merchant_name: string;
+                        };
+                    };
+                };
+                /** @description Missing or invalid credentials. */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": {
+                         *         "code": "unauthorized",
+                         *         "message": "invalid api key"
+                         *       },
+                         *       "request_id": "0b8f3f0e-6c1e-4a59-a0c3-0d8b3d0a3c11"
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Not found in the caller's scope. */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": {
+                         *         "code": "operation_not_found",
+                         *         "message": "operation not found"
+                         *       },
+                         *       "request_id": "0b8f3f0e-6c1e-4a59-a0c3-0d8b3d0a3c11"
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/v1/operations/search": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Find operations by operation_id, or by merchant_operation_id in every shop
+         * @description Exactly one of the two; newest first, at most 20.
+         */
+        get: {
+            parameters: {
+                query?: {
+                    operation_id?: string;
+                    merchant_operation_id?: string;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description What was found (possibly nothing). */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "operations": [
+                         *         {
+                         *           "shop_id": "0191a5e4-7c1b-7b8e-9d4e-3f2a1b0c9d8e",
+                         *           "merchant_id": "0191a5e4-7c1b-7b8e-9d4e-3f2a1b0c9d8e",
+                         *           "provider": "sandbox",
+                         *           "operation": {
+                         *             "operation_id": "0191a5e4-7c1b-7b8e-9d4e-3f2a1b0c9d8e",
+                         *             "merchant_operation_id": "order-1001",
+                         *             "type": "payment",
+                         *             "status": "pending",
+                         *             "method": "WT_RUB_C2C",
+                         *             "expected_amount": "1000.00",
+                         *             "actual_amount": "1000.00",
+                         *             "currency": "RUB",
+                         *             "fx_source": "fx source",
+                         *             "fx_rate": "0.012500",
+                         *             "recorded_currency": "recorded currency",
+                         *             "recorded_amount": "1000.00",
+                         *             "settlement_amount": "1000.00",
+                         *             "settlement_currency": "RUB",
+                         *             "commission_amount": "1000.00",
+                         *             "external_confirmation": {
+                         *               "required": true,
+                         *               "methods": [
+                         *                 "methods"
+                         *               ]
+                         *             },
+                         *             "number": "4111111111111111",
+                         *             "name": "sandbox",
+                         *             "bankname": "bankname",
+                         *             "bankname_details": "bankname details",
+                         *             "expires_at": "2026-01-15T10:45:00.000Z",
+                         *             "manual_check_reason": "potential_fake",
+                         *             "created_at": "2026-01-15T10:30:00.000Z",
+                         *             "updated_at": "2026-01-15T10:31:00.000Z"
+                         *           },
+                         *           "legs": [
+                         *             {
+                         *               "id": "0191a5e4-6666-7b8e-9d4e-3f2a1b0c9d8e",
+                         *               "provider": "sandbox",
+                         *               "provider_leg_id": "0191a5e4-7c1b-7b8e-9d4e-3f2a1b0c9d8e",
+                         *               "amount": "1000.00",
+                         *               "completed_at": "2026-01-15T10:30:00.000Z",
+                         *               "receipt_id": "0191a5e4-5555-7b8e-9d4e-3f2a1b0c9d8e"
+                         *             }
+                         *           ],
+                         *           "receipts": [
+                         *             {
+                         *               "id": "0191a5e4-6666-7b8e-9d4e-3f2a1b0c9d8e",
+                         *               "amount": "1000.00",
+                         *               "completed_at": "2026-01-15T10:30:00.000Z"
+                         *             }
+                         *           ],
+                         *           "provider_facts": [
+                         *             {
+                         *               "id": "0191a5e4-7c1b-7b8e-9d4e-3f2a1b0c9d8e",
+                         *               "operation_id": "0191a5e4-7c1b-7b8e-9d4e-3f2a1b0c9d8e",
+                         *               "shop_id": "0191a5e4-1111-7b8e-9d4e-3f2a1b0c9d8e",
+                         *               "provider": "sandbox",
+                         *               "kind": "late_completion",
+                         *               "provider_status": "completed",
+                         *               "direction": "payin",
+                         *               "amount": "1000.00",
+                         *               "currency": "RUB",
+                         *               "status": "open",
+                         *               "resolution": {
+                         *                 "action": "credit_shop",
+                         *                 "reason": "checked with the provider's statement",
+                         *                 "resolved_at": "2026-01-15T10:30:00.000Z"
+                         *               },
+                         *               "created_at": "2026-01-15T10:30:00.000Z"
+                         *             }
+                         *           ],
+                         *           "webhook_deliveries": [
+                         *             {
+                         *               "event_id": "0191a5e4-3333-7b8e-9d4e-3f2a1b0c9d8e",
+                         *               "event_type": "event type",
+                         *               "operation_id": "0191a5e4-7c1b-7b8e-9d4e-3f2a1b0c9d8e",
+                         *               "status": "pending",
+                         *               "attempts": 1,
+                         *               "last_status_code": 1,
+                         *               "last_error": "last error",
+                         *               "created_at": "2026-01-15T10:30:00.000Z",
+                         *               "next_attempt_at": "2026-01-15T10:30:00.000Z",
+                         *               "delivered_at": "2026-01-15T10:30:00.000Z"
+                         *             }
+                         *           ]
+                         *         }
+                         *       ]
+                         *     }
+                         */
+                        "application/json": {
+                            operations: components["schemas"]["FoundOperation"][];
+                        };
+                    };
+                };
+                /** @description Invalid JSON, or a field missing or malformed (`error.field` names it). */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": {
+                         *         "code": "validation_failed",
+                         *         "message": "amount must be a decimal with at most 2 places",
+                         *         "field": "amount"
+                         *       },
+                         *       "request_id": "0b8f3f0e-6c1e-4a59-a0c3-0d8b3d0a3c11"
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Missing or invalid credentials. */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": {
+                         *         "code": "unauthorized",
+                         *         "message": "invalid api key"
+                         *       },
+                         *       "request_id": "0b8f3f0e-6c1e-4a59-a0c3-0d8b3d0a3c11"
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description A dependency is unavailable or the gateway is busy (`overloaded`); retry after `Retry-After` seconds. */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": {
+                         *         "code": "dependency_unavailable",
+                         *         "message": "unavailable: operations"
+                         *       },
+                         *       "request_id": "0b8f3f0e-6c1e-4a59-a0c3-0d8b3d0a3c11"
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -1054,6 +1422,24 @@ export interface webhooks {
 }
 export interface components {
     schemas: {
+        DirectoryMerchant: {
+            /** Format: uuid */
+            merchant_id: string;
+            name: string;
+            /** Format: date-time */
+            created_at: string;
+            /** @description All the merchant's shops, newest first. */
+            shops: components["schemas"]["DirectoryShop"][];
+        };
+        DirectoryShop: {
+            /** Format: uuid */
+            shop_id: string;
+            /** Format: uuid */
+            merchant_id: string;
+            name: string;
+            /** Format: date-time */
+            created_at: string;
+        };
         Error: {
             error: {
                 /** @example validation_failed */
@@ -1065,6 +1451,121 @@ export interface components {
             };
             /** @example 0b8f3f0e-6c1e-4a59-a0c3-0d8b3d0a3c11 */
             request_id: string;
+        };
+        FoundOperation: {
+            /** Format: uuid */
+            shop_id: string;
+            /** Format: uuid */
+            merchant_id: string;
+            /** @description Routed to; null while routing or for a refused create. */
+            provider: string | null;
+            operation: components["schemas"]["Operation"];
+            legs: {
+                id: string;
+                provider: string;
+                provider_leg_id: string;
+                amount: string;
+                completed_at: string;
+                receipt_id: string | null;
+            }[];
+            receipts: {
+                id: string;
+                amount: string;
+                completed_at: string;
+            }[];
+            provider_facts: components["schemas"]["ProviderFact"][];
+            webhook_deliveries: components["schemas"]["WebhookDelivery"][];
+        };
+        Operation: {
+            /** Format: uuid */
+            operation_id: string;
+            merchant_operation_id: string;
+            /** @enum {string} */
+            type: "payment" | "payout";
+            /** @example pending */
+            status: string;
+            method: string;
+            /** @example 1000.00 */
+            expected_amount: string;
+            /** @description On payments only. */
+            actual_amount?: string;
+            currency: string;
+            fx_source?: string;
+            /**
+             * @description The quoted rate, six decimal places: the rate every figure of the operation is computed with (a rate stored with more places is rounded half-up to six at the quote).
+             * @example 0.012500
+             */
+            fx_rate?: string;
+            recorded_currency?: string;
+            /** @description `actual_amount × fx_rate` as shown, rounded half-up to the recorded currency's scale. */
+            recorded_amount?: string;
+            /** @description What moves on the shop's balance, in `settlement_currency`: for a payment the converted amount less the commission (never below zero), for a payout the amount plus the commission. Before terminal the expected figure; at terminal settled on the captured amount. The ledger books exactly this figure. */
+            settlement_amount?: string;
+            settlement_currency?: string;
+            /** @description The shop's commission in `settlement_currency`: percent of the converted amount plus the fixed fee of the shop's tier, rounded half-up. For a payment it is capped at the captured (converted) amount: when a payer pays less than the fee, the whole captured amount is commission and `settlement_amount` is 0, never negative. A payout pays the whole fee on top of its amount. */
+            commission_amount?: string;
+            external_confirmation?: {
+                required: boolean;
+                methods: string[];
+            };
+            number?: string;
+            name?: string;
+            bankname?: string;
+            bankname_details?: string;
+            expires_at?: string;
+            /** @enum {string} */
+            manual_check_reason?: "potential_fake" | "not_terminal";
+            created_at: string;
+            updated_at: string;
+        };
+        ProviderFact: {
+            /** Format: uuid */
+            id: string;
+            /** @description The operation the provider named, if known. */
+            operation_id: string | null;
+            shop_id: string | null;
+            provider: string;
+            /** @enum {string} */
+            kind: "late_completion" | "not_routed" | "slot_refused" | "amount_mismatch";
+            /** @example completed */
+            provider_status: string;
+            /**
+             * @description Which way the money moved: `payin` (came in; `credit_shop` or `return_to_payer`) or `payout` (went out; `debit_shop` or `write_off`).
+             * @enum {string}
+             */
+            direction: "payin" | "payout";
+            /**
+             * @description Null when the provider did not say how much: nothing is booked for it.
+             * @example 1000.00
+             */
+            amount: string | null;
+            /**
+             * @description Null when neither the operation nor the provider's configuration says it.
+             * @example RUB
+             */
+            currency: string | null;
+            /** @enum {string} */
+            status: "open" | "resolved";
+            resolution: {
+                /** @enum {string} */
+                action: "credit_shop" | "return_to_payer" | "debit_shop" | "write_off";
+                reason: string;
+                resolved_at: string;
+            } | null;
+            created_at: string;
+        };
+        WebhookDelivery: {
+            event_id: string;
+            event_type: string;
+            operation_id: string;
+            /** @enum {string} */
+            status: "pending" | "delivered" | "failed";
+            attempts: number;
+            last_status_code: number | null;
+            last_error: string | null;
+            created_at: string;
+            next_attempt_at: string | null;
+            delivered_at: string | null;
         };
         ApiKey: {
             /** Format: uuid */
@@ -1085,7 +1586,12 @@ export interface components {
             hosted_page_enabled: boolean;
             flexible_link_enabled: boolean;
             flexible_picker: string;
+            /** @description The current webhook URL, when set. */
             webhook_url?: string;
+            /** @description Extension: the shop's name for payers, when set. */
+            display_name?: string;
+            /** @description Extension: the payer page's link back to the shop, when set. */
+            return_url?: string;
             /** @description Only when the shop had no secret before. */
             webhook_secret?: string;
         };
@@ -1103,19 +1609,10 @@ export interface components {
              * @enum {string}
              */
             flexible_picker?: "amount" | "ranges";
-        };
-        WebhookDelivery: {
-            event_id: string;
-            event_type: string;
-            operation_id: string;
-            /** @enum {string} */
-            status: "pending" | "delivered" | "failed";
-            attempts: number;
-            last_status_code: number | null;
-            last_error: string | null;
-            created_at: string;
-            next_attempt_at: string | null;
-            delivered_at: string | null;
+            /** @description Extension: the shop's name as the payer's page shows it ("You are paying <display_name>"). An empty string removes it. */
+            display_name?: string;
+            /** @description Extension: the link back to the shop the payer's page shows ("Back to <display_name>"). An empty string removes it. */
+            return_url?: "" | string;
         };
         ProviderRequest: {
             /** @description Connector kind, for example "sandbox". */
@@ -1198,48 +1695,14 @@ export interface components {
                 outcome: string;
                 detail: string;
             }[];
-        };
-        Operation: {
-            /** Format: uuid */
-            operation_id: string;
-            merchant_operation_id: string;
-            /** @enum {string} */
-            type: "payment" | "payout";
-            /** @example pending */
-            status: string;
-            method: string;
-            /** @example 1000.00 */
-            expected_amount: string;
-            /** @description On payments only. */
-            actual_amount?: string;
-            currency: string;
-            fx_source?: string;
-            /**
-             * @description The quoted rate, six decimal places: the rate every figure of the operation is computed with (a rate stored with more places is rounded half-up to six at the quote).
-             * @example 0.012500
-             */
-            fx_rate?: string;
-            recorded_currency?: string;
-            /** @description `actual_amount × fx_rate` as shown, rounded half-up to the recorded currency's scale. */
-            recorded_amount?: string;
-            /** @description What moves on the shop's balance, in `settlement_currency`: for a payment the converted amount less the commission (never below zero), for a payout the amount plus the commission. Before terminal the expected figure; at terminal settled on the captured amount. The ledger books exactly this figure. */
-            settlement_amount?: string;
-            settlement_currency?: string;
-            /** @description The shop's commission in `settlement_currency`: percent of the converted amount plus the fixed fee of the shop's tier, rounded half-up. For a payment it is capped at the captured (converted) amount: when a payer pays less than the fee, the whole captured amount is commission and `settlement_amount` is 0, never negative. A payout pays the whole fee on top of its amount. */
-            commission_amount?: string;
-            external_confirmation?: {
-                required: boolean;
-                methods: string[];
-            };
-            number?: string;
-            name?: string;
-            bankname?: string;
-            bankname_details?: string;
-            expires_at?: string;
-            /** @enum {string} */
-            manual_check_reason?: "potential_fake" | "not_terminal";
-            created_at: string;
-            updated_at: string;
+            /** @description What the receipt says (receipts service); null without a receipt or when it cannot be asked now. */
+            review: {
+                actual_amount: string | null;
+                layout: string | null;
+                transaction_id: string | null;
+                submitted_at: string;
+                sha256: string;
+            } | null;
         };
         ReviewDecision: {
             /** @enum {string} */
@@ -1287,42 +1750,6 @@ export interface components {
         DeadLetterDiscard: {
             operator: string;
             reason: string;
-        };
-        ProviderFact: {
-            /** Format: uuid */
-            id: string;
-            /** @description The operation the provider named, if known. */
-            operation_id: string | null;
-            shop_id: string | null;
-            provider: string;
-            /** @enum {string} */
-            kind: "late_completion" | "not_routed" | "slot_refused" | "amount_mismatch";
-            /** @example completed */
-            provider_status: string;
-            /**
-             * @description Which way the money moved: `payin` (came in; `credit_shop` or `return_to_payer`) or `payout` (went out; `debit_shop` or `write_off`).
-             * @enum {string}
-             */
-            direction: "payin" | "payout";
-            /**
-             * @description Null when the provider did not say how much: nothing is booked for it.
-             * @example 1000.00
-             */
-            amount: string | null;
-            /**
-             * @description Null when neither the operation nor the provider's configuration says it.
-             * @example RUB
-             */
-            currency: string | null;
-            /** @enum {string} */
-            status: "open" | "resolved";
-            resolution: {
-                /** @enum {string} */
-                action: "credit_shop" | "return_to_payer" | "debit_shop" | "write_off";
-                reason: string;
-                resolved_at: string;
-            } | null;
-            created_at: string;
         };
         ProviderFactResolution: {
             /** @enum {string} */
@@ -3842,6 +4269,8 @@ export interface operations {
                      *       "flexible_link_enabled": true,
                      *       "flexible_picker": "flexible picker",
                      *       "webhook_url": "https://shop.example/webhooks",
+                     *       "display_name": "display name",
+                     *       "return_url": "return url",
                      *       "webhook_secret": "webhook secret"
                      *     }
                      */
@@ -3902,7 +4331,9 @@ export interface operations {
                  *       "webhook_url": "https://shop.example/webhooks",
                  *       "hosted_page_enabled": true,
                  *       "flexible_link_enabled": true,
-                 *       "flexible_picker": "amount"
+                 *       "flexible_picker": "amount",
+                 *       "display_name": "display name",
+                 *       "return_url": ""
                  *     }
                  */
                 "application/json": components["schemas"]["ShopSettingsRequest"];
@@ -3922,6 +4353,8 @@ export interface operations {
                      *       "flexible_link_enabled": true,
                      *       "flexible_picker": "flexible picker",
                      *       "webhook_url": "https://shop.example/webhooks",
+                     *       "display_name": "display name",
+                     *       "return_url": "return url",
                      *       "webhook_secret": "webhook secret"
                      *     }
                      */
@@ -5049,7 +5482,14 @@ export interface operations {
                      *               "outcome": "potential_fake",
                      *               "detail": "detail"
                      *             }
-                     *           ]
+                     *           ],
+                     *           "review": {
+                     *             "actual_amount": "1000.00",
+                     *             "layout": "layout",
+                     *             "transaction_id": "0191a5e4-7c1b-7b8e-9d4e-3f2a1b0c9d8e",
+                     *             "submitted_at": "2026-01-15T10:30:00.000Z",
+                     *             "sha256": "sha256"
+                     *           }
                      *         }
                      *       ]
                      *     }

@@ -4,10 +4,6 @@ import { CONFIRM_PATH, FORM_OVERHEAD_BYTES, receiptTooLarge } from "../routes/re
 
 /** The merchant and admin JSON bodies: every request the spec defines fits many times over. */
 export const JSON_BODY_LIMIT_BYTES = 64 * 1024;
-/** The back-office login form (a CSRF token and the admin token), before any credential is checked. */
-export const LOGIN_FORM_LIMIT_BYTES = 4 * 1024;
-/** Back-office forms after login: names, settings, routes, pricing tiers, a reason. */
-export const BACKOFFICE_FORM_LIMIT_BYTES = 64 * 1024;
 /** Provider callbacks: small JSON or form posts, unauthenticated until operations checks the signature. */
 export const CALLBACK_BODY_LIMIT_BYTES = 64 * 1024;
 /** Every other route (health, docs, receipt downloads, unknown paths) takes no body worth the name. */
@@ -19,8 +15,6 @@ export function edgeBodyLimitRules(receiptMaxBytes: number): BodyLimitRule[] {
     { path: CONFIRM_PATH, maxBytes: receiptMaxBytes + FORM_OVERHEAD_BYTES },
     { path: "/v1/*", maxBytes: JSON_BODY_LIMIT_BYTES },
     { path: "/admin/*", maxBytes: JSON_BODY_LIMIT_BYTES },
-    { path: "/backoffice/login", maxBytes: LOGIN_FORM_LIMIT_BYTES },
-    { path: "/backoffice/*", maxBytes: BACKOFFICE_FORM_LIMIT_BYTES },
     { path: "/callbacks/*", maxBytes: CALLBACK_BODY_LIMIT_BYTES },
   ];
 }

@@ -2,16 +2,9 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import type { DeadLetter } from "@gw/proto/gateway/deadletters/v1/dead_letters_pb";
 import { failure } from "@gw/rpc";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import {
-  ADMIN_TOKEN,
-  admin,
-  type EdgeTestDatabase,
-  edgeTestDatabase,
-  type FakeServices,
-  testApp,
-} from "../testing.ts";
+import { admin, type EdgeTestDatabase, edgeTestDatabase, type FakeServices, testApp } from "../testing.ts";
 
-// The admin dead-letter list, retry and discard, and the back office page over them,
+// The admin dead-letter list, retry and discard,
 // through `app.request()` with stand-ins for the three services that hold dead letters.
 
 let database: EdgeTestDatabase;
@@ -218,55 +211,5 @@ describe("retry and discard", () => {
       reason: "x",
     });
     expect(unknown.status).toBe(400);
-  });
-});
-
-describe("the back office page", () => {
-  it("shows the open dead letters with their error and a retry and a discard form, and retries one", async () => {
-    const app = testApp(database, { fakes: fakes() });
-    const cookies = new Map<string, string>();
-    const take = (res: Response) => {
-      for (const line of res.headers.getSetCookie()) {
-        const [pair = ""] = line.split(";");
-        const i = pair.indexOf("=");
-        cookies.set(pair.slice(0, i), pair.slice(i + 1));
-      }
-    };
-    const header = () => [...cookies].map(([k, v]) => `${k}=${v}`).join("; ");
-    const login = await app.request("http://127.0.0.1/backoffice/login");
-    take(login);
-    const loginCsrf = /name="_csrf" value="([^"]+)"/.exec(await login.text())?.[1] ?? "";
-    take(
-      await app.request("http://127.0.0.1/backoffice/login", {
-        method: "POST",
-        headers: { cookie: header(), "content-type": "application/x-www-form-urlencoded" },
-        body: new URLSearchParams({ _csrf: loginCsrf, token: ADMIN_TOKEN }).toString(),
-      }),
-    );
-
-    const page = await app.request("http://127.0.0.1/backoffice/dead-letters", {
-      headers: { cookie: header() },
-    });
-    expect(page.status).toBe(200);
-    const html = await page.text();
-    expect(html).toContain("InvalidPostingError: transfer op:x:settle: negative amount -51.00");
-    expect(html).toContain(`action="/backoffice/dead-letters/ledger/ledger/${LEDGER_EVENT}/retry"`);
-    expect(html).toContain(`action="/backoffice/dead-letters/webhooks/webhooks/${WEBHOOK_EVENT}/discard"`);
-
-    asked.length = 0;
-    const csrf = /name="_csrf" value="([^"]+)"/.exec(html)?.[1] ?? "";
-    const done = await app.request(
-      `http://127.0.0.1/backoffice/dead-letters/ledger/ledger/${LEDGER_EVENT}/retry`,
-      {
-        method: "POST",
-        headers: { cookie: header(), "content-type": "application/x-www-form-urlencoded" },
-        body: new URLSearchParams({ _csrf: csrf, operator: "carol" }).toString(),
-      },
-    );
-    expect(done.status).toBe(303);
-    expect(done.headers.get("location")).toBe("/backoffice/dead-letters?notice=Event%20applied%20again.");
-    expect(asked).toEqual([
-      { service: "ledger", method: "retry", req: expect.objectContaining({ operator: "carol" }) },
-    ]);
   });
 });

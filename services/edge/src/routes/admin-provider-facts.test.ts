@@ -8,10 +8,9 @@ import {
   type ResolveProviderFactRequest,
 } from "@gw/proto/gateway/operations/v1/provider_facts_pb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ADMIN_TOKEN, admin, type EdgeTestDatabase, edgeTestDatabase, testApp } from "../testing.ts";
+import { admin, type EdgeTestDatabase, edgeTestDatabase, testApp } from "../testing.ts";
 
-// GET /admin/v1/provider-facts and POST /admin/v1/provider-facts/{id}/resolve, and the back
-// office page over them, through `app.request()` with a stand-in for operations.
+// GET /admin/v1/provider-facts and POST /admin/v1/provider-facts/{id}/resolve, through `app.request()` with a stand-in for operations.
 
 let database: EdgeTestDatabase;
 beforeAll(async () => {
@@ -142,55 +141,5 @@ describe("provider facts over the admin API", () => {
     expect((other.body.error as { code: string }).code).toBe("provider_fact_already_resolved");
     expect((await admin(app, "POST", path, { action: "keep", reason: "r", operator: "o" })).status).toBe(400);
     expect((await admin(app, "POST", path, { action: "credit_shop", reason: "r" })).status).toBe(400);
-  });
-});
-
-describe("the back office's provider facts page", () => {
-  it("lists an open fact with its resolve form, and records the operator's resolution", async () => {
-    const resolved: ResolveProviderFactRequest[] = [];
-    const app = appWith(resolved);
-    const cookies = new Map<string, string>();
-    const take = (res: Response) => {
-      for (const line of res.headers.getSetCookie()) {
-        const [pair = ""] = line.split(";");
-        const i = pair.indexOf("=");
-        cookies.set(pair.slice(0, i), pair.slice(i + 1));
-      }
-    };
-    const cookie = () => [...cookies].map(([k, v]) => `${k}=${v}`).join("; ");
-    const form = "application/x-www-form-urlencoded";
-    const login = await app.request("http://127.0.0.1/backoffice/login");
-    take(login);
-    const loginCsrf = /name="_csrf" value="([^"]+)"/.exec(await login.text())?.[1] ?? "";
-    take(
-      await app.request("http://127.0.0.1/backoffice/login", {
-        method: "POST",
-        headers: { cookie: cookie(), "content-type": form },
-        body: new URLSearchParams({ _csrf: loginCsrf, token: ADMIN_TOKEN }).toString(),
-      }),
-    );
-
-    const page = await app.request("http://127.0.0.1/backoffice/provider-facts", {
-      headers: { cookie: cookie() },
-    });
-    expect(page.status).toBe(200);
-    const html = await page.text();
-    expect(html).toContain("1000.00 RUB");
-    expect(html).toContain(`action="/backoffice/provider-facts/${FACT_ID}"`);
-    const csrf = /name="_csrf" value="([^"]+)"/.exec(html)?.[1] ?? "";
-
-    const post = await app.request(`http://127.0.0.1/backoffice/provider-facts/${FACT_ID}`, {
-      method: "POST",
-      headers: { cookie: cookie(), "content-type": form },
-      body: new URLSearchParams({
-        _csrf: csrf,
-        action: "credit_shop",
-        reason: "late",
-        operator: "bob",
-      }).toString(),
-    });
-    expect(post.status).toBe(303);
-    expect(post.headers.get("location")).toContain("notice=");
-    expect(resolved).toMatchObject([{ id: FACT_ID, action: "credit_shop", reason: "late", operator: "bob" }]);
   });
 });

@@ -26,7 +26,7 @@ const text = (field: string, max: number) =>
     .max(max, { error: `${field} must be at most ${max} characters` })
     .superRefine(freeText(field, max));
 
-const ProviderFactJson = z
+export const ProviderFactJson = z
   .object({
     id: z.string().openapi({ format: "uuid" }),
     operation_id: z

@@ -1,4 +1,5 @@
 import { operationJson } from "@gw/api";
+import type { Review } from "@gw/proto/gateway/receipts/v1/receipts_pb";
 import { createRoute, z } from "@hono/zod-openapi";
 import { CALL_TIMEOUT_MS, type EdgeClients } from "../deps.ts";
 import { errorResponses, jsonRequest, jsonResponse, OperationSchema, openApiApp } from "../schemas.ts";
@@ -54,6 +55,20 @@ const ManualCheckSchema = z
         detail: z.string(),
       }),
     ),
+    review: z.nullable(
+      z
+        .object({
+          actual_amount: z.string().nullable(),
+          layout: z.string().nullable(),
+          transaction_id: z.string().nullable(),
+          submitted_at: z.string(),
+          sha256: z.string(),
+        })
+        .openapi({
+          description:
+            "What the receipt says (receipts service); null without a receipt or when it cannot be asked now.",
+        }),
+    ),
   })
   .openapi("ManualCheck");
 
@@ -108,19 +123,44 @@ const routes = {
   }),
 };
 
+const reviewJson = (r: Review | null) =>
+  r && {
+    actual_amount: r.actualAmount ?? null,
+    layout: r.layout ?? null,
+    transaction_id: r.transactionId ?? null,
+    submitted_at: r.submittedAt,
+    sha256: r.sha256,
+  };
+
 export function adminReviewRoutes(clients: EdgeClients) {
   const opts = { timeoutMs: CALL_TIMEOUT_MS * 3 };
   return openApiApp()
     .openapi(routes.queue, async (c) => {
       const q = c.req.valid("query");
       const res = await clients.operations.listManualChecks({ limit: q.limit, shopId: q.shop_id }, opts);
+      const reviews = await Promise.all(
+        res.items.map(async (i) => {
+          if (!i.receiptId) return null;
+          try {
+            const r = await clients.receipts.getReview(
+              { shopId: i.shopId, id: { case: "receiptId", value: i.receiptId } },
+              { timeoutMs: CALL_TIMEOUT_MS },
+            );
+            return r.review ?? null;
+          } catch {
+            // The queue is still worth showing without what one receipt says.
+            return null;
+          }
+        }),
+      );
       return c.json(
         {
-          items: res.items.map((i) => ({
+          items: res.items.map((i, n) => ({
             shop_id: i.shopId,
             operation: operationJson(i.operation!) as z.infer<typeof OperationSchema>,
             receipt_id: i.receiptId ?? null,
             findings: i.findings.map((f) => ({ check: f.check, outcome: f.outcome, detail: f.detail })),
+            review: reviewJson(reviews[n] ?? null),
           })),
         },
         200,

@@ -1,3 +1,4 @@
+import type { Delivery } from "@gw/proto/gateway/webhooks/v1/webhooks_pb";
 import { createRoute, z } from "@hono/zod-openapi";
 import { CALL_TIMEOUT_MS, type EdgeClients } from "../deps.ts";
 import { ApiError, notFound } from "../errors.ts";
@@ -78,6 +79,26 @@ const SettingsBody = z
       .openapi({
         description: "What the hosted page offers on a flexible link: one amount field or ranges.",
       }),
+    display_name: z
+      .string({ error: "display_name must be a string" })
+      .max(100, { error: "display_name must be at most 100 characters" })
+      .optional()
+      .openapi({
+        description:
+          "Extension: the shop's name as the payer's page shows it (\"You are paying <display_name>\"). An empty string removes it.",
+      }),
+    return_url: z
+      .union([
+        z.literal(""),
+        z
+          .url({ protocol: /^https?$/, error: "return_url must be an http(s) URL" })
+          .max(2048, { error: "return_url must be at most 2048 characters" }),
+      ])
+      .optional()
+      .openapi({
+        description:
+          'Extension: the link back to the shop the payer\'s page shows ("Back to <display_name>"). An empty string removes it.',
+      }),
   })
   .openapi("ShopSettingsRequest", { description: "Fields left out keep their current value." });
 
@@ -87,7 +108,15 @@ const SettingsSchema = z
     hosted_page_enabled: z.boolean(),
     flexible_link_enabled: z.boolean(),
     flexible_picker: z.string(),
-    webhook_url: z.string().optional(),
+    webhook_url: z.string().optional().openapi({ description: "The current webhook URL, when set." }),
+    display_name: z
+      .string()
+      .optional()
+      .openapi({ description: "Extension: the shop's name for payers, when set." }),
+    return_url: z
+      .string()
+      .optional()
+      .openapi({ description: "Extension: the payer page's link back to the shop, when set." }),
     webhook_secret: z
       .string()
       .optional()
@@ -95,7 +124,21 @@ const SettingsSchema = z
   })
   .openapi("ShopSettings");
 
-const DeliverySchema = z
+/** A delivery as the admin API shows it. */
+export const deliveryJson = (d: Delivery) => ({
+  event_id: d.eventId,
+  event_type: d.eventType,
+  operation_id: d.operationId,
+  status: d.status as "pending" | "delivered" | "failed",
+  attempts: d.attempts,
+  last_status_code: d.lastStatusCode ?? null,
+  last_error: d.lastError ?? null,
+  created_at: d.createdAt,
+  next_attempt_at: d.nextAttemptAt ?? null,
+  delivered_at: d.deliveredAt ?? null,
+});
+
+export const DeliverySchema = z
   .object({
     event_id: z.string(),
     event_type: z.string(),
@@ -266,13 +309,22 @@ const routes = {
 export function adminShopRoutes(store: EdgeStore, clients: EdgeClients) {
   const app = openApiApp();
 
+  /** The edge's own switches, the payer page's presentation (operations) and the webhook URL (webhooks). */
   const settingsJson = async (shopId: string) => {
-    const s = await store.settings(shopId);
+    const opts = { timeoutMs: CALL_TIMEOUT_MS };
+    const [s, page, endpoint] = await Promise.all([
+      store.settings(shopId),
+      clients.operations.getShopPage({ shopId }, opts),
+      clients.webhooks.getEndpoint({ shopId }, opts),
+    ]);
     return {
       shop_id: shopId,
       hosted_page_enabled: s.hostedPageEnabled,
       flexible_link_enabled: s.flexibleLinkEnabled,
       flexible_picker: s.flexiblePicker,
+      ...(endpoint.url !== undefined ? { webhook_url: endpoint.url } : {}),
+      ...(page.displayName !== undefined ? { display_name: page.displayName } : {}),
+      ...(page.returnUrl !== undefined ? { return_url: page.returnUrl } : {}),
     };
   };
 
@@ -326,6 +378,11 @@ export function adminShopRoutes(store: EdgeStore, clients: EdgeClients) {
         );
         secret = res.secret;
       }
+      if (body.display_name !== undefined || body.return_url !== undefined)
+        await clients.operations.putShopPage(
+          { shopId, displayName: body.display_name, returnUrl: body.return_url },
+          { timeoutMs: CALL_TIMEOUT_MS },
+        );
       const patch = {
         ...(body.hosted_page_enabled !== undefined ? { hostedPageEnabled: body.hosted_page_enabled } : {}),
         ...(body.flexible_link_enabled !== undefined
@@ -355,19 +412,7 @@ export function adminShopRoutes(store: EdgeStore, clients: EdgeClients) {
         { shopId: c.req.valid("param").shop_id, limit: c.req.valid("query").limit },
         { timeoutMs: CALL_TIMEOUT_MS },
       );
-      const deliveries = res.deliveries.map((d) => ({
-        event_id: d.eventId,
-        event_type: d.eventType,
-        operation_id: d.operationId,
-        status: d.status as "pending" | "delivered" | "failed",
-        attempts: d.attempts,
-        last_status_code: d.lastStatusCode ?? null,
-        last_error: d.lastError ?? null,
-        created_at: d.createdAt,
-        next_attempt_at: d.nextAttemptAt ?? null,
-        delivered_at: d.deliveredAt ?? null,
-      }));
-      return c.json({ deliveries }, 200);
+      return c.json({ deliveries: res.deliveries.map(deliveryJson) }, 200);
     })
     .openapi(routes.redeliver, async (c) => {
       const { shop_id, event_id } = c.req.valid("param");

@@ -138,6 +138,8 @@ export const operationsTable = operations.table(
   },
   (t) => [
     unique("operations_shop_mop").on(t.shopId, t.merchantOperationId),
+    // Operators find an operation by the merchant's id whatever its shop.
+    index("operations_mop").on(t.merchantOperationId),
     index("operations_open")
       .on(t.status, t.updatedAt)
       .where(sql`status in ('routing', 'pending', 'awaiting_confirmation')`),
@@ -334,3 +336,15 @@ export const withdrawals = operations.table(
     index("withdrawals_due").on(t.nextAttemptAt).where(sql`status = 'asking'`),
   ],
 );
+
+/**
+ * How the payer's page presents a shop (`PutShopPage`): the name a payer is shown and the
+ * link back to the shop. Set by an operator through the edge's shop settings; read by
+ * `GetPaymentPage`.
+ */
+export const shopPages = operations.table("shop_pages", {
+  shopId: uuid("shop_id").primaryKey(),
+  displayName: text("display_name"),
+  returnUrl: text("return_url"),
+  updatedAt: timestamp("updated_at", { withTimezone: true }).notNull().defaultNow(),
+});

@@ -30,6 +30,7 @@ import { HandOffRepository } from "./handoffs.ts";
 import { LinkRepository } from "./links.ts";
 import { OperatorQueueRepository } from "./operator-queue.ts";
 import { ProviderFactRepository } from "./provider-facts.ts";
+import { ShopPageRepository } from "./shop-pages.ts";
 import { WithdrawalRepository } from "./withdrawals.ts";
 
 export type { LegRow, ReconcileRow };
@@ -197,6 +198,8 @@ export class OperationStore {
   readonly audit: AuditRepository;
   /** Payouts unresolved past the horizon, for an operator (`operator_queued_at`). */
   readonly operatorQueue: OperatorQueueRepository;
+  /** `operations.shop_pages`: how the payer's page presents each shop. */
+  readonly shopPages: ShopPageRepository;
 
   constructor(sql: Sql, prefix: string) {
     this.#sql = sql;
@@ -207,6 +210,7 @@ export class OperationStore {
     this.facts = new ProviderFactRepository(sql);
     this.audit = new AuditRepository(sql);
     this.operatorQueue = new OperatorQueueRepository(sql);
+    this.shopPages = new ShopPageRepository(sql);
   }
 
   /** Calls `onNotify` on each NOTIFY of `channel`; resolves the function that stops listening. */
@@ -676,6 +680,39 @@ export class OperationStore {
     const rows = await tx<{ id: string; amount: string; completed_at: string; receipt_id: string | null }[]>`
       select id, amount, completed_at, receipt_id from operations.legs where operation_id = ${operationId}
       order by completed_at, id`;
+    return rows.map((r) => ({ ...r, completed_at: new Date(r.completed_at) }));
+  }
+
+  /** Every operation with this merchant_operation_id, whatever its shop, newest first (operators' search). */
+  async findAnyByMop(mop: string, limit: number): Promise<OperationRow[]> {
+    return this.#sql<OperationRow[]>`
+      select * from operations.operations where merchant_operation_id = ${mop}
+      order by created_at desc, id desc limit ${limit}`.then((rows) => rows.map((r) => hydrate(r)!));
+  }
+
+  /** An operation's legs with their providers, for operators. */
+  async providerLegs(operationId: string): Promise<
+    {
+      id: string;
+      provider: string;
+      provider_leg_id: string;
+      amount: string;
+      completed_at: Date;
+      receipt_id: string | null;
+    }[]
+  > {
+    const rows = await this.#sql<
+      {
+        id: string;
+        provider: string;
+        provider_leg_id: string;
+        amount: string;
+        completed_at: string;
+        receipt_id: string | null;
+      }[]
+    >`
+      select id, provider, provider_leg_id, amount, completed_at, receipt_id
+        from operations.legs where operation_id = ${operationId} order by completed_at, id`;
     return rows.map((r) => ({ ...r, completed_at: new Date(r.completed_at) }));
   }
 

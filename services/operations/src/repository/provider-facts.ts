@@ -49,9 +49,16 @@ export class ProviderFactRepository {
   }
 
   /** The operator's review queue: open facts first, then the newest. */
-  list(options: { status?: "open" | "resolved"; limit: number }): Promise<FactRow[]> {
+  list(options: FactFilter): Promise<FactRow[]> {
     return listFacts(this.#sql, options);
   }
+}
+
+/** Which facts a list shows: by status, of one operation, how many. */
+export interface FactFilter {
+  status?: "open" | "resolved";
+  operationId?: string;
+  limit: number;
 }
 
 /** Records a fact once per (provider, reference, fact_key); undefined when it was recorded before. */
@@ -68,10 +75,12 @@ export async function insertFact(tx: Db, fact: NewFact): Promise<FactRow | undef
   return row;
 }
 
-function listFacts(sql: Db, options: { status?: "open" | "resolved"; limit: number }): Promise<FactRow[]> {
+function listFacts(sql: Db, options: FactFilter): Promise<FactRow[]> {
   return sql<FactRow[]>`
     select * from operations.provider_facts
-    ${options.status ? sql`where status = ${options.status}` : sql``}
+    where true
+    ${options.status ? sql`and status = ${options.status}` : sql``}
+    ${options.operationId ? sql`and operation_id = ${options.operationId}` : sql``}
     order by (status = 'open') desc, created_at desc, id
     limit ${options.limit}`;
 }

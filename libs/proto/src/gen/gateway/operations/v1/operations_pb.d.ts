@@ -273,6 +273,209 @@ export declare type OperationEvent = Message<"gateway.operations.v1.OperationEve
 export declare const OperationEventSchema: GenMessage<OperationEvent>;
 
 /**
+ * @generated from message gateway.operations.v1.ShopPage
+ */
+export declare type ShopPage = Message<"gateway.operations.v1.ShopPage"> & {
+  /**
+   * @generated from field: string shop_id = 1;
+   */
+  shopId: string;
+
+  /**
+   * @generated from field: optional string display_name = 2;
+   */
+  displayName?: string | undefined;
+
+  /**
+   * @generated from field: optional string return_url = 3;
+   */
+  returnUrl?: string | undefined;
+};
+
+/**
+ * Describes the message gateway.operations.v1.ShopPage.
+ * Use `create(ShopPageSchema)` to create a new message.
+ */
+export declare const ShopPageSchema: GenMessage<ShopPage>;
+
+/**
+ * @generated from message gateway.operations.v1.PutShopPageRequest
+ */
+export declare type PutShopPageRequest = Message<"gateway.operations.v1.PutShopPageRequest"> & {
+  /**
+   * @generated from field: string shop_id = 1;
+   */
+  shopId: string;
+
+  /**
+   * @generated from field: optional string display_name = 2;
+   */
+  displayName?: string | undefined;
+
+  /**
+   * @generated from field: optional string return_url = 3;
+   */
+  returnUrl?: string | undefined;
+};
+
+/**
+ * Describes the message gateway.operations.v1.PutShopPageRequest.
+ * Use `create(PutShopPageRequestSchema)` to create a new message.
+ */
+export declare const PutShopPageRequestSchema: GenMessage<PutShopPageRequest>;
+
+/**
+ * @generated from message gateway.operations.v1.GetShopPageRequest
+ */
+export declare type GetShopPageRequest = Message<"gateway.operations.v1.GetShopPageRequest"> & {
+  /**
+   * @generated from field: string shop_id = 1;
+   */
+  shopId: string;
+};
+
+/**
+ * Describes the message gateway.operations.v1.GetShopPageRequest.
+ * Use `create(GetShopPageRequestSchema)` to create a new message.
+ */
+export declare const GetShopPageRequestSchema: GenMessage<GetShopPageRequest>;
+
+/**
+ * @generated from message gateway.operations.v1.FindOperationsRequest
+ */
+export declare type FindOperationsRequest = Message<"gateway.operations.v1.FindOperationsRequest"> & {
+  /**
+   * @generated from oneof gateway.operations.v1.FindOperationsRequest.id
+   */
+  id: {
+    /**
+     * @generated from field: string operation_id = 1;
+     */
+    value: string;
+    case: "operationId";
+  } | {
+    /**
+     * @generated from field: string merchant_operation_id = 2;
+     */
+    value: string;
+    case: "merchantOperationId";
+  } | { case: undefined; value?: undefined };
+
+  /**
+   * @generated from field: int32 limit = 3;
+   */
+  limit: number;
+};
+
+/**
+ * Describes the message gateway.operations.v1.FindOperationsRequest.
+ * Use `create(FindOperationsRequestSchema)` to create a new message.
+ */
+export declare const FindOperationsRequestSchema: GenMessage<FindOperationsRequest>;
+
+/**
+ * One provider leg of an operation: a completed physical contribution.
+ *
+ * @generated from message gateway.operations.v1.Leg
+ */
+export declare type Leg = Message<"gateway.operations.v1.Leg"> & {
+  /**
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * @generated from field: string provider = 2;
+   */
+  provider: string;
+
+  /**
+   * @generated from field: string provider_leg_id = 3;
+   */
+  providerLegId: string;
+
+  /**
+   * @generated from field: string amount = 4;
+   */
+  amount: string;
+
+  /**
+   * @generated from field: string completed_at = 5;
+   */
+  completedAt: string;
+
+  /**
+   * @generated from field: optional string receipt_id = 6;
+   */
+  receiptId?: string | undefined;
+};
+
+/**
+ * Describes the message gateway.operations.v1.Leg.
+ * Use `create(LegSchema)` to create a new message.
+ */
+export declare const LegSchema: GenMessage<Leg>;
+
+/**
+ * @generated from message gateway.operations.v1.FoundOperation
+ */
+export declare type FoundOperation = Message<"gateway.operations.v1.FoundOperation"> & {
+  /**
+   * @generated from field: string shop_id = 1;
+   */
+  shopId: string;
+
+  /**
+   * @generated from field: string merchant_id = 2;
+   */
+  merchantId: string;
+
+  /**
+   * @generated from field: gateway.operations.v1.Operation operation = 3;
+   */
+  operation?: Operation | undefined;
+
+  /**
+   * The provider it was routed to; unset while routing or for a refused create.
+   *
+   * @generated from field: optional string provider = 4;
+   */
+  provider?: string | undefined;
+
+  /**
+   * @generated from field: repeated gateway.operations.v1.Leg legs = 5;
+   */
+  legs: Leg[];
+
+  /**
+   * @generated from field: repeated gateway.operations.v1.ReceiptItem receipts = 6;
+   */
+  receipts: ReceiptItem[];
+};
+
+/**
+ * Describes the message gateway.operations.v1.FoundOperation.
+ * Use `create(FoundOperationSchema)` to create a new message.
+ */
+export declare const FoundOperationSchema: GenMessage<FoundOperation>;
+
+/**
+ * @generated from message gateway.operations.v1.FindOperationsResponse
+ */
+export declare type FindOperationsResponse = Message<"gateway.operations.v1.FindOperationsResponse"> & {
+  /**
+   * @generated from field: repeated gateway.operations.v1.FoundOperation operations = 1;
+   */
+  operations: FoundOperation[];
+};
+
+/**
+ * Describes the message gateway.operations.v1.FindOperationsResponse.
+ * Use `create(FindOperationsResponseSchema)` to create a new message.
+ */
+export declare const FindOperationsResponseSchema: GenMessage<FindOperationsResponse>;
+
+/**
  * @generated from message gateway.operations.v1.ListOperationsAuditRequest
  */
 export declare type ListOperationsAuditRequest = Message<"gateway.operations.v1.ListOperationsAuditRequest"> & {
@@ -458,7 +661,8 @@ export declare type GetPaymentPageRequest = Message<"gateway.operations.v1.GetPa
 export declare const GetPaymentPageRequestSchema: GenMessage<GetPaymentPageRequest>;
 
 /**
- * PaymentPage is what the payer's page shows: no merchant, shop, provider or client field.
+ * PaymentPage is what the payer's page shows: no merchant, shop, provider or client field
+ * beyond the shop's own presentation for payers (its display name and return link).
  *
  * @generated from message gateway.operations.v1.PaymentPage
  */
@@ -528,6 +732,18 @@ export declare type PaymentPage = Message<"gateway.operations.v1.PaymentPage"> &
    * @generated from field: optional string paid_amount = 12;
    */
   paidAmount?: string | undefined;
+
+  /**
+   * The shop's name for payers and its return link (PutShopPage), when it has them.
+   *
+   * @generated from field: optional string shop_display_name = 13;
+   */
+  shopDisplayName?: string | undefined;
+
+  /**
+   * @generated from field: optional string return_url = 14;
+   */
+  returnUrl?: string | undefined;
 };
 
 /**
@@ -1800,6 +2016,39 @@ export declare const OperationsService: GenService<{
     methodKind: "unary";
     input: typeof ListOperationsAuditRequestSchema;
     output: typeof ListOperationsAuditResponseSchema;
+  },
+  /**
+   * How the payer's page presents a shop: the name a payer is shown and the link back
+   * to the shop. PutShopPage sets the fields given (an empty string clears one); both
+   * answer the stored page. Errors: INVALID_ARGUMENT (a shop id that is not a UUID, a
+   * name over 100 characters, a return URL that is not http(s) or over 2048).
+   *
+   * @generated from rpc gateway.operations.v1.OperationsService.PutShopPage
+   */
+  putShopPage: {
+    methodKind: "unary";
+    input: typeof PutShopPageRequestSchema;
+    output: typeof ShopPageSchema;
+  },
+  /**
+   * @generated from rpc gateway.operations.v1.OperationsService.GetShopPage
+   */
+  getShopPage: {
+    methodKind: "unary";
+    input: typeof GetShopPageRequestSchema;
+    output: typeof ShopPageSchema;
+  },
+  /**
+   * Admin: the operations with this id, or with this merchant_operation_id in any shop,
+   * each with its shop, legs and receipts; at most `limit` (1..50, default 20), newest
+   * first. Errors: INVALID_ARGUMENT (no id, an operation_id that is not a UUID).
+   *
+   * @generated from rpc gateway.operations.v1.OperationsService.FindOperations
+   */
+  findOperations: {
+    methodKind: "unary";
+    input: typeof FindOperationsRequestSchema;
+    output: typeof FindOperationsResponseSchema;
   },
 }>;
 

@@ -206,6 +206,13 @@ export declare type ListProviderFactsRequest = Message<"gateway.operations.v1.Li
    * @generated from field: int32 limit = 2;
    */
   limit: number;
+
+  /**
+   * Only the facts of this operation.
+   *
+   * @generated from field: optional string operation_id = 3;
+   */
+  operationId?: string | undefined;
 };
 
 /**

@@ -11,6 +11,38 @@ import type { Message } from "@bufbuild/protobuf";
 export declare const file_gateway_webhooks_v1_webhooks: GenFile;
 
 /**
+ * @generated from message gateway.webhooks.v1.GetEndpointRequest
+ */
+export declare type GetEndpointRequest = Message<"gateway.webhooks.v1.GetEndpointRequest"> & {
+  /**
+   * @generated from field: string shop_id = 1;
+   */
+  shopId: string;
+};
+
+/**
+ * Describes the message gateway.webhooks.v1.GetEndpointRequest.
+ * Use `create(GetEndpointRequestSchema)` to create a new message.
+ */
+export declare const GetEndpointRequestSchema: GenMessage<GetEndpointRequest>;
+
+/**
+ * @generated from message gateway.webhooks.v1.GetEndpointResponse
+ */
+export declare type GetEndpointResponse = Message<"gateway.webhooks.v1.GetEndpointResponse"> & {
+  /**
+   * @generated from field: optional string url = 1;
+   */
+  url?: string | undefined;
+};
+
+/**
+ * Describes the message gateway.webhooks.v1.GetEndpointResponse.
+ * Use `create(GetEndpointResponseSchema)` to create a new message.
+ */
+export declare const GetEndpointResponseSchema: GenMessage<GetEndpointResponse>;
+
+/**
  * @generated from message gateway.webhooks.v1.ListDeliveriesAuditRequest
  */
 export declare type ListDeliveriesAuditRequest = Message<"gateway.webhooks.v1.ListDeliveriesAuditRequest"> & {
@@ -152,6 +184,13 @@ export declare type ListDeliveriesRequest = Message<"gateway.webhooks.v1.ListDel
    * @generated from field: int32 limit = 2;
    */
   limit: number;
+
+  /**
+   * Only the deliveries of this operation.
+   *
+   * @generated from field: optional string operation_id = 3;
+   */
+  operationId?: string | undefined;
 };
 
 /**
@@ -335,6 +374,16 @@ export declare const WebhooksService: GenService<{
     methodKind: "unary";
     input: typeof ListDeliveriesAuditRequestSchema;
     output: typeof ListDeliveriesAuditResponseSchema;
+  },
+  /**
+   * The shop's webhook URL (never its secret); unset when it has none.
+   *
+   * @generated from rpc gateway.webhooks.v1.WebhooksService.GetEndpoint
+   */
+  getEndpoint: {
+    methodKind: "unary";
+    input: typeof GetEndpointRequestSchema;
+    output: typeof GetEndpointResponseSchema;
   },
 }>;
 

@@ -8,84 +8,98 @@ import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2
  * Describes the file gateway/webhooks/v1/webhooks.proto.
  */
 export const file_gateway_webhooks_v1_webhooks = /*@__PURE__*/
-  fileDesc("CiJnYXRld2F5L3dlYmhvb2tzL3YxL3dlYmhvb2tzLnByb3RvEhNnYXRld2F5LndlYmhvb2tzLnYxImIKGkxpc3REZWxpdmVyaWVzQXVkaXRSZXF1ZXN0Eg4KBmN1cnNvchgBIAEoCRINCgVsaW1pdBgCIAEoBRIOCgZzdGF0dXMYAyABKAkSFQoNdGVybWluYWxfb25seRgEIAEoCCJlChtMaXN0RGVsaXZlcmllc0F1ZGl0UmVzcG9uc2USMQoKZGVsaXZlcmllcxgBIAMoCzIdLmdhdGV3YXkud2ViaG9va3MudjEuRGVsaXZlcnkSEwoLbmV4dF9jdXJzb3IYAiABKAkiMgoSUHV0RW5kcG9pbnRSZXF1ZXN0Eg8KB3Nob3BfaWQYASABKAkSCwoDdXJsGAIgASgJIjUKE1B1dEVuZHBvaW50UmVzcG9uc2USEwoGc2VjcmV0GAEgASgJSACIAQFCCQoHX3NlY3JldCImChNSb3RhdGVTZWNyZXRSZXF1ZXN0Eg8KB3Nob3BfaWQYASABKAkiJgoUUm90YXRlU2VjcmV0UmVzcG9uc2USDgoGc2VjcmV0GAEgASgJIjcKFUxpc3REZWxpdmVyaWVzUmVxdWVzdBIPCgdzaG9wX2lkGAEgASgJEg0KBWxpbWl0GAIgASgFIscCCghEZWxpdmVyeRIQCghldmVudF9pZBgBIAEoCRISCgpldmVudF90eXBlGAIgASgJEhQKDG9wZXJhdGlvbl9pZBgDIAEoCRIOCgZzdGF0dXMYBCABKAkSEAoIYXR0ZW1wdHMYBSABKAUSHQoQbGFzdF9zdGF0dXNfY29kZRgGIAEoBUgAiAEBEhcKCmxhc3RfZXJyb3IYByABKAlIAYgBARISCgpjcmVhdGVkX2F0GAggASgJEhwKD25leHRfYXR0ZW1wdF9hdBgJIAEoCUgCiAEBEhkKDGRlbGl2ZXJlZF9hdBgKIAEoCUgDiAEBEg8KB3Nob3BfaWQYCyABKAlCEwoRX2xhc3Rfc3RhdHVzX2NvZGVCDQoLX2xhc3RfZXJyb3JCEgoQX25leHRfYXR0ZW1wdF9hdEIPCg1fZGVsaXZlcmVkX2F0IksKFkxpc3REZWxpdmVyaWVzUmVzcG9uc2USMQoKZGVsaXZlcmllcxgBIAMoCzIdLmdhdGV3YXkud2ViaG9va3MudjEuRGVsaXZlcnkiNQoQUmVkZWxpdmVyUmVxdWVzdBIPCgdzaG9wX2lkGAEgASgJEhAKCGV2ZW50X2lkGAIgASgJIhMKEVJlZGVsaXZlclJlc3BvbnNlMpkECg9XZWJob29rc1NlcnZpY2USYAoLUHV0RW5kcG9pbnQSJy5nYXRld2F5LndlYmhvb2tzLnYxLlB1dEVuZHBvaW50UmVxdWVzdBooLmdhdGV3YXkud2ViaG9va3MudjEuUHV0RW5kcG9pbnRSZXNwb25zZRJjCgxSb3RhdGVTZWNyZXQSKC5nYXRld2F5LndlYmhvb2tzLnYxLlJvdGF0ZVNlY3JldFJlcXVlc3QaKS5nYXRld2F5LndlYmhvb2tzLnYxLlJvdGF0ZVNlY3JldFJlc3BvbnNlEmkKDkxpc3REZWxpdmVyaWVzEiouZ2F0ZXdheS53ZWJob29rcy52MS5MaXN0RGVsaXZlcmllc1JlcXVlc3QaKy5nYXRld2F5LndlYmhvb2tzLnYxLkxpc3REZWxpdmVyaWVzUmVzcG9uc2USWgoJUmVkZWxpdmVyEiUuZ2F0ZXdheS53ZWJob29rcy52MS5SZWRlbGl2ZXJSZXF1ZXN0GiYuZ2F0ZXdheS53ZWJob29rcy52MS5SZWRlbGl2ZXJSZXNwb25zZRJ4ChNMaXN0RGVsaXZlcmllc0F1ZGl0Ei8uZ2F0ZXdheS53ZWJob29rcy52MS5MaXN0RGVsaXZlcmllc0F1ZGl0UmVxdWVzdBowLmdhdGV3YXkud2ViaG9va3MudjEuTGlzdERlbGl2ZXJpZXNBdWRpdFJlc3BvbnNlYgZwcm90bzM");
+  fileDesc("CiJnYXRld2F5L3dlYmhvb2tzL3YxL3dlYmhvb2tzLnByb3RvEhNnYXRld2F5LndlYmhvb2tzLnYxIiUKEkdldEVuZHBvaW50UmVxdWVzdBIPCgdzaG9wX2lkGAEgASgJIi8KE0dldEVuZHBvaW50UmVzcG9uc2USEAoDdXJsGAEgASgJSACIAQFCBgoEX3VybCJiChpMaXN0RGVsaXZlcmllc0F1ZGl0UmVxdWVzdBIOCgZjdXJzb3IYASABKAkSDQoFbGltaXQYAiABKAUSDgoGc3RhdHVzGAMgASgJEhUKDXRlcm1pbmFsX29ubHkYBCABKAgiZQobTGlzdERlbGl2ZXJpZXNBdWRpdFJlc3BvbnNlEjEKCmRlbGl2ZXJpZXMYASADKAsyHS5nYXRld2F5LndlYmhvb2tzLnYxLkRlbGl2ZXJ5EhMKC25leHRfY3Vyc29yGAIgASgJIjIKElB1dEVuZHBvaW50UmVxdWVzdBIPCgdzaG9wX2lkGAEgASgJEgsKA3VybBgCIAEoCSI1ChNQdXRFbmRwb2ludFJlc3BvbnNlEhMKBnNlY3JldBgBIAEoCUgAiAEBQgkKB19zZWNyZXQiJgoTUm90YXRlU2VjcmV0UmVxdWVzdBIPCgdzaG9wX2lkGAEgASgJIiYKFFJvdGF0ZVNlY3JldFJlc3BvbnNlEg4KBnNlY3JldBgBIAEoCSJjChVMaXN0RGVsaXZlcmllc1JlcXVlc3QSDwoHc2hvcF9pZBgBIAEoCRINCgVsaW1pdBgCIAEoBRIZCgxvcGVyYXRpb25faWQYAyABKAlIAIgBAUIPCg1fb3BlcmF0aW9uX2lkIscCCghEZWxpdmVyeRIQCghldmVudF9pZBgBIAEoCRISCgpldmVudF90eXBlGAIgASgJEhQKDG9wZXJhdGlvbl9pZBgDIAEoCRIOCgZzdGF0dXMYBCABKAkSEAoIYXR0ZW1wdHMYBSABKAUSHQoQbGFzdF9zdGF0dXNfY29kZRgGIAEoBUgAiAEBEhcKCmxhc3RfZXJyb3IYByABKAlIAYgBARISCgpjcmVhdGVkX2F0GAggASgJEhwKD25leHRfYXR0ZW1wdF9hdBgJIAEoCUgCiAEBEhkKDGRlbGl2ZXJlZF9hdBgKIAEoCUgDiAEBEg8KB3Nob3BfaWQYCyABKAlCEwoRX2xhc3Rfc3RhdHVzX2NvZGVCDQoLX2xhc3RfZXJyb3JCEgoQX25leHRfYXR0ZW1wdF9hdEIPCg1fZGVsaXZlcmVkX2F0IksKFkxpc3REZWxpdmVyaWVzUmVzcG9uc2USMQoKZGVsaXZlcmllcxgBIAMoCzIdLmdhdGV3YXkud2ViaG9va3MudjEuRGVsaXZlcnkiNQoQUmVkZWxpdmVyUmVxdWVzdBIPCgdzaG9wX2lkGAEgASgJEhAKCGV2ZW50X2lkGAIgASgJIhMKEVJlZGVsaXZlclJlc3BvbnNlMvsECg9XZWJob29rc1NlcnZpY2USYAoLUHV0RW5kcG9pbnQSJy5nYXRld2F5LndlYmhvb2tzLnYxLlB1dEVuZHBvaW50UmVxdWVzdBooLmdhdGV3YXkud2ViaG9va3MudjEuUHV0RW5kcG9pbnRSZXNwb25zZRJjCgxSb3RhdGVTZWNyZXQSKC5nYXRld2F5LndlYmhvb2tzLnYxLlJvdGF0ZVNlY3JldFJlcXVlc3QaKS5nYXRld2F5LndlYmhvb2tzLnYxLlJvdGF0ZVNlY3JldFJlc3BvbnNlEmkKDkxpc3REZWxpdmVyaWVzEiouZ2F0ZXdheS53ZWJob29rcy52MS5MaXN0RGVsaXZlcmllc1JlcXVlc3QaKy5nYXRld2F5LndlYmhvb2tzLnYxLkxpc3REZWxpdmVyaWVzUmVzcG9uc2USWgoJUmVkZWxpdmVyEiUuZ2F0ZXdheS53ZWJob29rcy52MS5SZWRlbGl2ZXJSZXF1ZXN0GiYuZ2F0ZXdheS53ZWJob29rcy52MS5SZWRlbGl2ZXJSZXNwb25zZRJ4ChNMaXN0RGVsaXZlcmllc0F1ZGl0Ei8uZ2F0ZXdheS53ZWJob29rcy52MS5MaXN0RGVsaXZlcmllc0F1ZGl0UmVxdWVzdBowLmdhdGV3YXkud2ViaG9va3MudjEuTGlzdERlbGl2ZXJpZXNBdWRpdFJlc3BvbnNlEmAKC0dldEVuZHBvaW50EicuZ2F0ZXdheS53ZWJob29rcy52MS5HZXRFbmRwb2ludFJlcXVlc3QaKC5nYXRld2F5LndlYmhvb2tzLnYxLkdldEVuZHBvaW50UmVzcG9uc2ViBnByb3RvMw");
+
+/**
+ * Describes the message gateway.webhooks.v1.GetEndpointRequest.
+ * Use `create(GetEndpointRequestSchema)` to create a new message.
+ */
+export const GetEndpointRequestSchema = /*@__PURE__*/
+  messageDesc(file_gateway_webhooks_v1_webhooks, 0);
+
+/**
+ * Describes the message gateway.webhooks.v1.GetEndpointResponse.
+ * Use `create(GetEndpointResponseSchema)` to create a new message.
+ */
+export const GetEndpointResponseSchema = /*@__PURE__*/
+  messageDesc(file_gateway_webhooks_v1_webhooks, 1);
 
 /**
  * Describes the message gateway.webhooks.v1.ListDeliveriesAuditRequest.
  * Use `create(ListDeliveriesAuditRequestSchema)` to create a new message.
  */
 export const ListDeliveriesAuditRequestSchema = /*@__PURE__*/
-  messageDesc(file_gateway_webhooks_v1_webhooks, 0);
+  messageDesc(file_gateway_webhooks_v1_webhooks, 2);
 
 /**
  * Describes the message gateway.webhooks.v1.ListDeliveriesAuditResponse.
  * Use `create(ListDeliveriesAuditResponseSchema)` to create a new message.
  */
 export const ListDeliveriesAuditResponseSchema = /*@__PURE__*/
-  messageDesc(file_gateway_webhooks_v1_webhooks, 1);
+  messageDesc(file_gateway_webhooks_v1_webhooks, 3);
 
 /**
  * Describes the message gateway.webhooks.v1.PutEndpointRequest.
  * Use `create(PutEndpointRequestSchema)` to create a new message.
  */
 export const PutEndpointRequestSchema = /*@__PURE__*/
-  messageDesc(file_gateway_webhooks_v1_webhooks, 2);
+  messageDesc(file_gateway_webhooks_v1_webhooks, 4);
 
 /**
  * Describes the message gateway.webhooks.v1.PutEndpointResponse.
  * Use `create(PutEndpointResponseSchema)` to create a new message.
  */
 export const PutEndpointResponseSchema = /*@__PURE__*/
-  messageDesc(file_gateway_webhooks_v1_webhooks, 3);
+  messageDesc(file_gateway_webhooks_v1_webhooks, 5);
 
 /**
  * Describes the message gateway.webhooks.v1.RotateSecretRequest.
  * Use `create(RotateSecretRequestSchema)` to create a new message.
  */
 export const RotateSecretRequestSchema = /*@__PURE__*/
-  messageDesc(file_gateway_webhooks_v1_webhooks, 4);
+  messageDesc(file_gateway_webhooks_v1_webhooks, 6);
 
 /**
  * Describes the message gateway.webhooks.v1.RotateSecretResponse.
  * Use `create(RotateSecretResponseSchema)` to create a new message.
  */
 export const RotateSecretResponseSchema = /*@__PURE__*/
-  messageDesc(file_gateway_webhooks_v1_webhooks, 5);
+  messageDesc(file_gateway_webhooks_v1_webhooks, 7);
 
 /**
  * Describes the message gateway.webhooks.v1.ListDeliveriesRequest.
  * Use `create(ListDeliveriesRequestSchema)` to create a new message.
  */
 export const ListDeliveriesRequestSchema = /*@__PURE__*/
-  messageDesc(file_gateway_webhooks_v1_webhooks, 6);
+  messageDesc(file_gateway_webhooks_v1_webhooks, 8);
 
 /**
  * Describes the message gateway.webhooks.v1.Delivery.
  * Use `create(DeliverySchema)` to create a new message.
  */
 export const DeliverySchema = /*@__PURE__*/
-  messageDesc(file_gateway_webhooks_v1_webhooks, 7);
+  messageDesc(file_gateway_webhooks_v1_webhooks, 9);
 
 /**
  * Describes the message gateway.webhooks.v1.ListDeliveriesResponse.
  * Use `create(ListDeliveriesResponseSchema)` to create a new message.
  */
 export const ListDeliveriesResponseSchema = /*@__PURE__*/
-  messageDesc(file_gateway_webhooks_v1_webhooks, 8);
+  messageDesc(file_gateway_webhooks_v1_webhooks, 10);
 
 /**
  * Describes the message gateway.webhooks.v1.RedeliverRequest.
  * Use `create(RedeliverRequestSchema)` to create a new message.
  */
 export const RedeliverRequestSchema = /*@__PURE__*/
-  messageDesc(file_gateway_webhooks_v1_webhooks, 9);
+  messageDesc(file_gateway_webhooks_v1_webhooks, 11);
 
 /**
  * Describes the message gateway.webhooks.v1.RedeliverResponse.
  * Use `create(RedeliverResponseSchema)` to create a new message.
  */
 export const RedeliverResponseSchema = /*@__PURE__*/
-  messageDesc(file_gateway_webhooks_v1_webhooks, 10);
+  messageDesc(file_gateway_webhooks_v1_webhooks, 12);
 
 /**
  * WebhooksService owns webhook endpoints, signing secrets and deliveries. Deliveries are

@@ -15,7 +15,7 @@ header.bar{background:#1d2733;color:#fff;padding:.6rem 1rem;display:flex;flex-wr
 header.bar nav{display:flex;flex-wrap:wrap;gap:.4rem 1.2rem}
 header.bar a{color:#fff;text-decoration:none;padding:.35rem 0;font-weight:600}
 header.bar a[aria-current=page]{text-decoration:underline}
-header.bar form{margin-left:auto}
+header.bar .session{margin-left:auto;display:flex;gap:.5rem;flex-wrap:wrap}
 header.bar button{background:transparent;border-color:#fff;color:#fff;margin:0}
 main{max-width:72rem;margin:0 auto;padding:1rem}
 h1{font-size:1.45rem;margin:.3rem 0 1rem}
@@ -64,7 +64,7 @@ document.querySelectorAll("button[data-copy]").forEach(function (b) {
 /** What every page of a logged-in operator needs. */
 export interface PageContext {
   csrf: string;
-  current: "shops" | "reviews" | "config" | "dead-letters" | "facts";
+  current: "shops" | "operations" | "reviews" | "config" | "dead-letters" | "facts";
   notice?: string;
   error?: string;
 }
@@ -81,12 +81,14 @@ export function layout(title: string, ctx: PageContext | undefined, body: Safe):
   const nav = ctx
     ? h`<header class="bar"><nav aria-label="Back office">
 <a href="/backoffice"${ctx.current === "shops" ? h` aria-current="page"` : ""}>Merchants and shops</a>
+<a href="/backoffice/operations"${ctx.current === "operations" ? h` aria-current="page"` : ""}>Find an operation</a>
 <a href="/backoffice/reviews"${ctx.current === "reviews" ? h` aria-current="page"` : ""}>Manual checks</a>
 <a href="/backoffice/provider-facts"${ctx.current === "facts" ? h` aria-current="page"` : ""}>Provider facts</a>
 <a href="/backoffice/config"${ctx.current === "config" ? h` aria-current="page"` : ""}>Providers and FX rates</a>
 <a href="/backoffice/dead-letters"${ctx.current === "dead-letters" ? h` aria-current="page"` : ""}>Dead letters</a>
 </nav>
-${postForm("/backoffice/logout", ctx.csrf, h`<button type="submit" class="secondary">Log out</button>`)}
+<div class="session">${postForm("/backoffice/logout", ctx.csrf, h`<button type="submit" class="secondary">Log out</button>`)}
+${postForm("/backoffice/sessions/end-all", ctx.csrf, h`<button type="submit" class="secondary" title="Logs every operator out, you too">End all sessions</button>`)}</div>
 </header>`
     : h`<header class="bar"><span>Gateway back office</span></header>`;
   return `<!doctype html>\n${

@@ -1,6 +1,5 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { RECEIPT_FILE_CSP } from "../routes/admin-receipt.ts";
 import {
   ADMIN_TOKEN,
   admin,
@@ -8,13 +7,11 @@ import {
   type EdgeTestDatabase,
   edgeTestDatabase,
   type FakeServices,
-  memoryLogger,
   testApp,
 } from "../testing.ts";
-import { BACKOFFICE_CSP, REVIEWS_CSP } from "./routes.ts";
+import { RECEIPT_FILE_CSP } from "./admin-receipt.ts";
 
-// The admin reads (providers, routes, pricing), the manual check's receipt file, and the
-// back office pages that show them, through `app.request()` on the edge's real database
+// The admin reads (providers, routes, pricing) and the manual check's receipt file, through `app.request()` on the edge's real database
 // with stand-ins for the downstream services (the real ones meet in the browser suite).
 
 let database: EdgeTestDatabase;
@@ -93,30 +90,6 @@ const fakes = (): FakeServices => ({
     },
   },
 });
-
-/** A browser's cookies for one origin, just enough for the back office. */
-async function session(app: ReturnType<typeof testApp>) {
-  const cookies = new Map<string, string>();
-  const take = (res: Response) => {
-    for (const line of res.headers.getSetCookie()) {
-      const [pair = ""] = line.split(";");
-      const i = pair.indexOf("=");
-      cookies.set(pair.slice(0, i), pair.slice(i + 1));
-    }
-  };
-  const header = () => [...cookies].map(([k, v]) => `${k}=${v}`).join("; ");
-  const page = await app.request("http://127.0.0.1/backoffice/login");
-  take(page);
-  const csrf = /name="_csrf" value="([^"]+)"/.exec(await page.text())?.[1] ?? "";
-  take(
-    await app.request("http://127.0.0.1/backoffice/login", {
-      method: "POST",
-      headers: { cookie: header(), "content-type": "application/x-www-form-urlencoded" },
-      body: new URLSearchParams({ _csrf: csrf, token: ADMIN_TOKEN }).toString(),
-    }),
-  );
-  return (path: string) => app.request(`http://127.0.0.1${path}`, { headers: { cookie: header() } });
-}
 
 describe("admin reads of the configuration", () => {
   it("lists providers without their credentials", async () => {
@@ -203,47 +176,5 @@ describe("the manual check's receipt file", () => {
     );
     expect(other.status).toBe(404);
     expect((await admin(app, "GET", "/admin/v1/manual-checks/nope/receipt")).status).toBe(400);
-  });
-
-  it("is embedded in the review page from a same-origin URL behind the session, and never logged", async () => {
-    const { logger, lines } = memoryLogger();
-    const app = testApp(database, { fakes: fakes(), logger });
-    expect(
-      (await app.request(`http://127.0.0.1/backoffice/reviews/${OP_ID}/receipt`)).headers.get("location"),
-    ).toBe("/backoffice/login");
-    const get = await session(app);
-    const page = await get("/backoffice/reviews");
-    const html = await page.text();
-    expect(page.headers.get("content-security-policy")).toBe(REVIEWS_CSP);
-    expect(REVIEWS_CSP).toContain("frame-src 'self'");
-    expect(html).toContain(`<iframe class="receipt" src="/backoffice/reviews/${OP_ID}/receipt"`);
-    const file = await get(`/backoffice/reviews/${OP_ID}/receipt`);
-    expect(file.status).toBe(200);
-    expect(file.headers.get("content-type")).toBe("application/pdf");
-    expect(file.headers.get("content-security-policy")).toBe(`${RECEIPT_FILE_CSP}; frame-ancestors 'self'`);
-    expect(file.headers.get("x-frame-options")).toBe("SAMEORIGIN");
-    expect(new Uint8Array(await file.arrayBuffer())).toEqual(PDF);
-    expect((await get("/backoffice/reviews/0191a5e4-7c1b-7b8e-9d4e-dddddddddddd/receipt")).status).toBe(404);
-    expect(lines.join("\n")).not.toContain("%PDF");
-    // Other pages keep the strict policy without frames.
-    expect((await get("/backoffice/config")).headers.get("content-security-policy")).toBe(BACKOFFICE_CSP);
-  });
-});
-
-describe("the back office shows the current configuration", () => {
-  it("lists providers on the config page and a shop's route and pricing in its forms", async () => {
-    const app = testApp(database, { fakes: fakes() });
-    const get = await session(app);
-    const config = await (await get("/backoffice/config")).text();
-    expect(config).toContain("<td>acme</td><td>sandbox</td>");
-    expect(config).toContain("https://acme.example.test");
-    const m = await admin(app, "POST", "/admin/v1/merchants", { name: "M" });
-    const s = await admin(app, "POST", "/admin/v1/shops", { merchant_id: m.body.merchant_id, name: "S" });
-    const shop = await (await get(`/backoffice/shops/${s.body.shop_id}`)).text();
-    expect(shop).toContain("<td>WT_RUB_PHONE</td><td>acme, self_matching</td><td>acme</td><td>USDT</td>");
-    expect(shop).toContain('name="payin" value="acme, self_matching"');
-    expect(shop).toContain('<option value="USDT" selected>');
-    expect(shop).toContain('name="payin_percent" value="3.25"');
-    expect(shop).toContain("3.25% + 7 (100–50000)");
   });
 });

@@ -1,6 +1,7 @@
 import { h, type Safe } from "@gw/html";
-import type { Context, Hono } from "hono";
-import { field, layout, type PageContext, postForm } from "./views.ts";
+import type { Hono } from "hono";
+import { type BackofficeEnv, type PageKit, UUID } from "../page-kit.ts";
+import { field, layout, postForm } from "../views.ts";
 
 /** One provider fact as `GET /admin/v1/provider-facts` lists it. */
 interface FactItem {
@@ -17,32 +18,6 @@ interface FactItem {
   resolution: null | { action: string; reason: string; resolved_at: string };
   created_at: string;
 }
-
-/** An answer of the admin API, as the back office's in-process caller returns it. */
-interface AdminAnswer {
-  status: number;
-  // biome-ignore lint/suspicious/noExplicitAny: the admin API's JSON, read field by field.
-  json: any;
-}
-
-/** The back office app's per-request variables. */
-type BackofficeVariables = {
-  sid: string;
-  form: Record<string, string>;
-  file?: boolean;
-  frames?: boolean;
-};
-
-/** What the page needs from the back office it is mounted in. */
-export interface ProviderFactPageDeps {
-  admin(method: string, path: string, body?: unknown): Promise<AdminAnswer>;
-  /** The logged-in page context (CSRF token, messages). */
-  ctx(c: Context, current: PageContext["current"]): PageContext;
-  /** Runs an admin call for a form and goes back with its outcome. */
-  act(c: Context, back: string, call: Promise<AdminAnswer>, done: string): Promise<Response>;
-}
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 const KIND_TEXT: Record<string, string> = {
   late_completion: "completed after the gateway cancelled, rejected or expired it",
@@ -95,7 +70,7 @@ ${field(`operator-${f.id}`, "Operator", { name: "operator", required: true })}
  * facts first, each with its resolve form, then the resolved ones. Registered on the back
  * office app behind its session and CSRF checks.
  */
-export function providerFactPages(app: Hono<{ Variables: BackofficeVariables }>, deps: ProviderFactPageDeps) {
+export function providerFactPages(app: Hono<BackofficeEnv>, deps: PageKit) {
   app.get("/provider-facts", async (c) => {
     const c1 = deps.ctx(c, "facts");
     const res = await deps.admin("GET", "/provider-facts?limit=200");
