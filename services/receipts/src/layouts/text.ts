@@ -14,7 +14,8 @@ export class ReceiptText {
 
   /**
    * Rebuilds lines from pdf.js items: items whose baselines lie within 2 points are one
-   * line, ordered by x; pages follow each other.
+   * line, ordered by x; pages follow each other. Writers cut text into runs as they
+   * please (a line, a word, a glyph): runs closer than a word gap are one cell.
    */
   static fromPages(pages: readonly (readonly TextItem[])[]): ReceiptText {
     const lines: string[][] = [];
@@ -24,12 +25,12 @@ export class ReceiptText {
       for (const item of sorted) {
         const first = current[0];
         if (first && Math.abs(first.y - item.y) > 2) {
-          lines.push(current.sort((a, b) => a.x - b.x).map((i) => i.str));
+          lines.push(cells(current));
           current = [];
         }
         current.push(item);
       }
-      if (current.length > 0) lines.push(current.sort((a, b) => a.x - b.x).map((i) => i.str));
+      if (current.length > 0) lines.push(cells(current));
     }
     return new ReceiptText(lines);
   }
@@ -42,6 +43,21 @@ export class ReceiptText {
   /** Characters of visible text: an image-only file has (almost) none. */
   get size(): number {
     return this.lines.reduce((n, l) => n + l.join("").length, 0);
+  }
+
+  /**
+   * The share of characters no text has: control characters, U+FFFD and private-use
+   * code points. A file whose fonts map glyphs to those (a broken or missing ToUnicode
+   * map) looks right on screen but its text cannot be read.
+   */
+  get garbled(): number {
+    const all = this.lines.map((l) => l.join("")).join("");
+    let bad = 0;
+    for (const c of all) {
+      const code = c.charCodeAt(0);
+      if (code < 0x20 || code === 0xfffd || (code >= 0xe000 && code <= 0xf8ff)) bad++;
+    }
+    return all.length === 0 ? 0 : bad / all.length;
   }
 
   /** True when one of the first `n` lines matches. */
@@ -103,6 +119,25 @@ export class ReceiptText {
     }
     return this.value(label);
   }
+}
+
+/** Runs further apart than a word gap (points) are separate cells: a label and its value. */
+const CELL_GAP = 6;
+/** Runs closer than this are one word cut into pieces. */
+const WORD_GAP = 0.8;
+
+/** One line's runs as cells: runs closer than a word gap joined, with a space between words. */
+function cells(line: TextItem[]): string[] {
+  const out: string[] = [];
+  let end = Number.NEGATIVE_INFINITY;
+  for (const item of line.sort((a, b) => a.x - b.x)) {
+    const gap = item.x - end;
+    const last = out.length - 1;
+    if (last >= 0 && gap < CELL_GAP && gap > -CELL_GAP) out[last] += gap > WORD_GAP ? ` ${item.str}` : item.str;
+    else out.push(item.str);
+    end = item.w ? item.x + item.w : Number.NEGATIVE_INFINITY;
+  }
+  return out;
 }
 
 /**
