@@ -298,4 +298,4 @@ for (const writer of Object.keys(WRITERS) as WriterName[]) {
   process.stdout.write(`${writer}: ${entries.filter((e) => e.writer === writer).length} files\n`);
 }
 await closeBrowser();
-writeFileSync(MANIFEST, `${JSON.stringify({ heldout: HELDOUT, entries }, null, 1)}\n`);
+writeFileSync(MANIFEST, `${JSON.stringify({ heldout: HELDOUT, entries }, null, 2)}\n`);

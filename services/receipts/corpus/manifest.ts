@@ -31,7 +31,10 @@ export interface CorpusEntry {
  * LibreOffice, cairo and `mutool clean` were measured once and then looked into (the
  * README says what changed after); wkhtmltopdf was added after that and only scored.
  */
-export const HELDOUT = { writers: ["jspdf", "libreoffice", "cairo", "wkhtmltopdf"], resavers: ["mutool-clean"] };
+export const HELDOUT = {
+  writers: ["jspdf", "libreoffice", "cairo", "wkhtmltopdf"],
+  resavers: ["mutool-clean"],
+};
 
 export const splitOf = (writer: string, resaver?: string): Split =>
   HELDOUT.writers.includes(writer) || (resaver !== undefined && HELDOUT.resavers.includes(resaver))

@@ -211,9 +211,13 @@ export function soffice(tmp: string, options: string[], convertTo: string, files
 function wkhtmltopdf(sheet: Sheet, tmp: string): Uint8Array {
   const src = join(tmp, "receipt.html");
   writeFileSync(src, html(sheet));
-  execFileSync("wkhtmltopdf", ["-q", "--page-width", "148mm", "--page-height", "226mm", src, join(tmp, "wk.pdf")], {
-    stdio: "ignore",
-  });
+  execFileSync(
+    "wkhtmltopdf",
+    ["-q", "--page-width", "148mm", "--page-height", "226mm", src, join(tmp, "wk.pdf")],
+    {
+      stdio: "ignore",
+    },
+  );
   return readFileSync(join(tmp, "wk.pdf"));
 }
 

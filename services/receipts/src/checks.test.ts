@@ -124,7 +124,8 @@ const CASES: Case[] = [
   {
     name: "transfer in progress, saved by an editor (T-Bank SBP, PDF Expert)",
     rail: "phone",
-    file: () => receiptPdf(receiptSpec("tbank", "phone", { status: "in_progress", producer: "PDF Expert 3.10.6" })),
+    file: () =>
+      receiptPdf(receiptSpec("tbank", "phone", { status: "in_progress", producer: "PDF Expert 3.10.6" })),
     verdict: "manual_check",
     reason: "not_terminal",
     checks: ["editor_wrote", "transfer_in_progress"],

@@ -133,7 +133,8 @@ function cells(line: TextItem[]): string[] {
   for (const item of line.sort((a, b) => a.x - b.x)) {
     const gap = item.x - end;
     const last = out.length - 1;
-    if (last >= 0 && gap < CELL_GAP && gap > -CELL_GAP) out[last] += gap > WORD_GAP ? ` ${item.str}` : item.str;
+    if (last >= 0 && gap < CELL_GAP && gap > -CELL_GAP)
+      out[last] += gap > WORD_GAP ? ` ${item.str}` : item.str;
     else out.push(item.str);
     end = item.w ? item.x + item.w : Number.NEGATIVE_INFINITY;
   }
