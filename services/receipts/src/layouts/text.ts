@@ -7,9 +7,9 @@ export class ReceiptText {
   readonly lines: string[][];
 
   constructor(lines: string[][]) {
-    this.lines = lines
-      .map((cells) => cells.map(normalise).filter((c) => c !== ""))
-      .filter((l) => l.length > 0);
+    this.lines = joinWrappedLabels(
+      lines.map((cells) => cells.map(normalise).filter((c) => c !== "")).filter((l) => l.length > 0),
+    );
   }
 
   /**
@@ -119,6 +119,37 @@ export class ReceiptText {
     }
     return this.value(label);
   }
+}
+
+/** A label's continuation on a line of its own: lower-case words ("получателя", "операции"). */
+const CONTINUATION = /^[а-яё][а-яё ]*$/;
+const LABEL_HEAD = /^[А-ЯЁа-яё][А-ЯЁа-яё ]*$/;
+
+/**
+ * A label too long for its column wraps: "Номер телефона" / "получателя" with the value
+ * beside its first line, or centred between the two (a line of its own). Both become one
+ * line, label then value, as an unwrapped receipt prints it.
+ */
+function joinWrappedLabels(lines: string[][]): string[][] {
+  const out: string[][] = [];
+  for (let i = 0; i < lines.length; i++) {
+    const [a = [], v = [], b = []] = [lines[i], lines[i + 1], lines[i + 2]] as (string[] | undefined)[];
+    const head = a[0] ?? "";
+    if (
+      a.length === 1 &&
+      v.length === 1 &&
+      b.length === 1 &&
+      LABEL_HEAD.test(head) &&
+      CONTINUATION.test(b[0] ?? "")
+    ) {
+      out.push([`${head} ${b[0]}`, v[0] ?? ""]);
+      i += 2;
+    } else if (a.length > 1 && v.length === 1 && LABEL_HEAD.test(head) && CONTINUATION.test(v[0] ?? "")) {
+      out.push([`${head} ${v[0]}`, ...a.slice(1)]);
+      i += 1;
+    } else out.push(a);
+  }
+  return out;
 }
 
 /** Runs further apart than a word gap (points) are separate cells: a label and its value. */
