@@ -30,7 +30,7 @@ export function overlaidText(pages: readonly (readonly TextItem[])[]): string[] 
         const shared = Math.min(a.x + (a.w ?? 0), b.x + (b.w ?? 0)) - Math.max(a.x, b.x);
         if (shared > OVERLAP * Math.min(a.w ?? 0, b.w ?? 0))
           found.push(
-            `page ${p + 1}: "${normalise(b.str)}" over "${normalise(a.str)}" at (${Math.round(a.x)}, ${Math.round(a.y)})`,
+            `page ${p + 1}: "${normalise(a.str)}" and "${normalise(b.str)}" on one another at (${Math.round(a.x)}, ${Math.round(a.y)})`,
           );
       }
     }

@@ -124,7 +124,7 @@ const LATIN: Record<string, string> = {
   ж: "zh",
   з: "z",
   и: "i",
-  й: "i",
+  й: "y",
   к: "k",
   л: "l",
   м: "m",
@@ -145,8 +145,8 @@ const LATIN: Record<string, string> = {
   ы: "i",
   ь: "",
   э: "e",
-  ю: "u",
-  я: "a",
+  ю: "yu",
+  я: "ya",
 };
 
 /** A name word as it sounds, so its Cyrillic and its transliterations ("Юлия", "Yuliya", "Iuliia") agree. */
@@ -154,13 +154,15 @@ function sound(word: string): string {
   return [...word]
     .map((c) => LATIN[c] ?? c)
     .join("")
+    .replace(/shch|sch/g, "sh")
     .replace(/kh|x/g, "h")
     .replace(/t[sc]/g, "c")
+    .replace(/ii+/g, "i")
+    .replace(/iy([aeou])/g, "i$1")
     .replace(/[iyj]u/g, "u")
     .replace(/[iyj]a/g, "a")
     .replace(/[iyj]o/g, "o")
     .replace(/[yj]e/g, "e")
     .replace(/[yj]/g, "i")
-    .replace(/w/g, "v")
-    .replace(/ii+/g, "i");
+    .replace(/w/g, "v");
 }
