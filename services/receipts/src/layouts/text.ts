@@ -77,6 +77,8 @@ export class ReceiptText {
   values(label: RegExp): string[] {
     const whole = new RegExp(`^(?:${label.source})\\s*:?$`, "i");
     const prefixed = new RegExp(`^(?:${label.source})\\s*:\\s*(?<value>.+)$`, "i");
+    // A label and its value a space apart in one run: the value starts as values do.
+    const spaced = new RegExp(`^(?:${label.source})\\s+(?<value>[\\d+*•].*)$`, "i");
     const out: string[] = [];
     this.lines.forEach((cells, i) => {
       const [first, ...rest] = cells;
@@ -89,7 +91,8 @@ export class ReceiptText {
         }
         return;
       }
-      const value = prefixed.exec(cells.join(" "))?.groups?.value;
+      const joined = cells.join(" ");
+      const value = (prefixed.exec(joined) ?? spaced.exec(joined))?.groups?.value;
       if (value) out.push(value);
     });
     return out;
