@@ -235,6 +235,14 @@ function reportlab(sheet: Sheet, tmp: string): Uint8Array {
   return readFileSync(join(tmp, "rl.pdf"));
 }
 
+/** WeasyPrint (Debian's `weasyprint`), an HTML/CSS-to-PDF engine of Python back ends. */
+function weasyprint(sheet: Sheet, tmp: string): Uint8Array {
+  const src = join(tmp, "receipt.html");
+  writeFileSync(src, html(sheet));
+  execFileSync("/usr/bin/weasyprint", ["-q", src, join(tmp, "wp.pdf")], { stdio: "ignore" });
+  return readFileSync(join(tmp, "wp.pdf"));
+}
+
 export const WRITERS = {
   pdfkit,
   "pdf-lib": pdflib,
@@ -245,6 +253,7 @@ export const WRITERS = {
   cairo,
   reportlab,
   wkhtmltopdf,
+  weasyprint,
 } satisfies Record<string, (sheet: Sheet, tmp: string) => Promise<Uint8Array> | Uint8Array>;
 export type WriterName = keyof typeof WRITERS;
 
