@@ -72,9 +72,9 @@ export class ReceiptText {
   /**
    * Every value of a labelled field. A label is a line's first cell matching `label`
    * whole (its value the remaining cells), or "label: value" in one cell; a label alone
-   * on its line takes the next line as its value.
+   * on its line takes the next line as its value (unless `besideOnly`).
    */
-  values(label: RegExp): string[] {
+  values(label: RegExp, { besideOnly = false } = {}): string[] {
     const whole = new RegExp(`^(?:${label.source})\\s*:?$`, "i");
     const prefixed = new RegExp(`^(?:${label.source})\\s*:\\s*(?<value>.+)$`, "i");
     // A label and its value a space apart in one run: the value starts as values do.
@@ -85,7 +85,7 @@ export class ReceiptText {
       if (first === undefined) return;
       if (whole.test(first)) {
         if (rest.length > 0) out.push(rest.join(" "));
-        else {
+        else if (!besideOnly) {
           const next = this.lines[i + 1];
           if (next) out.push(next.join(" "));
         }

@@ -28,6 +28,9 @@ describe("the rail", () => {
   const x = (over: Partial<Extraction>): Extraction => ({
     layout: "fallback",
     amountReadings: [],
+    totals: [],
+    operationDates: [],
+    completionDates: [],
     statusTexts: [],
     ...over,
   });

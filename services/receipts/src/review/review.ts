@@ -2,6 +2,7 @@ import type { Decimal } from "@gw/money";
 import { type Extraction, extract } from "../layouts/index.ts";
 import { ReceiptText } from "../layouts/text.ts";
 import type { ParseOutcome, PdfInfo } from "../pdf/parse.ts";
+import { contradictions } from "./consistency.ts";
 import { fileEvidence } from "./file-evidence.ts";
 import { type Finding, finding } from "./findings.ts";
 import { issuerOf } from "./one-bank.ts";
@@ -71,12 +72,8 @@ export function reviewContent(parsed: ParseOutcome, input: ReviewInput): Content
     x.transactionId = `${issuer.id}:${x.transactionId.slice(x.layout.length + 1)}`;
   x.transferKey = transferKey(x, issuer?.id);
 
-  const readings = new Set(x.amountReadings);
-  if (readings.size > 1)
-    findings.push(finding("text_inconsistent", `amounts disagree: ${[...readings].join(" / ")}`));
+  findings.push(...contradictions(x));
   const statuses = new Set(x.statusTexts);
-  if (x.status === undefined && statuses.size > 1)
-    findings.push(finding("text_inconsistent", `statuses disagree: ${[...statuses].join(" / ")}`));
 
   if (x.status === "in_progress")
     findings.push(finding("transfer_in_progress", `status "${x.statusTexts[0]}"`));
