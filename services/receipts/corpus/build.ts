@@ -12,6 +12,7 @@ import {
   receiptSpec,
   sheet,
 } from "../src/testing/receipt-factory.ts";
+import { CONTRADICTION_CASES, CONTRADICTION_WRITERS } from "./contradictions.ts";
 import { type Change, drawRoundTrip, mupdfIncremental, pdflibOverlay, qdfEdit, spotsOf } from "./forge.ts";
 import { type CorpusEntry, HELDOUT, loadManifest, MANIFEST, splitOf } from "./manifest.ts";
 import { closeBrowser, RESAVERS, type ResaverName, WRITERS, type WriterName } from "./writers.ts";
@@ -239,6 +240,18 @@ async function buildWriter(writer: WriterName, tmp: string) {
     at: twin.s.at,
     earlier: twinFile,
   });
+  // The text contradicts itself, and genuine receipts with a fee, a total and later stamps.
+  if (CONTRADICTION_WRITERS.includes(writer))
+    for (const c of CONTRADICTION_CASES) {
+      const s = spec(c.bank, c.rail);
+      save(id(c.name), await WRITERS[writer](c.amend(sheet(s), s.at), tmp), {
+        writer,
+        expected: c.expected,
+        technique: c.name.replace(/^genuine-/, "genuine_"),
+        rail: s.rail,
+        at: s.at,
+      });
+    }
   // Files nothing can be read from.
   const g = genuine[0] as (typeof genuine)[number];
   const cut = Buffer.from(g.bytes.subarray(0, Math.floor(g.bytes.length * 0.55)));

@@ -3,6 +3,7 @@
 // re-saver were never looked at while tuning). `pnpm --filter @gw/receipts corpus:score`
 // prints both splits.
 import { beforeAll, describe, expect, it } from "vitest";
+import { CONTRADICTION_CASES } from "../corpus/contradictions.ts";
 import { type ScoredEntry, scoreCorpus } from "../corpus/score.ts";
 
 describe("the review over the held-out writers of the corpus", () => {
@@ -43,5 +44,15 @@ describe("the review over the held-out writers of the corpus", () => {
         .filter((s) => s.verdict !== "rejected")
         .map(show),
     ).toEqual([]);
+  });
+
+  it("catches a total that does not add up and dates that contradict, and completes honest fees and later stamps", () => {
+    for (const c of CONTRADICTION_CASES) {
+      const cases = scored.filter((s) => s.entry.file.includes(`-${c.name}.`));
+      expect(cases.length, c.name).toBeGreaterThanOrEqual(2);
+      for (const s of cases)
+        if (c.expected === "genuine") expect(s.verdict, show(s)).toBe("completed");
+        else expect(s.checks, show(s)).toContain("text_inconsistent");
+    }
   });
 });
