@@ -93,26 +93,49 @@ const CASES: Case[] = [
     file: () => editAmountIncrementally(receiptSpec("sberbank", "card", { amount: "150.00" }), "1 500,00 ₽"),
     verdict: "manual_check",
     reason: "potential_fake",
-    checks: ["incremental_update", "text_inconsistent", "amount_mismatch"],
+    checks: ["incremental_update", "text_overlaid", "text_inconsistent", "amount_mismatch"],
   },
   {
-    name: "saved by an editor (Alfa card, Producer Photoshop: not Alfa-Bank's engine)",
+    name: "saved by an image editor (Alfa card, Producer Adobe Photoshop)",
     rail: "card",
     file: () => receiptPdf(receiptSpec("alfabank", "card", { producer: "Adobe Photoshop 25.4 (Windows)" })),
     verdict: "manual_check",
     reason: "potential_fake",
-    checks: ["foreign_producer"],
+    checks: ["editor_wrote"],
   },
   {
-    name: "created and modified days apart (T-Bank card)",
+    name: "genuine, from a report engine no list names (Sber card, Producer Zenit Report Server 3.1)",
+    rail: "card",
+    file: () =>
+      receiptPdf(receiptSpec("sberbank", "card", { producer: "Zenit Report Server 3.1", creator: "ZRS" })),
+    verdict: "completed",
+    checks: [],
+  },
+  {
+    name: "created and modified days apart (T-Bank card): a note, never a hold",
     rail: "card",
     file: () => {
       const spec = receiptSpec("tbank", "card");
       return receiptPdf({ ...spec, modifiedAt: new Date(spec.createdAt.getTime() + 3 * 86_400_000) });
     },
-    verdict: "manual_check",
-    reason: "potential_fake",
+    verdict: "completed",
     checks: ["dates_apart"],
+  },
+  {
+    name: "transfer in progress, saved by an editor (T-Bank SBP, PDF Expert)",
+    rail: "phone",
+    file: () =>
+      receiptPdf(receiptSpec("tbank", "phone", { status: "in_progress", producer: "PDF Expert 3.10.6" })),
+    verdict: "manual_check",
+    reason: "not_terminal",
+    checks: ["editor_wrote", "transfer_in_progress"],
+  },
+  {
+    name: "transfer declined, saved by an editor (VTB card, PDF Expert)",
+    rail: "card",
+    file: () => receiptPdf(receiptSpec("vtb", "card", { status: "failed", producer: "PDF Expert 3.10.6" })),
+    verdict: "rejected",
+    checks: ["editor_wrote", "transfer_failed"],
   },
   {
     name: "wrong recipient phone (Sber SBP)",
@@ -177,20 +200,19 @@ const CASES: Case[] = [
     checks: ["transaction_reused"],
   },
   {
-    name: "rewritten by an editor no list names (VTB SBP, Producer PDF Expert)",
+    name: "rewritten by an editor (VTB SBP, Producer PDF Expert)",
     rail: "phone",
     file: () => rewrite(receiptSpec("vtb", "phone"), EDITOR, "PDF Expert 3.10.6"),
     verdict: "manual_check",
     reason: "potential_fake",
-    checks: ["foreign_producer"],
+    checks: ["editor_wrote"],
   },
   {
-    name: "producer swapped to the bank's engine, the file built by an editor (Sber card)",
+    name: "rewritten whole by an editor that left no name, no overlay, no update (Sber card): no evidence, completes",
     rail: "card",
     file: () => rewrite(receiptSpec("sberbank", "card"), EDITOR, "JasperReports Library version 6.20.6"),
-    verdict: "manual_check",
-    reason: "potential_fake",
-    checks: ["writer_mismatch"],
+    verdict: "completed",
+    checks: [],
   },
   {
     name: "content replaced in an update hidden in an object stream, earlier %%EOF blanked (T-Bank card)",
@@ -203,7 +225,7 @@ const CASES: Case[] = [
       ),
     verdict: "manual_check",
     reason: "potential_fake",
-    checks: ["incremental_update", "writer_mismatch"],
+    checks: ["incremental_update"],
   },
   {
     name: "assembled from two banks (Sber receipt with VTB's footer)",

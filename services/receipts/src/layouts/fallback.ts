@@ -1,8 +1,15 @@
-import { classifyStatus, parseAmount, parseMaskedCard, parsePhone, type ReceiptText } from "./text.ts";
+import {
+  classifyStatus,
+  parseAmount,
+  parseAmounts,
+  parseMaskedCard,
+  parsePhone,
+  type ReceiptText,
+} from "./text.ts";
 import { type Extraction, type Layout, labelledLayout } from "./types.ts";
 
 const generic = labelledLayout("fallback", () => true, {
-  amount: /Сумма( перевода| операции| платежа)?|Итого|Amount/,
+  amount: /Сумма( перевода| операции| платежа)?|Amount/,
   date: /Дата( и время)?( операции| перевода| платежа)?|Date/,
   unlabelledDate: true,
   status: /Статус( операции| перевода)?|Status/,
@@ -27,8 +34,12 @@ export const fallback: Layout = {
   extract(text: ReceiptText): Extraction {
     const found = generic.extract(text);
     const full = text.full;
+    // A total is the amount only when no fee is added to it.
+    const feeless = parseAmounts(found.fee).every((f) => f.isZero());
     const amount =
-      found.amount ?? parseAmount(/\d[\d \u00a0]*(?:[.,]\d{2})?\s*(?:₽|руб|RUB|RUR)/i.exec(full)?.[0]);
+      found.amount ??
+      (feeless ? parseAmount(found.totals[0]) : undefined) ??
+      parseAmount(/\d[\d \u00a0]*(?:[.,]\d{2})?\s*(?:₽|руб|RUB|RUR)/i.exec(full)?.[0]);
     return {
       ...found,
       amount,

@@ -1,8 +1,8 @@
 import { labelledLayout } from "./types.ts";
 
 /**
- * Т-Банк (formerly Тинькофф) "Квитанция": the total first ("Итого") and again as
- * "Сумма", the date right under the brand, "Без комиссии" as the fee, the card masked as
+ * Т-Банк (formerly Тинькофф) "Квитанция": the total first ("Итого", the amount plus
+ * the fee), the amount as "Сумма", the date right under the brand, "Без комиссии" as the fee, the card masked as
  * "220220******1234", the receipt number "Квитанция № 1-…".
  */
 export const tbank = labelledLayout(
@@ -10,7 +10,6 @@ export const tbank = labelledLayout(
   (t) => t.headerHas(/^(Т-Банк|Тинькофф|TBank)$/i) && t.has(/Квитанция №/i),
   {
     amount: /Сумма/,
-    sameAmount: /Итого/,
     date: /Дата и время/,
     unlabelledDate: true,
     status: /Статус/,

@@ -35,6 +35,28 @@ describe("receipt text read by meaning", () => {
     expect(text.identifierValue(/Идентификатор операции СБП/)).toBe("a4071135923690010000040011640501");
   });
 
+  it("reads a receipt whose writer cuts text by word, wraps long labels, or sets values a space after labels", () => {
+    const run = (str: string, x: number, y: number, w: number) => ({ str, x, y, w });
+    const text = ReceiptText.fromPages([
+      [
+        run("Сумма", 32, 600, 30),
+        run("операции", 65, 600, 45),
+        run("1", 210, 600, 6),
+        run("500,00", 219, 600, 34),
+        run("₽", 256, 600, 6),
+        run("Номер телефона", 32, 580, 80),
+        run("+79001234567", 210, 574, 70),
+        run("получателя", 32, 568, 60),
+        run("Итого 1 500 ₽", 32, 550, 70),
+      ],
+    ]);
+    expect(text.lines.slice(0, 2)).toEqual([
+      ["Сумма операции", "1 500,00 ₽"],
+      ["Номер телефона получателя", "+79001234567"],
+    ]);
+    expect(text.value(/Итого/)).toBe("1 500 ₽");
+  });
+
   it("takes failure words before success words", () => {
     expect([classifyStatus("Не выполнен"), classifyStatus("Готово"), classifyStatus("В обработке")]).toEqual([
       "failed",

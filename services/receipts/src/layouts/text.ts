@@ -7,14 +7,15 @@ export class ReceiptText {
   readonly lines: string[][];
 
   constructor(lines: string[][]) {
-    this.lines = lines
-      .map((cells) => cells.map(normalise).filter((c) => c !== ""))
-      .filter((l) => l.length > 0);
+    this.lines = joinWrappedLabels(
+      lines.map((cells) => cells.map(normalise).filter((c) => c !== "")).filter((l) => l.length > 0),
+    );
   }
 
   /**
    * Rebuilds lines from pdf.js items: items whose baselines lie within 2 points are one
-   * line, ordered by x; pages follow each other.
+   * line, ordered by x; pages follow each other. Writers cut text into runs as they
+   * please (a line, a word, a glyph): runs closer than a word gap are one cell.
    */
   static fromPages(pages: readonly (readonly TextItem[])[]): ReceiptText {
     const lines: string[][] = [];
@@ -24,12 +25,12 @@ export class ReceiptText {
       for (const item of sorted) {
         const first = current[0];
         if (first && Math.abs(first.y - item.y) > 2) {
-          lines.push(current.sort((a, b) => a.x - b.x).map((i) => i.str));
+          lines.push(cells(current));
           current = [];
         }
         current.push(item);
       }
-      if (current.length > 0) lines.push(current.sort((a, b) => a.x - b.x).map((i) => i.str));
+      if (current.length > 0) lines.push(cells(current));
     }
     return new ReceiptText(lines);
   }
@@ -44,6 +45,21 @@ export class ReceiptText {
     return this.lines.reduce((n, l) => n + l.join("").length, 0);
   }
 
+  /**
+   * The share of characters no text has: control characters, U+FFFD and private-use
+   * code points. A file whose fonts map glyphs to those (a broken or missing ToUnicode
+   * map) looks right on screen but its text cannot be read.
+   */
+  get garbled(): number {
+    const all = this.lines.map((l) => l.join("")).join("");
+    let bad = 0;
+    for (const c of all) {
+      const code = c.charCodeAt(0);
+      if (code < 0x20 || code === 0xfffd || (code >= 0xe000 && code <= 0xf8ff)) bad++;
+    }
+    return all.length === 0 ? 0 : bad / all.length;
+  }
+
   /** True when one of the first `n` lines matches. */
   headerHas(re: RegExp, n = 4): boolean {
     return this.lines.slice(0, n).some((l) => re.test(l.join(" ")));
@@ -56,24 +72,27 @@ export class ReceiptText {
   /**
    * Every value of a labelled field. A label is a line's first cell matching `label`
    * whole (its value the remaining cells), or "label: value" in one cell; a label alone
-   * on its line takes the next line as its value.
+   * on its line takes the next line as its value (unless `besideOnly`).
    */
-  values(label: RegExp): string[] {
+  values(label: RegExp, { besideOnly = false } = {}): string[] {
     const whole = new RegExp(`^(?:${label.source})\\s*:?$`, "i");
     const prefixed = new RegExp(`^(?:${label.source})\\s*:\\s*(?<value>.+)$`, "i");
+    // A label and its value a space apart in one run: the value starts as values do.
+    const spaced = new RegExp(`^(?:${label.source})\\s+(?<value>[\\d+*•].*)$`, "i");
     const out: string[] = [];
     this.lines.forEach((cells, i) => {
       const [first, ...rest] = cells;
       if (first === undefined) return;
       if (whole.test(first)) {
         if (rest.length > 0) out.push(rest.join(" "));
-        else {
+        else if (!besideOnly) {
           const next = this.lines[i + 1];
           if (next) out.push(next.join(" "));
         }
         return;
       }
-      const value = prefixed.exec(cells.join(" "))?.groups?.value;
+      const joined = cells.join(" ");
+      const value = (prefixed.exec(joined) ?? spaced.exec(joined))?.groups?.value;
       if (value) out.push(value);
     });
     return out;
@@ -103,6 +122,57 @@ export class ReceiptText {
     }
     return this.value(label);
   }
+}
+
+/** A label's continuation on a line of its own: lower-case words ("получателя", "операции"). */
+const CONTINUATION = /^[а-яё][а-яё ]*$/;
+const LABEL_HEAD = /^[А-ЯЁа-яё][А-ЯЁа-яё ]*$/;
+
+/**
+ * A label too long for its column wraps: "Номер телефона" / "получателя" with the value
+ * beside its first line, or centred between the two (a line of its own). Both become one
+ * line, label then value, as an unwrapped receipt prints it.
+ */
+function joinWrappedLabels(lines: string[][]): string[][] {
+  const out: string[][] = [];
+  for (let i = 0; i < lines.length; i++) {
+    const [a = [], v = [], b = []] = [lines[i], lines[i + 1], lines[i + 2]] as (string[] | undefined)[];
+    const head = a[0] ?? "";
+    if (
+      a.length === 1 &&
+      v.length === 1 &&
+      b.length === 1 &&
+      LABEL_HEAD.test(head) &&
+      CONTINUATION.test(b[0] ?? "")
+    ) {
+      out.push([`${head} ${b[0]}`, v[0] ?? ""]);
+      i += 2;
+    } else if (a.length > 1 && v.length === 1 && LABEL_HEAD.test(head) && CONTINUATION.test(v[0] ?? "")) {
+      out.push([`${head} ${v[0]}`, ...a.slice(1)]);
+      i += 1;
+    } else out.push(a);
+  }
+  return out;
+}
+
+/** Runs further apart than a word gap (points) are separate cells: a label and its value. */
+const CELL_GAP = 6;
+/** Runs closer than this are one word cut into pieces. */
+const WORD_GAP = 0.8;
+
+/** One line's runs as cells: runs closer than a word gap joined, with a space between words. */
+function cells(line: TextItem[]): string[] {
+  const out: string[] = [];
+  let end = Number.NEGATIVE_INFINITY;
+  for (const item of line.sort((a, b) => a.x - b.x)) {
+    const gap = item.x - end;
+    const last = out.length - 1;
+    if (last >= 0 && gap < CELL_GAP && gap > -CELL_GAP)
+      out[last] += gap > WORD_GAP ? ` ${item.str}` : item.str;
+    else out.push(item.str);
+    end = item.w ? item.x + item.w : Number.NEGATIVE_INFINITY;
+  }
+  return out;
 }
 
 /**

@@ -14,8 +14,16 @@ export interface Extraction {
   layout: string;
   /** The transfer's amount (without fee). */
   amount?: Decimal | undefined;
-  /** Every amount reading of the transfer the receipt prints (e.g. "Итого" and "Сумма"); they must agree. */
+  /** Every amount reading of the transfer the receipt prints (each amount label's); they must agree. */
   amountReadings: string[];
+  /** The fee as printed ("Комиссия"), if any. */
+  fee?: string | undefined;
+  /** Totals as printed ("Итого", "Сумма с комиссией", "Списано"…): the amount plus the fee. */
+  totals: string[];
+  /** Every labelled date of the operation as printed ("Дата операции", "Дата и время перевода"…). */
+  operationDates: string[];
+  /** When the money arrived or the transfer was carried out, as printed ("Дата зачисления"…). */
+  completionDates: string[];
   recipientName?: string | undefined;
   recipientCard?: { head: string; tail: string } | undefined;
   /** "7XXXXXXXXXX" with "?" for masked digits. */
@@ -40,8 +48,6 @@ export interface Layout {
 /** Label patterns of one layout; each is matched against a whole label cell. */
 export interface LayoutLabels {
   amount: RegExp;
-  /** Further labels printing the same transfer amount (a total): must agree with `amount`. */
-  sameAmount?: RegExp;
   date: RegExp;
   status: RegExp;
   name: RegExp;
@@ -62,7 +68,7 @@ export interface LayoutLabels {
  * read by meaning ("Сумма" for "Сумма перевода", "Дата перевода" for "Дата и время
  * перевода").
  */
-const SYNONYMS: Omit<LayoutLabels, "sameAmount" | "unlabelledDate" | "statusLine"> = {
+const SYNONYMS: Omit<LayoutLabels, "unlabelledDate" | "statusLine"> = {
   amount: /Сумма( перевода| операции| платежа| в валюте операции)?/,
   date: /Дата( и время| \/ время|\/время)?( операции| перевода| платежа)?|Дата и время/,
   status: /Статус( операции| перевода| платежа)?/,
@@ -73,6 +79,12 @@ const SYNONYMS: Omit<LayoutLabels, "sameAmount" | "unlabelledDate" | "statusLine
   sbpId: /Идентификатор (операции )?(в )?СБП|Идентификатор операции|Номер операции (в )?СБП/,
   documentNumber: /Номер (документа|операции|квитанции)|Квитанция №/,
 };
+
+/** Labels of the fee, of the total it makes with the amount, and of the moment the money arrived. */
+const FEE = /Комиссия( за перевод| банка)?/;
+const TOTAL =
+  /Итого( к списанию| с комиссией)?|Сумма (с комиссией|с учётом комиссии|с учетом комиссии|списания|к списанию)|Списано|Всего( к списанию)?/;
+const COMPLETED = /Дата( и время)? (зачисления|исполнения)|Исполнен[ао]?|Зачислен[ао]?/;
 
 /** A transaction identifier as characters only: spaces, dashes and case are layout, not identity. */
 export const identifier = (s: string) => s.replace(/[^0-9A-Za-zА-Яа-яЁё]/g, "").toUpperCase();
@@ -91,7 +103,6 @@ export function labelledLayout(
     recognise,
     extract(text) {
       const amounts = text.values(labels.amount);
-      const same = labels.sameAmount ? text.values(labels.sameAmount) : [];
       const statusTexts = text.values(labels.status);
       if (labels.statusLine)
         for (const line of text.lines) {
@@ -107,7 +118,7 @@ export function labelledLayout(
           dateTime = parseDateTime(line.join(" "));
           if (dateTime) break;
         }
-      const readings = [...amounts, ...same].flatMap((v) => {
+      const readings = amounts.flatMap((v) => {
         const found = parseAmounts(v);
         return found.length > 0 ? found.map((a) => a.toFixed(2)) : [`unreadable "${v}"`];
       });
@@ -115,6 +126,11 @@ export function labelledLayout(
         layout: id,
         amount: parseAmount(amounts[0]),
         amountReadings: readings,
+        fee: text.value(FEE),
+        totals: text.values(TOTAL),
+        operationDates: text.values(labels.date),
+        // Beside the label only: "Исполнено" alone on a line is a status, not a label.
+        completionDates: text.values(COMPLETED, { besideOnly: true }),
         recipientName: text.value(labels.name),
         recipientCard: parseMaskedCard(text.value(labels.card)),
         recipientPhone: parsePhone(text.value(labels.phone)),

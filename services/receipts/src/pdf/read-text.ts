@@ -25,7 +25,7 @@ export async function readPdfText(bytes: Uint8Array, maxPages: number): Promise<
   }
   try {
     if (pdf.numPages > maxPages) return { kind: "too_many_pages", pages: pdf.numPages };
-    const { info } = await getMeta(pdf, { parseDates: false });
+    const { info, metadata } = await getMeta(pdf, { parseDates: false });
     const pages: TextItem[][] = [];
     for (let n = 1; n <= pdf.numPages; n++) {
       const page = await pdf.getPage(n);
@@ -33,7 +33,12 @@ export async function readPdfText(bytes: Uint8Array, maxPages: number): Promise<
       const items: TextItem[] = [];
       for (const item of content.items) {
         if (!("str" in item) || item.str.trim() === "") continue;
-        items.push({ x: item.transform[4] as number, y: item.transform[5] as number, str: item.str });
+        items.push({
+          x: item.transform[4] as number,
+          y: item.transform[5] as number,
+          str: item.str,
+          w: item.width,
+        });
       }
       pages.push(items);
     }
@@ -46,6 +51,7 @@ export async function readPdfText(bytes: Uint8Array, maxPages: number): Promise<
         creator: field("Creator"),
         creationDate: field("CreationDate"),
         modDate: field("ModDate"),
+        xmpTools: xmpTools(metadata),
       },
       pages,
     };
@@ -55,6 +61,16 @@ export async function readPdfText(bytes: Uint8Array, maxPages: number): Promise<
     await pdf.cleanup().catch(() => undefined);
     await pdf.loadingTask.destroy().catch(() => undefined);
   }
+}
+
+/** The XMP packet's writer names: whatever program last wrote the file may have named itself only there. */
+function xmpTools(metadata: unknown): string[] | undefined {
+  const all = (metadata as { getAll?: () => Record<string, unknown> } | undefined)?.getAll?.();
+  if (!all) return undefined;
+  const tools = Object.entries(all)
+    .filter(([key, value]) => /creatortool|producer|softwareagent/i.test(key) && typeof value === "string")
+    .map(([, value]) => value as string);
+  return tools.length > 0 ? tools : undefined;
 }
 
 function describe(err: unknown): string {

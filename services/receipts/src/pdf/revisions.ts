@@ -23,6 +23,8 @@ export interface Revisions {
   linearized: boolean;
   /** What the writer left in the file: header version, binary comment, cross-reference kind, object streams, /ID. */
   signature: WriterSignature;
+  /** Where the first save ends (after the oldest section's `startxref`), or -1 with a single section. */
+  firstSaveEnd: number;
 }
 
 /** The structural traits of the program that wrote a file (see `signatureKey`). */
@@ -76,6 +78,7 @@ export function readRevisions(bytes: Uint8Array): Revisions {
     overriddenByStream: overriddenByStream.sort((a, b) => a - b),
     reusedGenerations,
     linearized: lin !== null && Number(lin[1]) === bytes.length,
+    firstSaveEnd: chain.sections > 1 ? chain.oldestEnd : -1,
     signature: {
       version: /^%PDF-(\d\.\d)/.exec(text)?.[1] ?? "?",
       binary: [...binary].every((c) => c.charCodeAt(0) >= 0x80)
@@ -124,6 +127,7 @@ function followChain(text: string): {
   sections: number;
   firstKind: WriterSignature["xref"];
   trailers: string[];
+  oldestEnd: number;
 } {
   const starts = [...text.matchAll(/\bstartxref\s+(\d+)/g)];
   let at = Number(starts.at(-1)?.[1] ?? Number.NaN);
@@ -131,6 +135,7 @@ function followChain(text: string): {
   const trailers: string[] = [];
   let kind: WriterSignature["xref"] = "none";
   let sections = 0;
+  let oldest = -1;
   while (Number.isFinite(at) && at >= 0 && at < text.length && !seen.has(at) && seen.size < MAX_SECTIONS) {
     seen.add(at);
     // Writers and readers tolerate a few bytes of slack around the offset.
@@ -150,13 +155,15 @@ function followChain(text: string): {
     }
     if (!dict) break;
     sections++;
+    oldest = at;
     trailers.push(dict);
     const stm = /\/XRefStm\s+(\d+)/.exec(dict);
     if (stm) seen.add(Number(stm[1]));
     at = Number(/\/Prev\s+(\d+)/.exec(dict)?.[1] ?? Number.NaN);
   }
   // The writer's traits are those of the first (oldest) section.
-  return { sections, firstKind: kind, trailers };
+  const end = oldest >= 0 ? text.indexOf("startxref", oldest) : -1;
+  return { sections, firstKind: kind, trailers, oldestEnd: end };
 }
 
 /** The dictionary starting at `at` ("<< … >>", nesting followed), or undefined. */

@@ -1,4 +1,5 @@
 import { type Revisions, readRevisions } from "./revisions.ts";
+import { readUpdates, type Updates } from "./updates.ts";
 
 /**
  * What the raw bytes of a PDF say before any parser runs: how many times it was saved
@@ -18,6 +19,8 @@ export interface PdfStructure {
   encrypted: boolean;
   /** Saves, sections and the writer's traits, from the cross-reference structure (revisions.ts). */
   revisions: Revisions;
+  /** What the revisions after the first save changed (updates.ts). */
+  updates: Updates;
 }
 
 const ACTIVE = ["/JavaScript", "/JS", "/Launch", "/EmbeddedFile", "/RichMedia", "/SubmitForm"] as const;
@@ -32,6 +35,16 @@ export function scanStructure(bytes: Uint8Array): PdfStructure {
   const eofMarkers = countMatches(text, /%%EOF/g);
   const objects = countMatches(text, /\b\d{1,10}\s+\d{1,5}\s+obj\b/g);
   const activeContent = ACTIVE.filter((key) => new RegExp(`${escapeRegExp(key)}(?![A-Za-z])`).test(text));
+  const revisions = readRevisions(bytes);
+  // The first save ends where the oldest cross-reference section does, or at its %%EOF
+  // (a linearized file's first part ends with one too, so there it is the second).
+  const eofs = [...text.matchAll(/%%EOF/g)].map((m) => m.index ?? 0);
+  const byEof = eofs.length > 1 ? (eofs[revisions.linearized ? 1 : 0] ?? -1) : -1;
+  const firstSaveEnd = revisions.linearized
+    ? byEof
+    : revisions.firstSaveEnd >= 0
+      ? revisions.firstSaveEnd
+      : byEof;
   return {
     isPdf,
     eofMarkers,
@@ -39,7 +52,8 @@ export function scanStructure(bytes: Uint8Array): PdfStructure {
     objects,
     activeContent,
     encrypted: /\/Encrypt\b/.test(text),
-    revisions: readRevisions(bytes),
+    revisions,
+    updates: readUpdates(text, firstSaveEnd, [...revisions.redefined, ...revisions.overriddenByStream]),
   };
 }
 

@@ -5,6 +5,8 @@ export interface TextItem {
   x: number;
   y: number;
   str: string;
+  /** Advance width in page units (0 when unknown). */
+  w?: number | undefined;
 }
 
 export interface PdfInfo {
@@ -12,6 +14,8 @@ export interface PdfInfo {
   creator?: string | undefined;
   creationDate?: string | undefined;
   modDate?: string | undefined;
+  /** The writer names of the XMP packet (xmp:CreatorTool, pdf:Producer, history agents). */
+  xmpTools?: string[] | undefined;
 }
 
 /** What the worker answers. */

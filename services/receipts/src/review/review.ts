@@ -2,12 +2,12 @@ import type { Decimal } from "@gw/money";
 import { type Extraction, extract } from "../layouts/index.ts";
 import { ReceiptText } from "../layouts/text.ts";
 import type { ParseOutcome, PdfInfo } from "../pdf/parse.ts";
-import { describeRevisions, savesOf } from "../pdf/revisions.ts";
+import { contradictions } from "./consistency.ts";
+import { fileEvidence } from "./file-evidence.ts";
 import { type Finding, finding } from "./findings.ts";
 import { issuerOf } from "./one-bank.ts";
 import { type ExpectedPayment, recipientMismatch } from "./requisites.ts";
 import { transferKey } from "./reuse.ts";
-import { writerFindings } from "./writer.ts";
 
 /** The payment a receipt is checked against. */
 export interface ReviewInput extends ExpectedPayment {
@@ -30,49 +30,50 @@ export interface ContentReview {
 const WINDOW_SLACK_MS = 10 * 60_000;
 /** Below this many characters of text a PDF is a picture of a receipt: nothing can be read. */
 const MIN_TEXT_CHARS = 20;
+/** Above this share of non-characters the text of a file cannot be read (see `ReceiptText.garbled`). */
+const GARBLED_SHARE = 0.02;
 
 /** Runs every check a receipt's own content allows. Pure: the same file and input give the same findings. */
 export function reviewContent(parsed: ParseOutcome, input: ReviewInput): ContentReview {
   if (parsed.kind === "failed") return { findings: [finding(parsed.check, parsed.detail)] };
-  const findings: Finding[] = [];
   const { structure, info } = parsed;
-
-  // Edits after the fact, from the file's own cross-reference structure.
-  const revisions = structure.revisions;
-  if (savesOf(revisions) > 1) findings.push(finding("incremental_update", describeRevisions(revisions)));
-  if (structure.activeContent.length > 0)
-    findings.push(finding("active_content", `carries ${structure.activeContent.join(", ")}`));
+  // Edits after the bank wrote the file, from its structure, its text runs and its metadata.
+  const findings: Finding[] = fileEvidence(structure, info, parsed.pages, {
+    created: parsePdfDate(info.creationDate),
+    modified: parsePdfDate(info.modDate),
+  });
 
   const text = ReceiptText.fromPages(parsed.pages);
   if (text.size < MIN_TEXT_CHARS) {
     // A picture of a receipt: nothing on it can be checked, so nothing on it is a fraud signal.
     return {
-      findings: [
-        ...findings.filter((f) => f.check === "active_content"),
-        finding("no_text", "no extractable text (an image of a receipt?)"),
-      ],
+      findings: [...findings, finding("no_text", "no extractable text (an image of a receipt?)")],
       info,
       pageCount: parsed.pageCount,
     };
   }
+  if (text.garbled > GARBLED_SHARE)
+    // The page looks like a receipt but its text maps to nothing readable: nothing on it
+    // can be compared with the payment (the file's own evidence above still counts).
+    return {
+      findings: [
+        ...findings,
+        finding("text_unreadable", `${Math.round(text.garbled * 100)} % of the text is not characters`),
+      ],
+      info,
+      pageCount: parsed.pageCount,
+    };
   const x = extract(text);
 
-  // One receipt, one bank; and who wrote the file, against what that bank's receipts come from.
+  // One receipt, one bank.
   const { issuer, conflict } = issuerOf(text, x.layout);
   if (conflict) findings.push(finding("mixed_banks", `parts of several banks' receipts: ${conflict}`));
   if (issuer && x.transactionId?.startsWith(`${x.layout}:`) && x.layout !== issuer.id)
     x.transactionId = `${issuer.id}:${x.transactionId.slice(x.layout.length + 1)}`;
   x.transferKey = transferKey(x, issuer?.id);
-  findings.push(
-    ...writerFindings(info, revisions, issuer, parsePdfDate(info.creationDate), parsePdfDate(info.modDate)),
-  );
 
-  const readings = new Set(x.amountReadings);
-  if (readings.size > 1)
-    findings.push(finding("text_inconsistent", `amounts disagree: ${[...readings].join(" / ")}`));
+  findings.push(...contradictions(x));
   const statuses = new Set(x.statusTexts);
-  if (x.status === undefined && statuses.size > 1)
-    findings.push(finding("text_inconsistent", `statuses disagree: ${[...statuses].join(" / ")}`));
 
   if (x.status === "in_progress")
     findings.push(finding("transfer_in_progress", `status "${x.statusTexts[0]}"`));

@@ -141,8 +141,8 @@ const phone = (p: string, style: "paren" | "spaced" | "compact") => {
   return `+7 ${d.slice(0, 3)} ${d.slice(3, 6)}-${d.slice(6, 8)}-${d.slice(8)}`;
 };
 
-type Row = string | [label: string, value: string];
-interface Sheet {
+export type Row = string | [label: string, value: string];
+export interface Sheet {
   title: Row[];
   rows: Row[];
   footer: string[];
@@ -169,7 +169,7 @@ const STATUS_ALT: Partial<Record<Bank, string[]>> = {
 };
 
 /** The sheet of `s.bank`, with parts of other banks' sheets when the spec assembles one (a forgery). */
-function sheet(s: ReceiptSpec): Sheet {
+export function sheet(s: ReceiptSpec): Sheet {
   const own = bankSheet(s);
   const a = s.assembly;
   if (!a) return own;

@@ -23,7 +23,7 @@ export interface ScoredCase {
 }
 
 /** Reviews one case as the service would: earlier files first, each for an operation of its own. */
-export async function scoreCase(c: CorpusCase): Promise<ScoredCase> {
+export async function scoreCase(c: Omit<CorpusCase, "bank">): Promise<ScoredCase> {
   const history = new Map<string, string>();
   const review = async (file: Uint8Array, operation: string) => {
     const content = reviewContent(await readTrustedPdf(file), c.input);

@@ -266,7 +266,7 @@ export declare type Finding = Message<"gateway.receipts.v1.Finding"> & {
   check: string;
 
   /**
-   * What it leads to: potential_fake | not_terminal | rejected.
+   * What it leads to: potential_fake | not_terminal | rejected, or note (shown to operators, never decides).
    *
    * @generated from field: string outcome = 2;
    */
