@@ -92,4 +92,4 @@ export const CONTRADICTION_CASES: ContradictionCase[] = [
 ];
 
 /** The writers these cases are built for (the fast ones: LibreOffice and Chromium rebuilds take long). */
-export const CONTRADICTION_WRITERS = ["pdfkit", "pdf-lib", "jspdf", "weasyprint"];
+export const CONTRADICTION_WRITERS = ["pdfkit", "pdf-lib", "jspdf", "weasyprint", "fpdf"];

@@ -2,7 +2,7 @@
 // gets the receipt's text (a bank's sheet, src/testing/receipt-factory.ts) and writes
 // the PDF as it always does, with its own producer, structure and font handling.
 import { execFileSync } from "node:child_process";
-import { readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { join } from "node:path";
 import fontkit from "@pdf-lib/fontkit";
@@ -243,6 +243,21 @@ function weasyprint(sheet: Sheet, tmp: string): Uint8Array {
   return readFileSync(join(tmp, "wp.pdf"));
 }
 
+/** FPDF (Debian's php-fpdf 1.84), the PHP library; its fonts made once per build with its makefont. */
+function fpdf(sheet: Sheet, tmp: string): Uint8Array {
+  const fonts = join(tmp, "fpdf-fonts");
+  if (!existsSync(join(fonts, "DejaVuSans.php"))) {
+    mkdirSync(fonts, { recursive: true });
+    const make = new URL("./fpdf_font.php", import.meta.url).pathname;
+    for (const font of [FONT_PATH, BOLD_PATH])
+      execFileSync("php", [make, font], { cwd: fonts, stdio: "ignore" });
+  }
+  writeFileSync(join(tmp, "placed.json"), JSON.stringify(place(sheet)));
+  const script = new URL("./fpdf_writer.php", import.meta.url).pathname;
+  execFileSync("php", [script, join(tmp, "placed.json"), join(tmp, "fpdf.pdf"), fonts]);
+  return readFileSync(join(tmp, "fpdf.pdf"));
+}
+
 export const WRITERS = {
   pdfkit,
   "pdf-lib": pdflib,
@@ -254,6 +269,7 @@ export const WRITERS = {
   reportlab,
   wkhtmltopdf,
   weasyprint,
+  fpdf,
 } satisfies Record<string, (sheet: Sheet, tmp: string) => Promise<Uint8Array> | Uint8Array>;
 export type WriterName = keyof typeof WRITERS;
 

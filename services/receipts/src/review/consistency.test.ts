@@ -103,6 +103,18 @@ describe("dates that contradict each other", () => {
     expect(vtb([["Дата операции", "12.03.2026 14:32:40"]])).toEqual([]);
   });
 
+  it("takes a status alone on its line for a status, not for the label of the next line's date", () => {
+    const text = new ReceiptText([
+      ["ВТБ"],
+      ["Квитанция об операции"],
+      ["Дата и время", "12.03.2026 14:32"],
+      ["Исполнено"],
+      ["09.03.2026 10:00"],
+      ["Сумма операции", "1 500,00 ₽"],
+    ]);
+    expect(contradictions(extract(text))).toEqual([]);
+  });
+
   it("takes a whole-hour difference for another time zone, not a contradiction", () => {
     // Moscow time in one place, the payer's (Yekaterinburg, +2 h) in another.
     expect(vtb([["Дата операции", "12.03.2026 16:32"]])).toEqual([]);
