@@ -21,6 +21,7 @@ import type {
   PutShopPageRequest,
   ResolveReviewRequest,
 } from "@gw/proto/gateway/operations/v1/operations_pb";
+import type { ListOperatorQueueRequest } from "@gw/proto/gateway/operations/v1/operator_queue_pb";
 import { putProvider, putRoute } from "./admin-config.ts";
 import { listProviders, listRoutes } from "./admin-reads.ts";
 import { listOperationsAudit } from "./audit-reads.ts";
@@ -38,6 +39,7 @@ import {
 import { cancelOperation } from "./lifecycle/cancel.ts";
 import { toOperation } from "./model.ts";
 import { getOperation } from "./operation-reads.ts";
+import { listOperatorQueue } from "./operator-queue.ts";
 import { getPaymentPage, markHostedPage } from "./page.ts";
 import { getShopPage, putShopPage } from "./shop-pages.ts";
 
@@ -144,5 +146,9 @@ export class OperationsHandlers implements ServiceImpl<typeof OperationsService>
 
   findOperations(req: FindOperationsRequest) {
     return findOperations(this.#d.store, req);
+  }
+
+  listOperatorQueue(req: ListOperatorQueueRequest) {
+    return listOperatorQueue(this.#d.store, req);
   }
 }

@@ -387,7 +387,39 @@ describe("reconciler", () => {
       const [reserve] = await h.sql<{ state: string }[]>`
         select state from ledger.payout_reserves where operation_id = ${id}`;
       expect(reserve?.state).toBe("reserved");
+
+      // What the operator reads (ListOperatorQueue): this payout, with its provider.
+      const [row] = await h.sql<{ merchant_operation_id: string; reconcile_checks: number }[]>`
+        select merchant_operation_id, reconcile_checks from operations.operations where id = ${id}`;
+      const { payouts } = await h.operations.listOperatorQueue({});
+      expect(payouts.every((p) => p.operatorQueuedAt !== "")).toBe(true);
+      const listed = payouts.find((p) => p.operationId === id);
+      expect(listed).toMatchObject({
+        shopId: shop.shopId,
+        merchantOperationId: row?.merchant_operation_id,
+        amount: "1000.00",
+        currency: "RUB",
+        createdAt: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
+        operatorQueuedAt: new Date(queued[0]?.operator_queued_at ?? 0).toISOString(),
+        unresolvedProvider: keeper,
+        passedProviders: [],
+      });
+      expect(listed?.reconcileChecks).toBeGreaterThanOrEqual(1);
+      await expect(h.operations.listOperatorQueue({ limit: 501 })).rejects.toThrow(/limit/);
     }, 30_000);
+
+    it("lists in the operator queue only payouts still routing", async () => {
+      const shop = await h.shop(["acme"]);
+      const { id } = await abandonedPayout(shop, { routing_passed: ["refuser"], routing_unresolved: null });
+      const row = await eventually(
+        () => h.store.findAnyById(id),
+        (r) => expect(r?.status).toBe("pending"),
+      );
+      // Queued once (as the reconciler did), then resolved by its provider: out of the queue.
+      await h.sql`update operations.operations set operator_queued_at = now() where id = ${row?.id ?? ""}`;
+      const { payouts } = await h.operations.listOperatorQueue({ limit: 500 });
+      expect(payouts.map((p) => p.operationId)).not.toContain(id);
+    });
 
     it("makes a payout whose unknown answer turns out pending at its provider that provider's, asking nobody after it", async () => {
       const late = `late-${randomUUID().slice(0, 8)}`;

@@ -5,6 +5,7 @@
 import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import type { Message } from "@bufbuild/protobuf";
 import type { Scope } from "../../common/v1/common_pb.js";
+import type { ListOperatorQueueRequestSchema, ListOperatorQueueResponseSchema } from "./operator_queue_pb.js";
 
 /**
  * Describes the file gateway/operations/v1/operations.proto.
@@ -2049,6 +2050,18 @@ export declare const OperationsService: GenService<{
     methodKind: "unary";
     input: typeof FindOperationsRequestSchema;
     output: typeof FindOperationsResponseSchema;
+  },
+  /**
+   * Admin: the operator queue, payouts still `routing` whose provider's answer stayed
+   * unknown past PAYOUT_OPERATOR_HORIZON_MS, oldest in the queue first, with what is
+   * recorded of the providers asked. Errors: INVALID_ARGUMENT (validation_failed: limit).
+   *
+   * @generated from rpc gateway.operations.v1.OperationsService.ListOperatorQueue
+   */
+  listOperatorQueue: {
+    methodKind: "unary";
+    input: typeof ListOperatorQueueRequestSchema;
+    output: typeof ListOperatorQueueResponseSchema;
   },
 }>;
 
