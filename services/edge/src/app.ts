@@ -39,6 +39,7 @@ import { adminConfigRoutes } from "./routes/admin-config.ts";
 import { adminDeadLetterRoutes } from "./routes/admin-dead-letters.ts";
 import { adminDirectoryRoutes } from "./routes/admin-directory.ts";
 import { adminOperationRoutes } from "./routes/admin-operations.ts";
+import { adminOperatorQueueRoutes } from "./routes/admin-operator-queue.ts";
 import { adminProviderFactRoutes } from "./routes/admin-provider-facts.ts";
 import { adminReadRoutes } from "./routes/admin-reads.ts";
 import { adminReceiptRoutes } from "./routes/admin-receipt.ts";
@@ -114,6 +115,7 @@ export function buildApp(deps: EdgeDeps): OpenAPIHono<EdgeEnv> {
   app.route("/callbacks", callbackRoutes(deps.clients));
   app.route("/admin/v1", adminDirectoryRoutes(deps.db));
   app.route("/admin/v1", adminOperationRoutes(deps.clients));
+  app.route("/admin/v1", adminOperatorQueueRoutes(deps.clients));
   app.route("/admin/v1", adminShopRoutes(store, deps.clients));
   app.route("/admin/v1", adminConfigRoutes(deps.clients));
   app.route("/admin/v1", adminReviewRoutes(deps.clients));

@@ -232,91 +232,7 @@ export interface paths {
          * Merchants with their shops, newest first, searchable and paginated
          * @description Merchants with their shops, newest first, searchable and paginated
          */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description Matches a merchant or shop name containing it (any case), or a merchant or shop id equal to it. */
-                    q?: string;
-                    cursor?: string;
-                    limit?: number;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description One page, newest first. */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "merchants": [
-                         *         {
-                         *           "merchant_id": "0191a5e4-7c1b-7b8e-9d4e-3f2a1b0c9d8e",
-                         *           "name": "sandbox",
-                         *           "created_at": "2026-01-15T10:30:00.000Z",
-                         *           "shops": [
-                         *             {
-                         *               "shop_id": "0191a5e4-7c1b-7b8e-9d4e-3f2a1b0c9d8e",
-                         *               "merchant_id": "0191a5e4-7c1b-7b8e-9d4e-3f2a1b0c9d8e",
-                         *               "name": "sandbox",
-                         *               "created_at": "2026-01-15T10:30:00.000Z"
-                         *             }
-                         *           ]
-                         *         }
-                         *       ],
-                         *       "next_cursor": "next cursor"
-                         *     }
-                         */
-                        "application/json": {
-                            merchants: components["schemas"]["DirectoryMerchant"][];
-                            next_cursor: string | null;
-                        };
-                    };
-                };
-                /** @description Invalid JSON, or a field missing or malformed (`error.field` names it). */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "error": {
-                         *         "code": "validation_failed",
-                         *         "message": "amount must be a decimal with at most 2 places",
-                         *         "field": "amount"
-                         *       },
-                         *       "request_id": "0b8f3f0e-6c1e-4a59-a0c3-0d8b3d0a3c11"
-                         *     }
-                         */
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Missing or invalid credentials. */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "error": {
-                         *         "code": "unauthorized",
-                         *         "message": "invalid api key"
-                         *       },
-                         *       "request_id": "0b8f3f0e-6c1e-4a59-a0c3-0d8b3d0a3c11"
-                         *     }
-                         */
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-            };
-        };
+        get: operations["adminListMerchants"];
         put?: never;
         /**
          * Create a merchant
@@ -340,75 +256,7 @@ export interface paths {
          * One shop with its merchant
          * @description One shop with its merchant
          */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    shop_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description The shop. */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "shop_id": "0191a5e4-7c1b-7b8e-9d4e-3f2a1b0c9d8e",
-                         *       "merchant_id": "0191a5e4-7c1b-7b8e-9d4e-3f2a1b0c9d8e",
-                         *       "name": "sandbox",
-                         *       "created_at": "2026-01-15T10:30:00.000Z",
-                         *       "merchant_name": "merchant name"
-                         *     }
-                         */
-                        "application/json": components["schemas"]["DirectoryShop"] & {
-                            merchant_name: string;
-                        };
-                    };
-                };
-                /** @description Missing or invalid credentials. */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "error": {
-                         *         "code": "unauthorized",
-                         *         "message": "invalid api key"
-                         *       },
-                         *       "request_id": "0b8f3f0e-6c1e-4a59-a0c3-0d8b3d0a3c11"
-                         *     }
-                         */
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Not found in the caller's scope. */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "error": {
-                         *         "code": "operation_not_found",
-                         *         "message": "operation not found"
-                         *       },
-                         *       "request_id": "0b8f3f0e-6c1e-4a59-a0c3-0d8b3d0a3c11"
-                         *     }
-                         */
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-            };
-        };
+        get: operations["adminGetShop"];
         put?: never;
         post?: never;
         delete?: never;
@@ -428,179 +276,27 @@ export interface paths {
          * Find operations by operation_id, or by merchant_operation_id in every shop
          * @description Exactly one of the two; newest first, at most 20.
          */
-        get: {
-            parameters: {
-                query?: {
-                    operation_id?: string;
-                    merchant_operation_id?: string;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description What was found (possibly nothing). */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "operations": [
-                         *         {
-                         *           "shop_id": "0191a5e4-7c1b-7b8e-9d4e-3f2a1b0c9d8e",
-                         *           "merchant_id": "0191a5e4-7c1b-7b8e-9d4e-3f2a1b0c9d8e",
-                         *           "provider": "sandbox",
-                         *           "operation": {
-                         *             "operation_id": "0191a5e4-7c1b-7b8e-9d4e-3f2a1b0c9d8e",
-                         *             "merchant_operation_id": "order-1001",
-                         *             "type": "payment",
-                         *             "status": "pending",
-                         *             "method": "WT_RUB_C2C",
-                         *             "expected_amount": "1000.00",
-                         *             "actual_amount": "1000.00",
-                         *             "currency": "RUB",
-                         *             "fx_source": "fx source",
-                         *             "fx_rate": "0.012500",
-                         *             "recorded_currency": "recorded currency",
-                         *             "recorded_amount": "1000.00",
-                         *             "settlement_amount": "1000.00",
-                         *             "settlement_currency": "RUB",
-                         *             "commission_amount": "1000.00",
-                         *             "external_confirmation": {
-                         *               "required": true,
-                         *               "methods": [
-                         *                 "methods"
-                         *               ]
-                         *             },
-                         *             "number": "4111111111111111",
-                         *             "name": "sandbox",
-                         *             "bankname": "bankname",
-                         *             "bankname_details": "bankname details",
-                         *             "expires_at": "2026-01-15T10:45:00.000Z",
-                         *             "manual_check_reason": "potential_fake",
-                         *             "created_at": "2026-01-15T10:30:00.000Z",
-                         *             "updated_at": "2026-01-15T10:31:00.000Z"
-                         *           },
-                         *           "legs": [
-                         *             {
-                         *               "id": "0191a5e4-6666-7b8e-9d4e-3f2a1b0c9d8e",
-                         *               "provider": "sandbox",
-                         *               "provider_leg_id": "0191a5e4-7c1b-7b8e-9d4e-3f2a1b0c9d8e",
-                         *               "amount": "1000.00",
-                         *               "completed_at": "2026-01-15T10:30:00.000Z",
-                         *               "receipt_id": "0191a5e4-5555-7b8e-9d4e-3f2a1b0c9d8e"
-                         *             }
-                         *           ],
-                         *           "receipts": [
-                         *             {
-                         *               "id": "0191a5e4-6666-7b8e-9d4e-3f2a1b0c9d8e",
-                         *               "amount": "1000.00",
-                         *               "completed_at": "2026-01-15T10:30:00.000Z"
-                         *             }
-                         *           ],
-                         *           "provider_facts": [
-                         *             {
-                         *               "id": "0191a5e4-7c1b-7b8e-9d4e-3f2a1b0c9d8e",
-                         *               "operation_id": "0191a5e4-7c1b-7b8e-9d4e-3f2a1b0c9d8e",
-                         *               "shop_id": "0191a5e4-1111-7b8e-9d4e-3f2a1b0c9d8e",
-                         *               "provider": "sandbox",
-                         *               "kind": "late_completion",
-                         *               "provider_status": "completed",
-                         *               "direction": "payin",
-                         *               "amount": "1000.00",
-                         *               "currency": "RUB",
-                         *               "status": "open",
-                         *               "resolution": {
-                         *                 "action": "credit_shop",
-                         *                 "reason": "checked with the provider's statement",
-                         *                 "resolved_at": "2026-01-15T10:30:00.000Z"
-                         *               },
-                         *               "created_at": "2026-01-15T10:30:00.000Z"
-                         *             }
-                         *           ],
-                         *           "webhook_deliveries": [
-                         *             {
-                         *               "event_id": "0191a5e4-3333-7b8e-9d4e-3f2a1b0c9d8e",
-                         *               "event_type": "event type",
-                         *               "operation_id": "0191a5e4-7c1b-7b8e-9d4e-3f2a1b0c9d8e",
-                         *               "status": "pending",
-                         *               "attempts": 1,
-                         *               "last_status_code": 1,
-                         *               "last_error": "last error",
-                         *               "created_at": "2026-01-15T10:30:00.000Z",
-                         *               "next_attempt_at": "2026-01-15T10:30:00.000Z",
-                         *               "delivered_at": "2026-01-15T10:30:00.000Z"
-                         *             }
-                         *           ]
-                         *         }
-                         *       ]
-                         *     }
-                         */
-                        "application/json": {
-                            operations: components["schemas"]["FoundOperation"][];
-                        };
-                    };
-                };
-                /** @description Invalid JSON, or a field missing or malformed (`error.field` names it). */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "error": {
-                         *         "code": "validation_failed",
-                         *         "message": "amount must be a decimal with at most 2 places",
-                         *         "field": "amount"
-                         *       },
-                         *       "request_id": "0b8f3f0e-6c1e-4a59-a0c3-0d8b3d0a3c11"
-                         *     }
-                         */
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Missing or invalid credentials. */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "error": {
-                         *         "code": "unauthorized",
-                         *         "message": "invalid api key"
-                         *       },
-                         *       "request_id": "0b8f3f0e-6c1e-4a59-a0c3-0d8b3d0a3c11"
-                         *     }
-                         */
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description A dependency is unavailable or the gateway is busy (`overloaded`); retry after `Retry-After` seconds. */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "error": {
-                         *         "code": "dependency_unavailable",
-                         *         "message": "unavailable: operations"
-                         *       },
-                         *       "request_id": "0b8f3f0e-6c1e-4a59-a0c3-0d8b3d0a3c11"
-                         *     }
-                         */
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-            };
+        get: operations["adminSearchOperations"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/v1/payouts/operator-queue": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
         };
+        /**
+         * Payouts awaiting an operator's decision: their provider's answer stayed unknown past the horizon
+         * @description Payouts still `routing` whose provider neither declined them nor confirmed a withdrawal of their key for longer than `PAYOUT_OPERATOR_HORIZON_MS` (default 24 h), oldest in the queue first. The create answered `503` with the reserve held; the reconciler goes on asking the provider, and no other provider is ever asked while this one may pay it. The list is read-only: decide with the provider's own evidence (see docs/operations.md); the payout leaves the queue when its provider answers.
+         */
+        get: operations["adminListOperatorQueue"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1566,6 +1262,46 @@ export interface components {
             created_at: string;
             next_attempt_at: string | null;
             delivered_at: string | null;
+        };
+        OperatorQueuedPayout: {
+            /** Format: uuid */
+            operation_id: string;
+            /** Format: uuid */
+            shop_id: string;
+            merchant_operation_id: string;
+            /**
+             * @description What the shop asked to pay out.
+             * @example 1000.00
+             */
+            amount: string;
+            /** @example RUB */
+            currency: string;
+            created_at: string;
+            /** @description When the reconciler put it in the queue. */
+            operator_queued_at: string;
+            /**
+             * @description The provider whose answer stays unknown (no decline, no confirmed withdrawal): it may hold the payout.
+             * @example acme
+             */
+            unresolved_provider: string | null;
+            /** @description Providers that gave a definite no earlier (a decline, a confirmed withdrawal), in order. */
+            passed_providers: string[];
+            /** @description How many times the reconciler asked the unresolved provider its status since the create. */
+            reconcile_checks: number;
+            /** @description When the reconciler asks next. */
+            next_check_at: string | null;
+            /** @description The recorded withdrawals of the operation, one per provider. */
+            withdrawals: {
+                provider: string;
+                /**
+                 * @description asking | withdrawn | not_found | final | not_supported | gave_up | held
+                 * @example not_supported
+                 */
+                status: string;
+                attempts: number;
+                last_error: string | null;
+                updated_at: string;
+            }[];
         };
         ApiKey: {
             /** Format: uuid */
@@ -3826,6 +3562,91 @@ export interface operations {
             };
         };
     };
+    adminListMerchants: {
+        parameters: {
+            query?: {
+                /** @description Matches a merchant or shop name containing it (any case), or a merchant or shop id equal to it. */
+                q?: string;
+                cursor?: string;
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page, newest first. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "merchants": [
+                     *         {
+                     *           "merchant_id": "0191a5e4-7c1b-7b8e-9d4e-3f2a1b0c9d8e",
+                     *           "name": "sandbox",
+                     *           "created_at": "2026-01-15T10:30:00.000Z",
+                     *           "shops": [
+                     *             {
+                     *               "shop_id": "0191a5e4-7c1b-7b8e-9d4e-3f2a1b0c9d8e",
+                     *               "merchant_id": "0191a5e4-7c1b-7b8e-9d4e-3f2a1b0c9d8e",
+                     *               "name": "sandbox",
+                     *               "created_at": "2026-01-15T10:30:00.000Z"
+                     *             }
+                     *           ]
+                     *         }
+                     *       ],
+                     *       "next_cursor": "next cursor"
+                     *     }
+                     */
+                    "application/json": {
+                        merchants: components["schemas"]["DirectoryMerchant"][];
+                        next_cursor: string | null;
+                    };
+                };
+            };
+            /** @description Invalid JSON, or a field missing or malformed (`error.field` names it). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "validation_failed",
+                     *         "message": "amount must be a decimal with at most 2 places",
+                     *         "field": "amount"
+                     *       },
+                     *       "request_id": "0b8f3f0e-6c1e-4a59-a0c3-0d8b3d0a3c11"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid credentials. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "unauthorized",
+                     *         "message": "invalid api key"
+                     *       },
+                     *       "request_id": "0b8f3f0e-6c1e-4a59-a0c3-0d8b3d0a3c11"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     adminCreateMerchant: {
         parameters: {
             query?: never;
@@ -3893,6 +3714,357 @@ export interface operations {
                      *       "error": {
                      *         "code": "unauthorized",
                      *         "message": "invalid api key"
+                     *       },
+                     *       "request_id": "0b8f3f0e-6c1e-4a59-a0c3-0d8b3d0a3c11"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    adminGetShop: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                shop_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The shop. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "shop_id": "0191a5e4-7c1b-7b8e-9d4e-3f2a1b0c9d8e",
+                     *       "merchant_id": "0191a5e4-7c1b-7b8e-9d4e-3f2a1b0c9d8e",
+                     *       "name": "sandbox",
+                     *       "created_at": "2026-01-15T10:30:00.000Z",
+                     *       "merchant_name": "merchant name"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["DirectoryShop"] & {
+                        merchant_name: string;
+                    };
+                };
+            };
+            /** @description Missing or invalid credentials. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "unauthorized",
+                     *         "message": "invalid api key"
+                     *       },
+                     *       "request_id": "0b8f3f0e-6c1e-4a59-a0c3-0d8b3d0a3c11"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found in the caller's scope. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "operation_not_found",
+                     *         "message": "operation not found"
+                     *       },
+                     *       "request_id": "0b8f3f0e-6c1e-4a59-a0c3-0d8b3d0a3c11"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    adminSearchOperations: {
+        parameters: {
+            query?: {
+                operation_id?: string;
+                merchant_operation_id?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description What was found (possibly nothing). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "operations": [
+                     *         {
+                     *           "shop_id": "0191a5e4-7c1b-7b8e-9d4e-3f2a1b0c9d8e",
+                     *           "merchant_id": "0191a5e4-7c1b-7b8e-9d4e-3f2a1b0c9d8e",
+                     *           "provider": "sandbox",
+                     *           "operation": {
+                     *             "operation_id": "0191a5e4-7c1b-7b8e-9d4e-3f2a1b0c9d8e",
+                     *             "merchant_operation_id": "order-1001",
+                     *             "type": "payment",
+                     *             "status": "pending",
+                     *             "method": "WT_RUB_C2C",
+                     *             "expected_amount": "1000.00",
+                     *             "actual_amount": "1000.00",
+                     *             "currency": "RUB",
+                     *             "fx_source": "fx source",
+                     *             "fx_rate": "0.012500",
+                     *             "recorded_currency": "recorded currency",
+                     *             "recorded_amount": "1000.00",
+                     *             "settlement_amount": "1000.00",
+                     *             "settlement_currency": "RUB",
+                     *             "commission_amount": "1000.00",
+                     *             "external_confirmation": {
+                     *               "required": true,
+                     *               "methods": [
+                     *                 "methods"
+                     *               ]
+                     *             },
+                     *             "number": "4111111111111111",
+                     *             "name": "sandbox",
+                     *             "bankname": "bankname",
+                     *             "bankname_details": "bankname details",
+                     *             "expires_at": "2026-01-15T10:45:00.000Z",
+                     *             "manual_check_reason": "potential_fake",
+                     *             "created_at": "2026-01-15T10:30:00.000Z",
+                     *             "updated_at": "2026-01-15T10:31:00.000Z"
+                     *           },
+                     *           "legs": [
+                     *             {
+                     *               "id": "0191a5e4-6666-7b8e-9d4e-3f2a1b0c9d8e",
+                     *               "provider": "sandbox",
+                     *               "provider_leg_id": "0191a5e4-7c1b-7b8e-9d4e-3f2a1b0c9d8e",
+                     *               "amount": "1000.00",
+                     *               "completed_at": "2026-01-15T10:30:00.000Z",
+                     *               "receipt_id": "0191a5e4-5555-7b8e-9d4e-3f2a1b0c9d8e"
+                     *             }
+                     *           ],
+                     *           "receipts": [
+                     *             {
+                     *               "id": "0191a5e4-6666-7b8e-9d4e-3f2a1b0c9d8e",
+                     *               "amount": "1000.00",
+                     *               "completed_at": "2026-01-15T10:30:00.000Z"
+                     *             }
+                     *           ],
+                     *           "provider_facts": [
+                     *             {
+                     *               "id": "0191a5e4-7c1b-7b8e-9d4e-3f2a1b0c9d8e",
+                     *               "operation_id": "0191a5e4-7c1b-7b8e-9d4e-3f2a1b0c9d8e",
+                     *               "shop_id": "0191a5e4-1111-7b8e-9d4e-3f2a1b0c9d8e",
+                     *               "provider": "sandbox",
+                     *               "kind": "late_completion",
+                     *               "provider_status": "completed",
+                     *               "direction": "payin",
+                     *               "amount": "1000.00",
+                     *               "currency": "RUB",
+                     *               "status": "open",
+                     *               "resolution": {
+                     *                 "action": "credit_shop",
+                     *                 "reason": "checked with the provider's statement",
+                     *                 "resolved_at": "2026-01-15T10:30:00.000Z"
+                     *               },
+                     *               "created_at": "2026-01-15T10:30:00.000Z"
+                     *             }
+                     *           ],
+                     *           "webhook_deliveries": [
+                     *             {
+                     *               "event_id": "0191a5e4-3333-7b8e-9d4e-3f2a1b0c9d8e",
+                     *               "event_type": "event type",
+                     *               "operation_id": "0191a5e4-7c1b-7b8e-9d4e-3f2a1b0c9d8e",
+                     *               "status": "pending",
+                     *               "attempts": 1,
+                     *               "last_status_code": 1,
+                     *               "last_error": "last error",
+                     *               "created_at": "2026-01-15T10:30:00.000Z",
+                     *               "next_attempt_at": "2026-01-15T10:30:00.000Z",
+                     *               "delivered_at": "2026-01-15T10:30:00.000Z"
+                     *             }
+                     *           ]
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": {
+                        operations: components["schemas"]["FoundOperation"][];
+                    };
+                };
+            };
+            /** @description Invalid JSON, or a field missing or malformed (`error.field` names it). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "validation_failed",
+                     *         "message": "amount must be a decimal with at most 2 places",
+                     *         "field": "amount"
+                     *       },
+                     *       "request_id": "0b8f3f0e-6c1e-4a59-a0c3-0d8b3d0a3c11"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid credentials. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "unauthorized",
+                     *         "message": "invalid api key"
+                     *       },
+                     *       "request_id": "0b8f3f0e-6c1e-4a59-a0c3-0d8b3d0a3c11"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A dependency is unavailable or the gateway is busy (`overloaded`); retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "dependency_unavailable",
+                     *         "message": "unavailable: operations"
+                     *       },
+                     *       "request_id": "0b8f3f0e-6c1e-4a59-a0c3-0d8b3d0a3c11"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    adminListOperatorQueue: {
+        parameters: {
+            query?: {
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The operator queue. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "payouts": [
+                     *         {
+                     *           "operation_id": "0191a5e4-7c1b-7b8e-9d4e-3f2a1b0c9d8e",
+                     *           "shop_id": "0191a5e4-7c1b-7b8e-9d4e-3f2a1b0c9d8e",
+                     *           "merchant_operation_id": "order-1001",
+                     *           "amount": "1000.00",
+                     *           "currency": "RUB",
+                     *           "created_at": "2026-01-15T10:30:00.000Z",
+                     *           "operator_queued_at": "2026-01-15T10:30:00.000Z",
+                     *           "unresolved_provider": "acme",
+                     *           "passed_providers": [
+                     *             "passed providers"
+                     *           ],
+                     *           "reconcile_checks": 1,
+                     *           "next_check_at": "2026-01-15T10:30:00.000Z",
+                     *           "withdrawals": [
+                     *             {
+                     *               "provider": "sandbox",
+                     *               "status": "not_supported",
+                     *               "attempts": 1,
+                     *               "last_error": "last error",
+                     *               "updated_at": "2026-01-15T10:31:00.000Z"
+                     *             }
+                     *           ]
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": {
+                        payouts: components["schemas"]["OperatorQueuedPayout"][];
+                    };
+                };
+            };
+            /** @description Invalid JSON, or a field missing or malformed (`error.field` names it). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "validation_failed",
+                     *         "message": "amount must be a decimal with at most 2 places",
+                     *         "field": "amount"
+                     *       },
+                     *       "request_id": "0b8f3f0e-6c1e-4a59-a0c3-0d8b3d0a3c11"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid credentials. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "unauthorized",
+                     *         "message": "invalid api key"
+                     *       },
+                     *       "request_id": "0b8f3f0e-6c1e-4a59-a0c3-0d8b3d0a3c11"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A dependency is unavailable or the gateway is busy (`overloaded`); retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "dependency_unavailable",
+                     *         "message": "unavailable: operations"
                      *       },
                      *       "request_id": "0b8f3f0e-6c1e-4a59-a0c3-0d8b3d0a3c11"
                      *     }

@@ -41,6 +41,7 @@ const TAG_GROUPS = [
       "admin: configuration",
       "admin: receipt review",
       "admin: dead letters",
+      "admin: operations",
       "admin: provider facts",
       "admin: audit",
     ],
@@ -55,6 +56,8 @@ const TAG_DESCRIPTIONS: Record<string, string> = {
   "admin: configuration": "Providers, routes, pricing, exchange rates and ledger adjustments.",
   "admin: receipt review": "Payments waiting for an operator's decision on a receipt.",
   "admin: dead letters": "Events a consumer could not apply, to retry or discard.",
+  "admin: operations":
+    "Finding an operation across shops, and the payouts waiting for an operator's decision.",
   "admin: provider facts": "Money a provider moved that the gateway did not expect.",
   "admin: audit": "Read-only views across shops for reconciliation.",
   providers: "Where providers report results.",
