@@ -11,6 +11,7 @@ import { configPages } from "./pages/config.ts";
 import { deadLetterPages } from "./pages/dead-letters.ts";
 import { merchantPages } from "./pages/merchants.ts";
 import { operationPages } from "./pages/operations.ts";
+import { operatorQueuePages } from "./pages/operator-queue.ts";
 import { providerFactPages } from "./pages/provider-facts.ts";
 import { reviewPages } from "./pages/reviews.ts";
 import { shopPages } from "./pages/shop.ts";
@@ -194,6 +195,7 @@ export function buildBackofficeApp(deps: BackofficeDeps) {
   reviewPages(bo, kit, deps.admin);
   deadLetterPages(bo, kit);
   providerFactPages(bo, kit);
+  operatorQueuePages(bo, kit);
   bo.notFound((c) => c.html(layout("Not found", undefined, h`<p>There is no such page.</p>`), 404));
 
   app.route("/backoffice", bo);

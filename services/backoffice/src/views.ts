@@ -64,7 +64,7 @@ document.querySelectorAll("button[data-copy]").forEach(function (b) {
 /** What every page of a logged-in operator needs. */
 export interface PageContext {
   csrf: string;
-  current: "shops" | "operations" | "reviews" | "config" | "dead-letters" | "facts";
+  current: "shops" | "operations" | "reviews" | "config" | "dead-letters" | "facts" | "operator-queue";
   notice?: string;
   error?: string;
 }
@@ -84,6 +84,7 @@ export function layout(title: string, ctx: PageContext | undefined, body: Safe):
 <a href="/backoffice/operations"${ctx.current === "operations" ? h` aria-current="page"` : ""}>Find an operation</a>
 <a href="/backoffice/reviews"${ctx.current === "reviews" ? h` aria-current="page"` : ""}>Manual checks</a>
 <a href="/backoffice/provider-facts"${ctx.current === "facts" ? h` aria-current="page"` : ""}>Provider facts</a>
+<a href="/backoffice/payouts/operator-queue"${ctx.current === "operator-queue" ? h` aria-current="page"` : ""}>Payouts awaiting a decision</a>
 <a href="/backoffice/config"${ctx.current === "config" ? h` aria-current="page"` : ""}>Providers and FX rates</a>
 <a href="/backoffice/dead-letters"${ctx.current === "dead-letters" ? h` aria-current="page"` : ""}>Dead letters</a>
 </nav>
