@@ -185,7 +185,10 @@ describe("back office forms", () => {
     const { app, edge } = testBackoffice(database, {
       fakes: {
         operations: {
-          getShopPage: async (req) => ({ shopId: req.shopId, displayName: `Tom's "Shop"><script>alert(2)</script>` }),
+          getShopPage: async (req) => ({
+            shopId: req.shopId,
+            displayName: `Tom's "Shop"><script>alert(2)</script>`,
+          }),
         },
       },
     });
