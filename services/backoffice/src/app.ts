@@ -1,10 +1,10 @@
 import { createHash, timingSafeEqual } from "node:crypto";
-import { h } from "@gw/html";
 import type { Logger } from "@gw/log";
 import { type BodyLimitRule, bodyLimit } from "@gw/runtime";
 import { type Context, Hono } from "hono";
 import { getCookie, setCookie } from "hono/cookie";
 import { csrf } from "hono/csrf";
+import { html } from "hono/html";
 import type { AdminClient } from "./admin-client.ts";
 import { type BackofficeEnv, type Form, pageKit } from "./page-kit.ts";
 import { configPages } from "./pages/config.ts";
@@ -196,7 +196,7 @@ export function buildBackofficeApp(deps: BackofficeDeps) {
   deadLetterPages(bo, kit);
   providerFactPages(bo, kit);
   operatorQueuePages(bo, kit);
-  bo.notFound((c) => c.html(layout("Not found", undefined, h`<p>There is no such page.</p>`), 404));
+  bo.notFound((c) => c.html(layout("Not found", undefined, html`<p>There is no such page.</p>`), 404));
 
   app.route("/backoffice", bo);
   return app;

@@ -180,6 +180,32 @@ describe("back office forms", () => {
     expect(next.html).toContain('role="alert"');
     expect(next.html).toContain("flexible_picker must be amount or ranges");
   });
+
+  it("escapes names an operator or merchant typed, in text and in attribute values", async () => {
+    const { app, edge } = testBackoffice(database, {
+      fakes: {
+        operations: {
+          getShopPage: async (req) => ({
+            shopId: req.shopId,
+            displayName: `Tom's "Shop"><script>alert(2)</script>`,
+          }),
+        },
+      },
+    });
+    const { jar } = await login(app);
+    const tag = `xss${Date.now().toString(36)}`;
+    const m = await admin(edge, "POST", "/admin/v1/merchants", { name: `${tag}<script>alert(1)</script>` });
+    const s = await admin(edge, "POST", "/admin/v1/shops", { merchant_id: m.body.merchant_id, name: "X" });
+    const list = (await get(app, jar, `/backoffice?q=${tag}`)).html;
+    expect(list).not.toContain("<script>alert(");
+    expect(list).toContain(`<td>${tag}&lt;script&gt;alert(1)&lt;/script&gt;<br>`);
+    expect(list).toContain(`value="${tag}"`);
+    const shopPage = (await get(app, jar, `/backoffice/shops/${s.body.shop_id}`)).html;
+    expect(shopPage).not.toContain("<script>alert(");
+    expect(shopPage).toContain(
+      'name="display_name" value="Tom&#39;s &quot;Shop&quot;&gt;&lt;script&gt;alert(2)&lt;/script&gt;"',
+    );
+  });
 });
 
 describe("the merchant list", () => {

@@ -1,4 +1,7 @@
-import { h, type Safe } from "@gw/html";
+import { html } from "hono/html";
+
+/** What hono's `html` builds (a Promise only if a value put in is one: none here); `c.html` takes both. */
+export type Html = ReturnType<typeof html>;
 
 /**
  * The back office's pages, rendered on the server. Every form posts to the back office
@@ -70,30 +73,30 @@ export interface PageContext {
 }
 
 /** A hidden CSRF field for a form. */
-export const csrfField = (csrf: string) => h`<input type="hidden" name="_csrf" value="${csrf}">`;
+export const csrfField = (csrf: string) => html`<input type="hidden" name="_csrf" value="${csrf}">`;
 
 /** A POST form with the CSRF field. */
-export const postForm = (action: string, csrf: string, body: Safe | Safe[], attrs = "") =>
-  h`<form method="post" action="${action}"${attrs ? h` ${attrs}` : ""}>${csrfField(csrf)}${body}</form>`;
+export const postForm = (action: string, csrf: string, body: Html | Html[], attrs = "") =>
+  html`<form method="post" action="${action}"${attrs ? html` ${attrs}` : ""}>${csrfField(csrf)}${body}</form>`;
 
 /** The document of a back office page. */
-export function layout(title: string, ctx: PageContext | undefined, body: Safe): string {
+export function layout(title: string, ctx: PageContext | undefined, body: Html): Html {
   const nav = ctx
-    ? h`<header class="bar"><nav aria-label="Back office">
-<a href="/backoffice"${ctx.current === "shops" ? h` aria-current="page"` : ""}>Merchants and shops</a>
-<a href="/backoffice/operations"${ctx.current === "operations" ? h` aria-current="page"` : ""}>Find an operation</a>
-<a href="/backoffice/reviews"${ctx.current === "reviews" ? h` aria-current="page"` : ""}>Manual checks</a>
-<a href="/backoffice/provider-facts"${ctx.current === "facts" ? h` aria-current="page"` : ""}>Provider facts</a>
-<a href="/backoffice/payouts/operator-queue"${ctx.current === "operator-queue" ? h` aria-current="page"` : ""}>Payouts awaiting a decision</a>
-<a href="/backoffice/config"${ctx.current === "config" ? h` aria-current="page"` : ""}>Providers and FX rates</a>
-<a href="/backoffice/dead-letters"${ctx.current === "dead-letters" ? h` aria-current="page"` : ""}>Dead letters</a>
+    ? html`<header class="bar"><nav aria-label="Back office">
+<a href="/backoffice"${ctx.current === "shops" ? html` aria-current="page"` : ""}>Merchants and shops</a>
+<a href="/backoffice/operations"${ctx.current === "operations" ? html` aria-current="page"` : ""}>Find an operation</a>
+<a href="/backoffice/reviews"${ctx.current === "reviews" ? html` aria-current="page"` : ""}>Manual checks</a>
+<a href="/backoffice/provider-facts"${ctx.current === "facts" ? html` aria-current="page"` : ""}>Provider facts</a>
+<a href="/backoffice/payouts/operator-queue"${ctx.current === "operator-queue" ? html` aria-current="page"` : ""}>Payouts awaiting a decision</a>
+<a href="/backoffice/config"${ctx.current === "config" ? html` aria-current="page"` : ""}>Providers and FX rates</a>
+<a href="/backoffice/dead-letters"${ctx.current === "dead-letters" ? html` aria-current="page"` : ""}>Dead letters</a>
 </nav>
-<div class="session">${postForm("/backoffice/logout", ctx.csrf, h`<button type="submit" class="secondary">Log out</button>`)}
-${postForm("/backoffice/sessions/end-all", ctx.csrf, h`<button type="submit" class="secondary" title="Logs every operator out, you too">End all sessions</button>`)}</div>
+<div class="session">${postForm("/backoffice/logout", ctx.csrf, html`<button type="submit" class="secondary">Log out</button>`)}
+${postForm("/backoffice/sessions/end-all", ctx.csrf, html`<button type="submit" class="secondary" title="Logs every operator out, you too">End all sessions</button>`)}</div>
 </header>`
-    : h`<header class="bar"><span>Gateway back office</span></header>`;
-  return `<!doctype html>\n${
-    h`<html lang="en">
+    : html`<header class="bar"><span>Gateway back office</span></header>`;
+  return html`<!doctype html>
+<html lang="en">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
@@ -105,27 +108,26 @@ ${postForm("/backoffice/sessions/end-all", ctx.csrf, h`<button type="submit" cla
 ${nav}
 <main>
 <h1>${title}</h1>
-${ctx?.notice ? h`<p class="notice" role="status">${ctx.notice}</p>` : ""}
-${ctx?.error ? h`<p class="alert" role="alert">${ctx.error}</p>` : ""}
+${ctx?.notice ? html`<p class="notice" role="status">${ctx.notice}</p>` : ""}
+${ctx?.error ? html`<p class="alert" role="alert">${ctx.error}</p>` : ""}
 ${body}
 </main>
 </body>
 </html>
-`.value
-  }`;
+`;
 }
 
 /** The login form: the admin token once, exchanged for a session cookie. */
-export function loginPage(csrf: string, error?: string): string {
+export function loginPage(csrf: string, error?: string): Html {
   return layout(
     "Log in",
     undefined,
-    h`${error ? h`<p class="alert" role="alert">${error}</p>` : ""}
+    html`${error ? html`<p class="alert" role="alert">${error}</p>` : ""}
 <section>
 ${postForm(
   "/backoffice/login",
   csrf,
-  h`<label for="token">Admin token</label>
+  html`<label for="token">Admin token</label>
 <input type="password" id="token" name="token" autocomplete="current-password" required>
 <button type="submit">Log in</button>`,
 )}
@@ -139,12 +141,12 @@ export const field = (
   label: string,
   options: { type?: string; value?: string; required?: boolean; placeholder?: string; name?: string } = {},
 ) =>
-  h`<label for="${id}">${label}</label><input type="${options.type ?? "text"}" id="${id}" name="${options.name ?? id}"${
-    options.value !== undefined ? h` value="${options.value}"` : ""
-  }${options.placeholder ? h` placeholder="${options.placeholder}"` : ""}${options.required ? h` required` : ""}>`;
+  html`<label for="${id}">${label}</label><input type="${options.type ?? "text"}" id="${id}" name="${options.name ?? id}"${
+    options.value !== undefined ? html` value="${options.value}"` : ""
+  }${options.placeholder ? html` placeholder="${options.placeholder}"` : ""}${options.required ? html` required` : ""}>`;
 
 /** A select with its label. */
 export const select = (id: string, label: string, values: readonly string[], selected?: string) =>
-  h`<label for="${id}">${label}</label><select id="${id}" name="${id}">${values.map(
-    (v) => h`<option value="${v}"${v === selected ? h` selected` : ""}>${v}</option>`,
+  html`<label for="${id}">${label}</label><select id="${id}" name="${id}">${values.map(
+    (v) => html`<option value="${v}"${v === selected ? html` selected` : ""}>${v}</option>`,
   )}</select>`;

@@ -87,6 +87,23 @@ describe("the payer's page", () => {
     await h.operations.putShopPage({ shopId: shop.shopId, displayName: "" });
   });
 
+  it("escapes a merchant's display name and return link, in text and in an attribute", async () => {
+    const url = `https://shop.example.test/back?to="><script>alert(2)</script>&n='1'`;
+    await h.operations.putShopPage({
+      shopId: shop.shopId,
+      displayName: "<script>alert(1)</script>",
+      returnUrl: url,
+    });
+    const op = await aPayment();
+    const page = await (await app.request(`/${op.operationId}?lang=en`)).text();
+    expect(page).not.toContain("<script>alert(");
+    expect(page).toContain('<strong id="shop-name">&lt;script&gt;alert(1)&lt;/script&gt;</strong>');
+    expect(page).toContain(
+      `<a id="return-link" href="https://shop.example.test/back?to=&quot;&gt;&lt;script&gt;alert(2)&lt;/script&gt;&amp;n=&#39;1&#39;" rel="noreferrer noopener">`,
+    );
+    await h.operations.putShopPage({ shopId: shop.shopId, displayName: "", returnUrl: "" });
+  });
+
   it("shows the amount, the requisites with copy buttons, the time left and the upload form", async () => {
     const op = await aPayment();
     const res = await app.request(`/${op.operationId}?lang=en`);

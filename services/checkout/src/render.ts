@@ -1,11 +1,14 @@
-import { h, type Safe } from "@gw/html";
 import type { PaymentPage } from "@gw/proto/gateway/operations/v1/operations_pb";
+import { html } from "hono/html";
 import { fill, type Lang, type Messages, messages } from "./i18n.ts";
+
+/** What hono's `html` builds (a Promise only if a value put in is one: none here); `c.html` takes both. */
+type Html = ReturnType<typeof html>;
 
 /**
  * Server-side rendering of the payer's pages. Everything the payer needs is in the HTML
  * (amount, requisites, time left, steps, the upload form, the outcome); the script only
- * improves it. Text from downstream services passes through `h`, which escapes it.
+ * improves it. Text from downstream services passes through hono's `html`, which escapes it.
  */
 
 /** Query string that keeps the page's `k` (flexible links) and sets the language. */
@@ -45,15 +48,15 @@ export function timeLeft(expiresAt: string, now = Date.now()): string {
 export function layout(options: {
   lang: Lang;
   title: string;
-  body: Safe;
+  body: Html;
   k?: string;
   /** While waiting, a page without the script reloads itself now and then. */
   refreshSeconds?: number;
-}): string {
+}): Html {
   const m = messages(options.lang);
   const other: Lang = options.lang === "ru" ? "en" : "ru";
-  return `<!doctype html>\n${
-    h`<html lang="${options.lang}">
+  return html`<!doctype html>
+<html lang="${options.lang}">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
@@ -61,7 +64,7 @@ export function layout(options: {
 <title>${options.title}</title>
 <link rel="stylesheet" href="/assets/page.css">
 <script src="/assets/page.js" defer></script>
-${options.refreshSeconds ? h`<noscript><meta http-equiv="refresh" content="${options.refreshSeconds}"></noscript>` : ""}
+${options.refreshSeconds ? html`<noscript><meta http-equiv="refresh" content="${options.refreshSeconds}"></noscript>` : ""}
 </head>
 <body>
 <div class="wrap">
@@ -73,48 +76,47 @@ ${options.body}
 </div>
 </body>
 </html>
-`.value
-  }`;
+`;
 }
 
 /** The one not-found page: the same for an unknown id, another state, a wrong `k`. */
-export function notFoundPage(lang: Lang): string {
+export function notFoundPage(lang: Lang): Html {
   const m = messages(lang);
   return layout({
     lang,
     title: m.notFoundTitle,
-    body: h`<main><div class="card"><h1>${m.notFoundTitle}</h1><p>${m.notFoundText}</p></div></main>`,
+    body: html`<main><div class="card"><h1>${m.notFoundTitle}</h1><p>${m.notFoundText}</p></div></main>`,
   });
 }
 
 /** The page of a request whose body is over the route's limit (a receipt over the maximum). */
-export function tooLargePage(lang: Lang, maxBytes: number): string {
+export function tooLargePage(lang: Lang, maxBytes: number): Html {
   const m = messages(lang);
   const max = String(Math.max(1, Math.floor(maxBytes / (1024 * 1024))));
   return layout({
     lang,
     title: m.title,
-    body: h`<main><div class="card"><h1>${m.title}</h1><p role="alert">${fill(m.errTooLarge, { max })}</p></div></main>`,
+    body: html`<main><div class="card"><h1>${m.title}</h1><p role="alert">${fill(m.errTooLarge, { max })}</p></div></main>`,
   });
 }
 
 /** A page for a dependency that did not answer: nothing about the payment is said. */
-export function unavailablePage(lang: Lang): string {
+export function unavailablePage(lang: Lang): Html {
   const m = messages(lang);
   return layout({
     lang,
     title: m.title,
-    body: h`<main><div class="card"><h1>${m.title}</h1><p role="alert">${m.errUnavailable}</p></div></main>`,
+    body: html`<main><div class="card"><h1>${m.title}</h1><p role="alert">${m.errUnavailable}</p></div></main>`,
   });
 }
 
 const OUTCOME_ICON: Record<string, string> = { paid: "✓", under_review: "…", declined: "✕", expired: "⏱" };
 
-function requisites(page: PaymentPage, m: Messages): Safe {
-  if (page.number === undefined) return h``;
+function requisites(page: PaymentPage, m: Messages): Html {
+  if (page.number === undefined) return html``;
   const row = (id: string, label: string, value: string, shown = value) =>
-    h`<div><dt id="${id}-label">${label}</dt><dd id="${id}">${shown}</dd><button type="button" class="secondary" data-copy="${value}" aria-describedby="${id}-label" hidden>${m.copy}</button></div>`;
-  return h`<section class="card" aria-labelledby="req-title">
+    html`<div><dt id="${id}-label">${label}</dt><dd id="${id}">${shown}</dd><button type="button" class="secondary" data-copy="${value}" aria-describedby="${id}-label" hidden>${m.copy}</button></div>`;
+  return html`<section class="card" aria-labelledby="req-title">
 <h2 id="req-title">${m.requisites}</h2>
 <dl class="req">
 ${row("req-number", page.method === "WT_RUB_PHONE" ? m.phone : m.card, page.number, readableNumber(page.method, page.number))}
@@ -132,9 +134,9 @@ function uploadForm(
   maxBytes: number,
   error?: string,
   k?: string,
-): Safe {
+): Html {
   const maxMb = String(Math.floor(maxBytes / (1024 * 1024)) || 1);
-  return h`<section class="card" aria-labelledby="upload-title">
+  return html`<section class="card" aria-labelledby="upload-title">
 <h2 id="upload-title">${m.receiptTitle}</h2>
 <form method="post" action="/${page.operationId}/receipt${pageQuery(lang, k)}" enctype="multipart/form-data" data-upload
  data-max-bytes="${String(maxBytes)}" data-msg-no-file="${m.errNoFile}" data-msg-empty="${m.errEmpty}"
@@ -142,9 +144,9 @@ function uploadForm(
  data-msg-network="${m.errNetwork}" data-msg-unavailable="${m.errUnavailable}"
  data-msg-uploading="${m.uploading}" data-msg-checking="${m.checking}">
 <label for="receipt">${fill(m.receiptLabel, { max: maxMb })}</label>
-<input type="file" id="receipt" name="receipt" accept="application/pdf,.pdf" required aria-describedby="receipt-hint upload-error"${error ? h` aria-invalid="true"` : ""}>
+<input type="file" id="receipt" name="receipt" accept="application/pdf,.pdf" required aria-describedby="receipt-hint upload-error"${error ? html` aria-invalid="true"` : ""}>
 <p class="hint" id="receipt-hint">${m.receiptHint}</p>
-<p class="alert" id="upload-error" role="alert"${error ? "" : h` hidden`}>${error ?? ""}</p>
+<p class="alert" id="upload-error" role="alert"${error ? "" : html` hidden`}>${error ?? ""}</p>
 <progress max="100" value="0" hidden aria-label="${m.uploading}"></progress>
 <p id="upload-status" role="status" class="muted"></p>
 <button type="submit">${m.upload}</button>
@@ -160,46 +162,46 @@ export function paymentPage(options: {
   error?: string;
   k?: string;
   notice?: string;
-}): string {
+}): Html {
   const { page, lang } = options;
   const m = messages(lang);
   const waiting = page.outcome === "awaiting_payment" || page.outcome === "awaiting_receipt";
   const stateUrl = `/${page.operationId}/state${options.k ? `?k=${encodeURIComponent(options.k)}` : ""}`;
   const shop = page.shopDisplayName
-    ? h`<p class="shop">${m.payingTo}: <strong id="shop-name">${page.shopDisplayName}</strong></p>`
+    ? html`<p class="shop">${m.payingTo}: <strong id="shop-name">${page.shopDisplayName}</strong></p>`
     : "";
-  const amount = h`<section class="card" aria-labelledby="amount-title">
+  const amount = html`<section class="card" aria-labelledby="amount-title">
 ${shop}<h1 id="amount-title">${m.amountToPay}</h1>
 <p class="amount" id="amount">${formatMoney(page.amount, page.currency, lang)}</p>
 ${
   waiting && page.expiresAt
-    ? h`<p data-expires="${page.expiresAt}">${m.timeLeft}: <span class="timer" role="timer" aria-live="off">${timeLeft(page.expiresAt)}</span></p>
+    ? html`<p data-expires="${page.expiresAt}">${m.timeLeft}: <span class="timer" role="timer" aria-live="off">${timeLeft(page.expiresAt)}</span></p>
 <p class="alert" id="time-up" hidden>${m.timeUp}</p>`
     : ""
 }
 </section>`;
 
-  let body: Safe;
+  let body: Html;
   if (waiting) {
     const steps = page.outcome === "awaiting_receipt" ? m.stepsReceipt : m.stepsProvider;
-    body = h`${amount}
+    body = html`${amount}
 <div class="grid">
 ${requisites(page, m)}
 <section class="card" aria-labelledby="steps-title">
 <h2 id="steps-title">${m.stepsTitle}</h2>
-<ol class="steps">${steps.map((s) => h`<li>${s}</li>`)}</ol>
-${page.outcome === "awaiting_payment" ? h`<p class="muted" role="status">${m.waiting}</p>` : ""}
+<ol class="steps">${steps.map((s) => html`<li>${s}</li>`)}</ol>
+${page.outcome === "awaiting_payment" ? html`<p class="muted" role="status">${m.waiting}</p>` : ""}
 </section>
 </div>
 ${page.outcome === "awaiting_receipt" ? uploadForm(page, m, lang, options.maxBytes, options.error, options.k) : ""}`;
   } else {
     const o = m.outcomes[page.outcome as keyof Messages["outcomes"]] ?? m.outcomes.declined;
-    body = h`<section class="card outcome ${page.outcome}" aria-labelledby="outcome-title" role="status">
+    body = html`<section class="card outcome ${page.outcome}" aria-labelledby="outcome-title" role="status">
 <p class="icon" aria-hidden="true">${OUTCOME_ICON[page.outcome] ?? "•"}</p>
 <h1 id="outcome-title">${o.title}</h1>
 <p>${o.text}</p>
 <p class="muted">${m.amountToPay}: ${formatMoney(page.amount, page.currency, lang)}</p>
-${page.paidAmount ? h`<p>${m.paidAmount}: <strong>${formatMoney(page.paidAmount, page.currency, lang)}</strong></p>` : ""}
+${page.paidAmount ? html`<p>${m.paidAmount}: <strong>${formatMoney(page.paidAmount, page.currency, lang)}</strong></p>` : ""}
 </section>`;
   }
   return layout({
@@ -207,10 +209,10 @@ ${page.paidAmount ? h`<p>${m.paidAmount}: <strong>${formatMoney(page.paidAmount,
     k: options.k,
     title: m.title,
     refreshSeconds: waiting || page.outcome === "under_review" ? 15 : undefined,
-    body: h`<main data-page data-outcome="${page.outcome}" data-state-url="${page.outcome === "paid" || page.outcome === "declined" || page.outcome === "expired" ? "" : stateUrl}"
+    body: html`<main data-page data-outcome="${page.outcome}" data-state-url="${page.outcome === "paid" || page.outcome === "declined" || page.outcome === "expired" ? "" : stateUrl}"
  data-msg-copy="${m.copy}" data-msg-copied="${m.copied}">
 <div id="live" class="visually-hidden" aria-live="polite"></div>
-${options.notice ? h`<p class="notice" role="status">${options.notice}</p>` : ""}
+${options.notice ? html`<p class="notice" role="status">${options.notice}</p>` : ""}
 ${waiting ? "" : shop}${body}
 ${returnLink(page, m)}
 </main>`,
@@ -222,10 +224,10 @@ ${returnLink(page, m)}
  * operations service refuses anything else), opened without a referrer so the page's
  * address, which may carry the link's `k`, never reaches the shop.
  */
-function returnLink(page: PaymentPage, m: Messages): Safe | "" {
+function returnLink(page: PaymentPage, m: Messages): Html | "" {
   const url = page.returnUrl;
   if (!url || !URL.canParse(url) || !["http:", "https:"].includes(new URL(url).protocol)) return "";
-  return h`<p class="back"><a id="return-link" href="${url}" rel="noreferrer noopener">${m.backToShop} ${page.shopDisplayName ?? new URL(url).host}</a></p>`;
+  return html`<p class="back"><a id="return-link" href="${url}" rel="noreferrer noopener">${m.backToShop} ${page.shopDisplayName ?? new URL(url).host}</a></p>`;
 }
 
 /** One range of amounts the payer can choose from, and the amount it offers. */
@@ -258,30 +260,30 @@ export function pickerPage(options: {
   error?: string;
   notice?: string;
   expiresAt?: string;
-}): string {
+}): Html {
   const { lang, currency, choices } = options;
   const m = messages(lang);
   const action = `/${options.operationId}/amount${pageQuery(lang)}`;
   const hint = choices.map((c) => rangeText(c, currency, lang)).join("; ");
   const form =
     choices.length === 0
-      ? h`<p class="alert" role="alert">${m.pickNone}</p>`
-      : h`<form method="post" action="${action}">
+      ? html`<p class="alert" role="alert">${m.pickNone}</p>`
+      : html`<form method="post" action="${action}">
 <input type="hidden" name="k" value="${options.k}">
 ${
   options.picker === "ranges"
-    ? h`<fieldset><legend>${m.pickRangesLabel}</legend>${choices.map(
+    ? html`<fieldset><legend>${m.pickRangesLabel}</legend>${choices.map(
         (c, i) =>
-          h`<label class="range" for="range-${String(i)}"><input type="radio" id="range-${String(i)}" name="amount" value="${c.offer}"${
-            (options.value ?? choices[0]?.offer) === c.offer ? h` checked` : ""
+          html`<label class="range" for="range-${String(i)}"><input type="radio" id="range-${String(i)}" name="amount" value="${c.offer}"${
+            (options.value ?? choices[0]?.offer) === c.offer ? html` checked` : ""
           } required> <span><strong>${formatMoney(c.offer, currency, lang)}</strong>${
-            c.min === c.max ? "" : h` <span class="muted">(${rangeText(c, currency, lang)})</span>`
+            c.min === c.max ? "" : html` <span class="muted">(${rangeText(c, currency, lang)})</span>`
           }</span></label>`,
       )}</fieldset>`
-    : h`<label for="amount">${fill(m.pickAmountLabel, { currency })}</label>
+    : html`<label for="amount">${fill(m.pickAmountLabel, { currency })}</label>
 <input type="text" id="amount" name="amount" inputmode="decimal" autocomplete="off" required value="${
         options.value ?? choices[0]?.offer ?? ""
-      }" aria-describedby="amount-hint${options.error ? " pick-error" : ""}"${options.error ? h` aria-invalid="true"` : ""}>
+      }" aria-describedby="amount-hint${options.error ? " pick-error" : ""}"${options.error ? html` aria-invalid="true"` : ""}>
 <p class="hint" id="amount-hint">${fill(m.pickAmountHint, { ranges: hint })}</p>`
 }
 <button type="submit">${m.pickConfirm}</button>
@@ -290,7 +292,7 @@ ${
     lang,
     k: options.k,
     title: m.pickTitle,
-    body: h`<main data-page>
+    body: html`<main data-page>
 <div id="live" class="visually-hidden" aria-live="polite"></div>
 <section class="card" aria-labelledby="pick-title">
 <h1 id="pick-title">${m.pickTitle}</h1>
@@ -298,11 +300,11 @@ ${
 <p class="muted">${m.recommended}: ${formatMoney(options.recommended, currency, lang)}</p>
 ${
   options.expiresAt
-    ? h`<p data-expires="${options.expiresAt}">${m.timeLeft}: <span class="timer" role="timer" aria-live="off">${timeLeft(options.expiresAt)}</span></p>`
+    ? html`<p data-expires="${options.expiresAt}">${m.timeLeft}: <span class="timer" role="timer" aria-live="off">${timeLeft(options.expiresAt)}</span></p>`
     : ""
 }
-${options.notice ? h`<p class="notice" role="alert">${options.notice}</p>` : ""}
-${options.error ? h`<p class="alert" id="pick-error" role="alert">${options.error}</p>` : ""}
+${options.notice ? html`<p class="notice" role="alert">${options.notice}</p>` : ""}
+${options.error ? html`<p class="alert" id="pick-error" role="alert">${options.error}</p>` : ""}
 ${form}
 </section>
 </main>`,
@@ -310,12 +312,12 @@ ${form}
 }
 
 /** A flexible link whose lifetime passed: nothing was created. */
-export function linkExpiredPage(lang: Lang, k?: string): string {
+export function linkExpiredPage(lang: Lang, k?: string): Html {
   const m = messages(lang);
   return layout({
     lang,
     k,
     title: m.linkExpiredTitle,
-    body: h`<main><section class="card outcome expired" role="status"><p class="icon" aria-hidden="true">⏱</p><h1>${m.linkExpiredTitle}</h1><p>${m.linkExpiredText}</p></section></main>`,
+    body: html`<main><section class="card outcome expired" role="status"><p class="icon" aria-hidden="true">⏱</p><h1>${m.linkExpiredTitle}</h1><p>${m.linkExpiredText}</p></section></main>`,
   });
 }

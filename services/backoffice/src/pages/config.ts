@@ -1,6 +1,6 @@
-import { h } from "@gw/html";
 import { CURRENCIES, METHODS } from "@gw/money";
 import type { Hono } from "hono";
+import { html } from "hono/html";
 import { type BackofficeEnv, errorText, type PageKit } from "../page-kit.ts";
 import { field, layout, postForm, select } from "../views.ts";
 
@@ -21,15 +21,15 @@ export function configPages(app: Hono<BackofficeEnv>, kit: PageKit) {
     const c1 = kit.ctx(c, "config");
     const providersRes = await kit.admin("GET", "/providers");
     const providers = (providersRes.json?.providers ?? []) as ProviderItem[];
-    const body = h`<section aria-labelledby="providers"><h2 id="providers">Providers</h2>
+    const body = html`<section aria-labelledby="providers"><h2 id="providers">Providers</h2>
 ${
   providersRes.status >= 300
-    ? h`<p class="alert">${errorText(providersRes)}</p>`
+    ? html`<p class="alert">${errorText(providersRes)}</p>`
     : providers.length === 0
-      ? h`<p class="muted">No provider yet.</p>`
-      : h`<table><thead><tr><th scope="col">Name</th><th scope="col">Kind</th><th scope="col">Base URL</th><th scope="col">Methods</th><th scope="col">Updated</th></tr></thead><tbody>${providers.map(
+      ? html`<p class="muted">No provider yet.</p>`
+      : html`<table><thead><tr><th scope="col">Name</th><th scope="col">Kind</th><th scope="col">Base URL</th><th scope="col">Methods</th><th scope="col">Updated</th></tr></thead><tbody>${providers.map(
           (p) =>
-            h`<tr><td>${p.name}</td><td>${p.kind}</td><td class="mono">${p.base_url}</td><td>${p.methods.join(", ")}</td><td>${p.updated_at}</td></tr>`,
+            html`<tr><td>${p.name}</td><td>${p.kind}</td><td class="mono">${p.base_url}</td><td>${p.methods.join(", ")}</td><td>${p.updated_at}</td></tr>`,
         )}</tbody></table>`
 }
 </section>
@@ -39,11 +39,11 @@ ${
 ${postForm(
   "/backoffice/providers",
   c1.csrf,
-  h`${field("provider_name", "Name", { required: true })}${field("kind", "Connector kind", { value: "sandbox", required: true })}
+  html`${field("provider_name", "Name", { required: true })}${field("kind", "Connector kind", { value: "sandbox", required: true })}
 ${field("base_url", "Base URL", { type: "url", required: true })}${field("credentials", "Credentials", { type: "password", required: true })}
 <fieldset><legend>Methods</legend>${METHOD_NAMES.map(
     (m) =>
-      h`<label class="inline"><input type="checkbox" name="method_${m}" value="on" checked> ${m}</label>`,
+      html`<label class="inline"><input type="checkbox" name="method_${m}" value="on" checked> ${m}</label>`,
   )}</fieldset>
 <button type="submit">Save provider</button>`,
 )}
@@ -53,7 +53,7 @@ ${field("base_url", "Base URL", { type: "url", required: true })}${field("creden
 ${postForm(
   "/backoffice/fx",
   c1.csrf,
-  h`${select("from", "From", CURRENCY_NAMES, "USDT")}${select("to", "To", CURRENCY_NAMES, "RUB")}
+  html`${select("from", "From", CURRENCY_NAMES, "USDT")}${select("to", "To", CURRENCY_NAMES, "RUB")}
 ${field("rate", "Rate", { required: true, placeholder: "92.500000" })}${field("source", "Source", { required: true, value: "manual" })}
 <button type="submit">Save rate</button>`,
 )}

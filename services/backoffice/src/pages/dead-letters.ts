@@ -1,8 +1,8 @@
-import { h, type Safe } from "@gw/html";
 import type { Hono } from "hono";
+import { html } from "hono/html";
 import type { BackofficeEnv, PageKit } from "../page-kit.ts";
 import { errorText } from "../page-kit.ts";
-import { field, layout, postForm } from "../views.ts";
+import { field, type Html, layout, postForm } from "../views.ts";
 
 /** Dead letters: events a consumer gave up on; the operator retries or discards each. */
 export function deadLetterPages(app: Hono<BackofficeEnv>, kit: PageKit) {
@@ -10,18 +10,18 @@ export function deadLetterPages(app: Hono<BackofficeEnv>, kit: PageKit) {
     const c1 = kit.ctx(c, "dead-letters");
     const all = c.req.query("all") === "1";
     const res = await kit.admin("GET", `/dead-letters${all ? "" : "?status=open"}`);
-    if (res.status >= 300) return c.html(layout("Dead letters", { ...c1, error: errorText(res) }, h``));
+    if (res.status >= 300) return c.html(layout("Dead letters", { ...c1, error: errorText(res) }, html``));
     const items = (res.json?.dead_letters ?? []) as DeadLetterItem[];
     const toggle = all
-      ? h`<p><a href="/backoffice/dead-letters">Show only the open ones</a></p>`
-      : h`<p><a href="/backoffice/dead-letters?all=1">Show the retried and discarded ones too</a></p>`;
+      ? html`<p><a href="/backoffice/dead-letters">Show only the open ones</a></p>`
+      : html`<p><a href="/backoffice/dead-letters?all=1">Show the retried and discarded ones too</a></p>`;
     return c.html(
       layout(
         "Dead letters",
         c1,
-        h`${toggle}${
+        html`${toggle}${
           items.length === 0
-            ? h`<section><p>${all ? "No dead letters." : "No event is waiting for an operator."}</p></section>`
+            ? html`<section><p>${all ? "No dead letters." : "No event is waiting for an operator."}</p></section>`
             : items.map((item) => deadLetterCard(item, c1.csrf))
         }`,
       ),
@@ -61,12 +61,12 @@ interface DeadLetterItem {
   resolution_reason?: string;
 }
 
-function deadLetterCard(item: DeadLetterItem, csrf: string): Safe {
+function deadLetterCard(item: DeadLetterItem, csrf: string): Html {
   const key = `${item.service}/${item.consumer}/${item.event_id}`;
   const id = `${item.service}-${item.consumer}-${item.event_id}`;
   const row = (label: string, value: string | number | undefined) =>
-    value === undefined || value === "" ? "" : h`<div><dt>${label}</dt><dd>${String(value)}</dd></div>`;
-  return h`<section aria-labelledby="dl-${id}"><h2 id="dl-${id}">${item.subject} <small>(${item.status})</small></h2>
+    value === undefined || value === "" ? "" : html`<div><dt>${label}</dt><dd>${String(value)}</dd></div>`;
+  return html`<section aria-labelledby="dl-${id}"><h2 id="dl-${id}">${item.subject} <small>(${item.status})</small></h2>
 <dl>
 ${row("Service", item.service)}${row("Consumer", item.consumer)}${row("Event id", item.event_id)}
 ${row("Attempts", item.attempts)}${row("First failed", item.first_failed_at)}${row("Last failed", item.last_failed_at)}
@@ -75,18 +75,18 @@ ${row("Resolved", item.resolved_at)}${row("By", item.resolved_by)}${row("Reason"
 <h3>Last error</h3><pre>${item.error}</pre>
 ${
   item.status === "open"
-    ? h`<div class="cols">
+    ? html`<div class="cols">
 ${postForm(
   `/backoffice/dead-letters/${key}/retry`,
   csrf,
-  h`<h3>Retry</h3><p>Applies the event again, once, with its consumer's handler. Fix the cause first.</p>
+  html`<h3>Retry</h3><p>Applies the event again, once, with its consumer's handler. Fix the cause first.</p>
 ${field(`retry-operator-${id}`, "Operator", { name: "operator", required: true })}
 <button type="submit">Retry</button>`,
 )}
 ${postForm(
   `/backoffice/dead-letters/${key}/discard`,
   csrf,
-  h`<h3>Discard</h3><p>Leaves the event unapplied for good.</p>
+  html`<h3>Discard</h3><p>Leaves the event unapplied for good.</p>
 <label for="discard-reason-${id}">Reason</label><textarea id="discard-reason-${id}" name="reason" required></textarea>
 ${field(`discard-operator-${id}`, "Operator", { name: "operator", required: true })}
 <button type="submit">Discard</button>`,

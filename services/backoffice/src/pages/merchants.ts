@@ -1,5 +1,5 @@
-import { h } from "@gw/html";
 import type { Hono } from "hono";
+import { html } from "hono/html";
 import { type BackofficeEnv, errorText, type PageKit, UUID, withMessage } from "../page-kit.ts";
 import { field, layout, postForm } from "../views.ts";
 
@@ -29,7 +29,7 @@ export function merchantPages(app: Hono<BackofficeEnv>, kit: PageKit) {
     if (cursor && UUID.test(cursor)) params.set("cursor", cursor);
     const res = await kit.admin("GET", `/merchants?${params}`);
     if (res.status >= 300)
-      return c.html(layout("Merchants and shops", { ...c1, error: errorText(res) }, h``));
+      return c.html(layout("Merchants and shops", { ...c1, error: errorText(res) }, html``));
     const ms = (res.json?.merchants ?? []) as MerchantItem[];
     const next = res.json?.next_cursor as string | null;
     const nextLink = next
@@ -37,44 +37,44 @@ export function merchantPages(app: Hono<BackofficeEnv>, kit: PageKit) {
       : undefined;
     const rows = ms.map(
       (m) =>
-        h`<tr><td>${m.name}<br><code>${m.merchant_id}</code></td><td>${m.created_at}</td><td>${
+        html`<tr><td>${m.name}<br><code>${m.merchant_id}</code></td><td>${m.created_at}</td><td>${
           m.shops.length === 0
-            ? h`<span class="muted">no shop yet</span>`
-            : m.shops.map((s) => h`<a href="/backoffice/shops/${s.shop_id}">${s.name}</a><br>`)
+            ? html`<span class="muted">no shop yet</span>`
+            : m.shops.map((s) => html`<a href="/backoffice/shops/${s.shop_id}">${s.name}</a><br>`)
         }</td></tr>`,
     );
-    const body = h`<section aria-labelledby="find"><h2 id="find">Find</h2>
+    const body = html`<section aria-labelledby="find"><h2 id="find">Find</h2>
 <form method="get" action="/backoffice" role="search">
 ${field("q", "Merchant or shop: name or id", { value: q })}
-<button type="submit">Search</button>${q ? h` <a href="/backoffice">Show all</a>` : ""}
+<button type="submit">Search</button>${q ? html` <a href="/backoffice">Show all</a>` : ""}
 </form>
 </section>
 <div class="cols">
 <section aria-labelledby="new-merchant"><h2 id="new-merchant">New merchant</h2>
-${postForm("/backoffice/merchants", c1.csrf, h`${field("merchant_name", "Merchant name", { required: true })}<button type="submit">Create merchant</button>`)}
+${postForm("/backoffice/merchants", c1.csrf, html`${field("merchant_name", "Merchant name", { required: true })}<button type="submit">Create merchant</button>`)}
 </section>
 <section aria-labelledby="new-shop"><h2 id="new-shop">New shop</h2>
 ${
   ms.length === 0
-    ? h`<p class="muted">Create a merchant first, or search for one.</p>`
+    ? html`<p class="muted">Create a merchant first, or search for one.</p>`
     : postForm(
         "/backoffice/shops",
         c1.csrf,
-        h`<label for="merchant_id">Merchant</label><select id="merchant_id" name="merchant_id">${ms.map(
-          (m) => h`<option value="${m.merchant_id}">${m.name}</option>`,
+        html`<label for="merchant_id">Merchant</label><select id="merchant_id" name="merchant_id">${ms.map(
+          (m) => html`<option value="${m.merchant_id}">${m.name}</option>`,
         )}</select>${field("shop_name", "Shop name", { required: true })}<button type="submit">Create shop</button>`,
       )
 }
 </section>
 </div>
-<section aria-labelledby="list"><h2 id="list">Merchants${q ? h` matching “${q}”` : ""}, newest first</h2>
+<section aria-labelledby="list"><h2 id="list">Merchants${q ? html` matching “${q}”` : ""}, newest first</h2>
 ${
   ms.length === 0
-    ? h`<p>${q ? "No merchant or shop matches." : "No merchant yet."}</p>`
-    : h`<table><thead><tr><th scope="col">Merchant</th><th scope="col">Created</th><th scope="col">Shops</th></tr></thead><tbody>${rows}</tbody></table>`
+    ? html`<p>${q ? "No merchant or shop matches." : "No merchant yet."}</p>`
+    : html`<table><thead><tr><th scope="col">Merchant</th><th scope="col">Created</th><th scope="col">Shops</th></tr></thead><tbody>${rows}</tbody></table>`
 }
-<nav aria-label="Pages">${cursor ? h`<a href="/backoffice${q ? h`?q=${encodeURIComponent(q)}` : ""}">First page</a> ` : ""}${
-      nextLink ? h`<a href="${nextLink}" rel="next">Older merchants</a>` : ""
+<nav aria-label="Pages">${cursor ? html`<a href="/backoffice${q ? html`?q=${encodeURIComponent(q)}` : ""}">First page</a> ` : ""}${
+      nextLink ? html`<a href="${nextLink}" rel="next">Older merchants</a>` : ""
     }</nav>
 </section>`;
     return c.html(layout("Merchants and shops", c1, body));

@@ -1,7 +1,7 @@
-import { h, type Safe } from "@gw/html";
 import type { Hono } from "hono";
+import { html } from "hono/html";
 import { type BackofficeEnv, errorText, type PageKit, UUID } from "../page-kit.ts";
-import { field, layout, postForm } from "../views.ts";
+import { field, type Html, layout, postForm } from "../views.ts";
 
 /** One operation of `GET /admin/v1/operations/search`. */
 interface Found {
@@ -38,17 +38,17 @@ interface Found {
 }
 
 const row = (label: string, value: string | null | undefined) =>
-  value ? h`<div><dt>${label}</dt><dd>${value}</dd></div>` : "";
+  value ? html`<div><dt>${label}</dt><dd>${value}</dd></div>` : "";
 
-const table = (label: string, head: string[], rows: Safe[], empty: string) =>
+const table = (label: string, head: string[], rows: Html[], empty: string) =>
   rows.length === 0
-    ? h`<p class="muted">${empty}</p>`
-    : h`<table aria-label="${label}"><thead><tr>${head.map((c) => h`<th scope="col">${c}</th>`)}</tr></thead><tbody>${rows}</tbody></table>`;
+    ? html`<p class="muted">${empty}</p>`
+    : html`<table aria-label="${label}"><thead><tr>${head.map((c) => html`<th scope="col">${c}</th>`)}</tr></thead><tbody>${rows}</tbody></table>`;
 
-function operationCard(f: Found, csrf: string): Safe {
+function operationCard(f: Found, csrf: string): Html {
   const op = f.operation;
   const id = op.operation_id ?? "";
-  return h`<section aria-labelledby="op-${id}"><h2 id="op-${id}">${op.type === "payout" ? "Payout" : "Payment"} <code>${id}</code> · ${op.status}</h2>
+  return html`<section aria-labelledby="op-${id}"><h2 id="op-${id}">${op.type === "payout" ? "Payout" : "Payment"} <code>${id}</code> · ${op.status}</h2>
 <div class="cols">
 <dl>
 ${row("Merchant operation id", op.merchant_operation_id)}${row("Status", op.status)}${row("Method", op.method)}
@@ -58,7 +58,7 @@ ${row("Provider", f.provider)}${row("Manual check", op.manual_check_reason)}${ro
 ${row("Created", op.created_at)}${row("Updated", op.updated_at)}
 </dl>
 <dl>
-${h`<div><dt>Shop</dt><dd><a href="/backoffice/shops/${f.shop_id}">${f.shop_id}</a></dd></div>`}
+${html`<div><dt>Shop</dt><dd><a href="/backoffice/shops/${f.shop_id}">${f.shop_id}</a></dd></div>`}
 ${row("Merchant", f.merchant_id)}${row("Requisites", op.number ? `${op.number} ${op.name ?? ""}` : undefined)}
 ${row("Bank", op.bankname)}
 </dl>
@@ -69,7 +69,7 @@ ${table(
   ["Provider", "Provider's id", "Amount", "Completed", "Receipt"],
   f.legs.map(
     (l) =>
-      h`<tr><td>${l.provider}</td><td class="mono">${l.provider_leg_id}</td><td class="mono">${l.amount}</td><td>${l.completed_at}</td><td class="mono">${l.receipt_id ?? "—"}</td></tr>`,
+      html`<tr><td>${l.provider}</td><td class="mono">${l.provider_leg_id}</td><td class="mono">${l.amount}</td><td>${l.completed_at}</td><td class="mono">${l.receipt_id ?? "—"}</td></tr>`,
   ),
   "No completed leg.",
 )}
@@ -79,7 +79,7 @@ ${table(
   ["Receipt", "Amount", "Completed"],
   f.receipts.map(
     (r) =>
-      h`<tr><td class="mono">${r.id}</td><td class="mono">${r.amount}</td><td>${r.completed_at}</td></tr>`,
+      html`<tr><td class="mono">${r.id}</td><td class="mono">${r.amount}</td><td>${r.completed_at}</td></tr>`,
   ),
   "No receipt.",
 )}
@@ -89,8 +89,8 @@ ${table(
   ["Fact", "Kind", "Provider", "Amount", "Status"],
   f.provider_facts.map(
     (p) =>
-      h`<tr><td class="mono">${p.id}</td><td>${p.kind}</td><td>${p.provider}</td><td class="mono">${p.amount ?? "unknown"} ${p.currency ?? ""}</td><td>${
-        p.status === "open" ? h`<a href="/backoffice/provider-facts">open</a>` : p.status
+      html`<tr><td class="mono">${p.id}</td><td>${p.kind}</td><td>${p.provider}</td><td class="mono">${p.amount ?? "unknown"} ${p.currency ?? ""}</td><td>${
+        p.status === "open" ? html`<a href="/backoffice/provider-facts">open</a>` : p.status
       }</td></tr>`,
   ),
   "No provider fact.",
@@ -101,10 +101,10 @@ ${table(
   ["Event", "Status", "Attempts", "Last answer", "Created", "Action"],
   f.webhook_deliveries.map(
     (d) =>
-      h`<tr><td>${d.event_type}</td><td>${d.status}</td><td>${d.attempts}</td><td>${d.last_status_code ?? ""} ${d.last_error ?? ""}</td><td>${d.created_at}</td><td>${postForm(
+      html`<tr><td>${d.event_type}</td><td>${d.status}</td><td>${d.attempts}</td><td>${d.last_status_code ?? ""} ${d.last_error ?? ""}</td><td>${d.created_at}</td><td>${postForm(
         `/backoffice/shops/${f.shop_id}/deliveries/${d.event_id}/redeliver`,
         csrf,
-        h`<button type="submit" class="secondary" aria-label="Redeliver ${d.event_type}">Redeliver</button>`,
+        html`<button type="submit" class="secondary" aria-label="Redeliver ${d.event_type}">Redeliver</button>`,
       )}</td></tr>`,
   ),
   "No webhook delivery.",
@@ -121,7 +121,7 @@ export function operationPages(app: Hono<BackofficeEnv>, kit: PageKit) {
   app.get("/operations", async (c) => {
     const c1 = kit.ctx(c, "operations");
     const q = (c.req.query("q") ?? "").trim();
-    const form = h`<section aria-labelledby="find-op"><h2 id="find-op">Find an operation</h2>
+    const form = html`<section aria-labelledby="find-op"><h2 id="find-op">Find an operation</h2>
 <form method="get" action="/backoffice/operations" role="search">
 ${field("q", "Operation id or merchant operation id", { value: q, required: true })}
 <button type="submit">Find</button>
@@ -139,7 +139,7 @@ ${field("q", "Operation id or merchant operation id", { value: q, required: true
       for (const f of (res.json?.operations ?? []) as Found[])
         if (!found.some((x) => x.operation.operation_id === f.operation.operation_id)) found.push(f);
     }
-    const body = h`${form}
+    const body = html`${form}
 <p role="status">${found.length === 0 ? `No operation has the id “${q}”.` : `${found.length} found.`}</p>
 ${found.map((f) => operationCard(f, c1.csrf))}`;
     return c.html(layout("Find an operation", c1, body));

@@ -1,4 +1,3 @@
-import { Safe } from "@gw/html";
 import type { Hono } from "hono";
 import { html } from "hono/html";
 import type { BackofficeEnv, PageKit } from "../page-kit.ts";
@@ -60,20 +59,20 @@ function queueTable(items: QueuedPayout[]) {
 /**
  * The operator queue of payouts (`/backoffice/payouts/operator-queue`): a read-only list,
  * each row linking to the operation's page. Registered behind the session checks. Built
- * with hono/html; `layout` still takes @gw/html's `Safe`, hence the one wrap.
+ * with hono/html.
  */
 export function operatorQueuePages(app: Hono<BackofficeEnv>, kit: PageKit) {
   app.get("/payouts/operator-queue", async (c) => {
     const c1 = kit.ctx(c, "operator-queue");
     const res = await kit.admin("GET", "/payouts/operator-queue?limit=500");
     if (res.status >= 300)
-      return c.html(layout(TITLE, { ...c1, error: `the request failed (${res.status})` }, new Safe("")));
+      return c.html(layout(TITLE, { ...c1, error: `the request failed (${res.status})` }, html``));
     const items = (res.json?.payouts ?? []) as QueuedPayout[];
-    const body = await html`<section>${HOW}</section>${
+    const body = html`<section>${HOW}</section>${
       items.length === 0
         ? html`<section><p>No payout is waiting for a decision.</p></section>`
         : queueTable(items)
     }`;
-    return c.html(layout(TITLE, c1, new Safe(body.toString())));
+    return c.html(layout(TITLE, c1, body));
   });
 }

@@ -1,7 +1,7 @@
-import { h, type Safe } from "@gw/html";
 import type { Hono } from "hono";
+import { html } from "hono/html";
 import { type BackofficeEnv, type PageKit, UUID } from "../page-kit.ts";
-import { field, layout, postForm } from "../views.ts";
+import { field, type Html, layout, postForm } from "../views.ts";
 
 /** One provider fact as `GET /admin/v1/provider-facts` lists it. */
 interface FactItem {
@@ -34,10 +34,10 @@ const DONE_TEXT: Record<string, string> = {
   write_off: "Written off as the gateway's loss.",
 };
 
-function factCard(f: FactItem, csrf: string): Safe {
+function factCard(f: FactItem, csrf: string): Html {
   const row = (label: string, value: string | null) =>
-    h`<tr><th scope="row">${label}</th><td>${value ?? h`<span class="muted">unknown</span>`}</td></tr>`;
-  return h`<section aria-labelledby="fact-${f.id}"><h2 id="fact-${f.id}">${f.amount ?? "Amount unknown"} ${f.currency ?? "(currency unknown)"} · ${f.provider}</h2>
+    html`<tr><th scope="row">${label}</th><td>${value ?? html`<span class="muted">unknown</span>`}</td></tr>`;
+  return html`<section aria-labelledby="fact-${f.id}"><h2 id="fact-${f.id}">${f.amount ?? "Amount unknown"} ${f.currency ?? "(currency unknown)"} · ${f.provider}</h2>
 <p>${KIND_TEXT[f.kind] ?? f.kind}; money that ${f.direction === "payout" ? "went out" : "came in"}. Booked on the suspense account until resolved; the operation keeps its status.</p>
 <table><tbody>
 ${row("Fact", f.id)}${row("Operation", f.operation_id)}${row("Shop", f.shop_id)}
@@ -45,16 +45,16 @@ ${row("Provider reported", f.provider_status)}${row("Recorded", f.created_at)}
 </tbody></table>
 ${
   f.status === "resolved" && f.resolution
-    ? h`<p class="notice">Resolved: ${f.resolution.action} at ${f.resolution.resolved_at} (${f.resolution.reason}).</p>`
+    ? html`<p class="notice">Resolved: ${f.resolution.action} at ${f.resolution.resolved_at} (${f.resolution.reason}).</p>`
     : postForm(
         `/backoffice/provider-facts/${f.id}`,
         csrf,
-        h`<fieldset><legend>Resolution</legend>
+        html`<fieldset><legend>Resolution</legend>
 ${
   f.direction === "payout"
-    ? h`<label class="inline"><input type="radio" name="action" value="debit_shop" checked> Charge the shop (plus payout commission)</label>
+    ? html`<label class="inline"><input type="radio" name="action" value="debit_shop" checked> Charge the shop (plus payout commission)</label>
 <label class="inline"><input type="radio" name="action" value="write_off"> Write off as the gateway's loss</label>`
-    : h`<label class="inline"><input type="radio" name="action" value="credit_shop" checked> Credit the shop (less commission)</label>
+    : html`<label class="inline"><input type="radio" name="action" value="credit_shop" checked> Credit the shop (less commission)</label>
 <label class="inline"><input type="radio" name="action" value="return_to_payer"> Return to the payer</label>`
 }</fieldset>
 <label for="reason-${f.id}">Reason</label><textarea id="reason-${f.id}" name="reason" required></textarea>
@@ -75,15 +75,15 @@ export function providerFactPages(app: Hono<BackofficeEnv>, deps: PageKit) {
     const c1 = deps.ctx(c, "facts");
     const res = await deps.admin("GET", "/provider-facts?limit=200");
     if (res.status >= 300)
-      return c.html(layout("Provider facts", { ...c1, error: `the request failed (${res.status})` }, h``));
+      return c.html(layout("Provider facts", { ...c1, error: `the request failed (${res.status})` }, html``));
     const items = (res.json?.provider_facts ?? []) as FactItem[];
     return c.html(
       layout(
         "Provider facts",
         c1,
         items.length === 0
-          ? h`<section><p>No money moved that the gateway did not expect.</p></section>`
-          : h`${items.map((f) => factCard(f, c1.csrf))}`,
+          ? html`<section><p>No money moved that the gateway did not expect.</p></section>`
+          : html`${items.map((f) => factCard(f, c1.csrf))}`,
       ),
     );
   });

@@ -1,8 +1,8 @@
-import { h, type Safe } from "@gw/html";
 import type { Hono } from "hono";
+import { html } from "hono/html";
 import type { AdminClient } from "../admin-client.ts";
 import { type BackofficeEnv, errorText, type PageKit, UUID } from "../page-kit.ts";
-import { field, layout, postForm } from "../views.ts";
+import { field, type Html, layout, postForm } from "../views.ts";
 
 /** The manual-check queue: the receipt beside the requisites the payer was shown. */
 export function reviewPages(app: Hono<BackofficeEnv>, kit: PageKit, admin: AdminClient) {
@@ -13,7 +13,7 @@ export function reviewPages(app: Hono<BackofficeEnv>, kit: PageKit, admin: Admin
       "GET",
       `/manual-checks?limit=50${shopId && UUID.test(shopId) ? `&shop_id=${shopId}` : ""}`,
     );
-    if (res.status >= 300) return c.html(layout("Manual checks", { ...c1, error: errorText(res) }, h``));
+    if (res.status >= 300) return c.html(layout("Manual checks", { ...c1, error: errorText(res) }, html``));
     const items = (res.json?.items ?? []) as ManualCheckItem[];
     if (items.some((i) => i.receipt_id)) c.set("frames", true);
     const cards = items.map((item) => reviewCard(item, c1.csrf));
@@ -21,7 +21,9 @@ export function reviewPages(app: Hono<BackofficeEnv>, kit: PageKit, admin: Admin
       layout(
         "Manual checks",
         c1,
-        items.length === 0 ? h`<section><p>No payment is waiting for a decision.</p></section>` : h`${cards}`,
+        items.length === 0
+          ? html`<section><p>No payment is waiting for a decision.</p></section>`
+          : html`${cards}`,
       ),
     );
   });
@@ -90,13 +92,13 @@ interface ManualCheckItem {
   };
 }
 
-function reviewCard(item: ManualCheckItem, csrf: string): Safe {
+function reviewCard(item: ManualCheckItem, csrf: string): Html {
   const review = item.review;
   const op = item.operation;
   const id = op.operation_id ?? "";
   const row = (label: string, value: string | undefined) =>
-    value ? h`<div><dt>${label}</dt><dd>${value}</dd></div>` : "";
-  return h`<section aria-labelledby="mc-${id}"><h2 id="mc-${id}">Payment <code>${id}</code></h2>
+    value ? html`<div><dt>${label}</dt><dd>${value}</dd></div>` : "";
+  return html`<section aria-labelledby="mc-${id}"><h2 id="mc-${id}">Payment <code>${id}</code></h2>
 <div class="cols">
 <div><h3>Requisites shown to the payer</h3><dl>
 ${row("Expected amount", `${op.expected_amount} ${op.currency}`)}${row("Method", op.method)}
@@ -105,15 +107,15 @@ ${row("Reason", op.manual_check_reason)}${row("Created", op.created_at)}${row("S
 </dl></div>
 <div><h3>Receipt</h3><dl>
 ${row("Receipt", item.receipt_id ?? "none")}
-${review ? h`${row("Amount on the receipt", review.actual_amount ?? undefined)}${row("Layout", review.layout ?? undefined)}${row("Transaction id", review.transaction_id ?? undefined)}${row("Submitted", review.submitted_at)}${row("SHA-256", review.sha256)}` : ""}
+${review ? html`${row("Amount on the receipt", review.actual_amount ?? undefined)}${row("Layout", review.layout ?? undefined)}${row("Transaction id", review.transaction_id ?? undefined)}${row("Submitted", review.submitted_at)}${row("SHA-256", review.sha256)}` : ""}
 </dl>
 <h4>Findings</h4>
-<ul>${item.findings.map((f) => h`<li><strong>${f.check}</strong> (${f.outcome}): ${f.detail}</li>`)}</ul>
+<ul>${item.findings.map((f) => html`<li><strong>${f.check}</strong> (${f.outcome}): ${f.detail}</li>`)}</ul>
 </div>
 </div>
 ${
   item.receipt_id
-    ? h`<h3>The receipt file</h3>
+    ? html`<h3>The receipt file</h3>
 <iframe class="receipt" src="/backoffice/reviews/${id}/receipt" title="Receipt of payment ${id}"></iframe>
 <p><a href="/backoffice/reviews/${id}/receipt" target="_blank" rel="noopener">Open the receipt in a new tab</a></p>`
     : ""
@@ -121,7 +123,7 @@ ${
 ${postForm(
   `/backoffice/reviews/${id}`,
   csrf,
-  h`<fieldset><legend>Decision</legend>
+  html`<fieldset><legend>Decision</legend>
 <label class="inline"><input type="radio" name="decision" value="approve" checked> Approve</label>
 <label class="inline"><input type="radio" name="decision" value="reject"> Reject</label></fieldset>
 ${field(`amount-${id}`, "Amount that arrived (with approve)", { name: "amount", value: review?.actual_amount ?? op.expected_amount })}

@@ -1,6 +1,6 @@
-import { h } from "@gw/html";
 import { CURRENCIES, METHODS } from "@gw/money";
 import type { Hono } from "hono";
+import { html } from "hono/html";
 import {
   type BackofficeEnv,
   type BoContext,
@@ -53,80 +53,80 @@ export function shopPages(app: Hono<BackofficeEnv>, kit: PageKit) {
     const settings = settingsRes.json ?? {};
     const keyRows = ((keysRes.json?.api_keys ?? []) as Record<string, string | null>[]).map(
       (k) =>
-        h`<tr><td><code>${k.prefix}…</code></td><td>${k.created_at}</td><td>${k.revoked_at ?? "active"}</td><td>${
+        html`<tr><td><code>${k.prefix}…</code></td><td>${k.created_at}</td><td>${k.revoked_at ?? "active"}</td><td>${
           k.revoked_at
             ? ""
             : postForm(
                 `${base}/keys/${k.key_id}/revoke`,
                 c1.csrf,
-                h`<button type="submit" class="danger" aria-label="Revoke key ${k.prefix}">Revoke</button>`,
+                html`<button type="submit" class="danger" aria-label="Revoke key ${k.prefix}">Revoke</button>`,
               )
         }</td></tr>`,
     );
     const balanceRows = ((balancesRes.json?.balances ?? []) as Record<string, string>[]).map(
       (b) =>
-        h`<tr><td>${b.currency}</td><td class="mono">${b.balance}</td><td class="mono">${b.reserved}</td><td class="mono">${b.current_minus}</td></tr>`,
+        html`<tr><td>${b.currency}</td><td class="mono">${b.balance}</td><td class="mono">${b.reserved}</td><td class="mono">${b.current_minus}</td></tr>`,
     );
     const deliveryRows = (
       (deliveriesRes.json?.deliveries ?? []) as Record<string, string | number | null>[]
     ).map(
       (d) =>
-        h`<tr><td>${d.event_type}<br><code>${d.operation_id}</code></td><td>${d.status}</td><td>${d.attempts}</td><td>${
+        html`<tr><td>${d.event_type}<br><code>${d.operation_id}</code></td><td>${d.status}</td><td>${d.attempts}</td><td>${
           d.last_status_code ?? ""
         } ${d.last_error ?? ""}</td><td>${d.created_at}</td><td>${postForm(
           `${base}/deliveries/${d.event_id}/redeliver`,
           c1.csrf,
-          h`<button type="submit" class="secondary" aria-label="Redeliver ${d.event_type} of ${d.operation_id}">Redeliver</button>`,
+          html`<button type="submit" class="secondary" aria-label="Redeliver ${d.event_type} of ${d.operation_id}">Redeliver</button>`,
         )}</td></tr>`,
     );
     const tierFields = (direction: "payin" | "payout") => {
       const t = pricing0?.[direction][0];
-      return h`<fieldset><legend>${direction}</legend>
+      return html`<fieldset><legend>${direction}</legend>
 ${field(`${direction}_min`, "Min amount", { value: t?.min_amount ?? "0.01" })}${field(`${direction}_max`, "Max amount", { value: t?.max_amount ?? "10000000.00" })}
 ${field(`${direction}_percent`, "Percent", { value: t?.percent ?? (direction === "payin" ? "2.5" : "1") })}${field(`${direction}_fixed`, "Fixed", { value: t?.fixed ?? "0" })}</fieldset>`;
     };
     const routeTable =
       routesRes.status >= 300
-        ? h`<p class="alert">${errorText(routesRes)}</p>`
+        ? html`<p class="alert">${errorText(routesRes)}</p>`
         : currentRoutes.length === 0
-          ? h`<p class="muted">No route yet.</p>`
-          : h`<table aria-label="Current routes"><thead><tr><th scope="col">Method</th><th scope="col">Payin</th><th scope="col">Payout</th><th scope="col">Settles in</th></tr></thead><tbody>${currentRoutes.map(
+          ? html`<p class="muted">No route yet.</p>`
+          : html`<table aria-label="Current routes"><thead><tr><th scope="col">Method</th><th scope="col">Payin</th><th scope="col">Payout</th><th scope="col">Settles in</th></tr></thead><tbody>${currentRoutes.map(
               (r) =>
-                h`<tr><td>${r.method}</td><td>${r.payin.join(", ") || "—"}</td><td>${r.payout.join(", ") || "—"}</td><td>${r.settlement_currency}</td></tr>`,
+                html`<tr><td>${r.method}</td><td>${r.payin.join(", ") || "—"}</td><td>${r.payout.join(", ") || "—"}</td><td>${r.settlement_currency}</td></tr>`,
             )}</tbody></table>`;
     const tierText = (tiers: PricingItem["payin"]) =>
       tiers.length === 0
         ? "—"
-        : tiers.map((t) => h`${t.percent}% + ${t.fixed} (${t.min_amount}–${t.max_amount})<br>`);
+        : tiers.map((t) => html`${t.percent}% + ${t.fixed} (${t.min_amount}–${t.max_amount})<br>`);
     const pricingTable =
       pricingRes.status >= 300
-        ? h`<p class="alert">${errorText(pricingRes)}</p>`
+        ? html`<p class="alert">${errorText(pricingRes)}</p>`
         : currentPricing.length === 0
-          ? h`<p class="muted">No pricing yet.</p>`
-          : h`<table aria-label="Current pricing"><thead><tr><th scope="col">Method</th><th scope="col">Payin</th><th scope="col">Payout</th></tr></thead><tbody>${currentPricing.map(
+          ? html`<p class="muted">No pricing yet.</p>`
+          : html`<table aria-label="Current pricing"><thead><tr><th scope="col">Method</th><th scope="col">Payin</th><th scope="col">Payout</th></tr></thead><tbody>${currentPricing.map(
               (p) =>
-                h`<tr><td>${p.method}</td><td class="mono">${tierText(p.payin)}</td><td class="mono">${tierText(p.payout)}</td></tr>`,
+                html`<tr><td>${p.method}</td><td class="mono">${tierText(p.payin)}</td><td class="mono">${tierText(p.payout)}</td></tr>`,
             )}</tbody></table>`;
-    const body = h`${
+    const body = html`${
       issued
-        ? h`<div class="secret" role="status"><p><strong>${issued.what === "key" ? "New API key." : "Webhook signing secret."}</strong> Copy it now: it is shown only once${
+        ? html`<div class="secret" role="status"><p><strong>${issued.what === "key" ? "New API key." : "Webhook signing secret."}</strong> Copy it now: it is shown only once${
             issued.what === "key" ? " and only its hash is kept" : ""
           }.</p>
 <p><code id="new-${issued.what}">${issued.value}</code> <button type="button" data-copy="new-${issued.what}" hidden>Copy</button></p></div>`
         : ""
     }
-<p class="muted">Shop <code>${shopId}</code>${shop ? h` · ${shop.name} · merchant ${shop.merchant_name}` : ""} · <a href="/backoffice/reviews?shop_id=${shopId}">manual checks of this shop</a></p>
+<p class="muted">Shop <code>${shopId}</code>${shop ? html` · ${shop.name} · merchant ${shop.merchant_name}` : ""} · <a href="/backoffice/reviews?shop_id=${shopId}">manual checks of this shop</a></p>
 <section aria-labelledby="keys"><h2 id="keys">API keys</h2>
 <table><thead><tr><th scope="col">Key</th><th scope="col">Issued</th><th scope="col">Revoked</th><th scope="col"><span class="muted">Action</span></th></tr></thead><tbody>${keyRows}</tbody></table>
-${postForm(`${base}/keys`, c1.csrf, h`<button type="submit">Issue a new key</button>`)}
+${postForm(`${base}/keys`, c1.csrf, html`<button type="submit">Issue a new key</button>`)}
 </section>
 <div class="cols">
 <section aria-labelledby="settings"><h2 id="settings">Settings</h2>
 ${postForm(
   `${base}/settings`,
   c1.csrf,
-  h`<label class="inline"><input type="checkbox" name="hosted_page_enabled" value="on"${settings.hosted_page_enabled ? h` checked` : ""}> Hosted payment page</label>
-<label class="inline"><input type="checkbox" name="flexible_link_enabled" value="on"${settings.flexible_link_enabled ? h` checked` : ""}> Flexible links</label>
+  html`<label class="inline"><input type="checkbox" name="hosted_page_enabled" value="on"${settings.hosted_page_enabled ? html` checked` : ""}> Hosted payment page</label>
+<label class="inline"><input type="checkbox" name="flexible_link_enabled" value="on"${settings.flexible_link_enabled ? html` checked` : ""}> Flexible links</label>
 ${select("flexible_picker", "Flexible picker", ["amount", "ranges"], settings.flexible_picker)}
 ${field("webhook_url", "Webhook URL", { type: "url", value: settings.webhook_url })}
 ${field("display_name", "Name shown to payers", { value: settings.display_name })}
@@ -137,8 +137,8 @@ ${field("return_url", "Return link on the payer's page", { type: "url", value: s
 <section aria-labelledby="balances"><h2 id="balances">Balances</h2>
 ${
   balancesRes.status >= 300
-    ? h`<p class="alert">${errorText(balancesRes)}</p>`
-    : h`<table><thead><tr><th scope="col">Currency</th><th scope="col">Balance</th><th scope="col">Reserved</th><th scope="col">Current minus</th></tr></thead><tbody>${balanceRows}</tbody></table>`
+    ? html`<p class="alert">${errorText(balancesRes)}</p>`
+    : html`<table><thead><tr><th scope="col">Currency</th><th scope="col">Balance</th><th scope="col">Reserved</th><th scope="col">Current minus</th></tr></thead><tbody>${balanceRows}</tbody></table>`
 }
 </section>
 <section aria-labelledby="routes"><h2 id="routes">Route</h2>
@@ -146,7 +146,7 @@ ${routeTable}
 ${postForm(
   `${base}/routes`,
   c1.csrf,
-  h`${select("route_method", "Method", METHOD_NAMES, route0?.method)}
+  html`${select("route_method", "Method", METHOD_NAMES, route0?.method)}
 ${field("payin", "Payin providers, in order (comma-separated)", { placeholder: "sandbox, self_matching", value: route0?.payin.join(", ") })}
 ${field("payout", "Payout providers, in order (comma-separated)", { value: route0?.payout.join(", ") })}
 ${select("settlement_currency", "Settlement currency", CURRENCY_NAMES, route0?.settlement_currency ?? "RUB")}
@@ -158,17 +158,17 @@ ${pricingTable}
 ${postForm(
   `${base}/pricing`,
   c1.csrf,
-  h`${select("pricing_method", "Method", METHOD_NAMES, pricing0?.method)}${tierFields("payin")}${tierFields("payout")}<button type="submit">Save pricing</button>`,
+  html`${select("pricing_method", "Method", METHOD_NAMES, pricing0?.method)}${tierFields("payin")}${tierFields("payout")}<button type="submit">Save pricing</button>`,
 )}
 </section>
 </div>
 <section aria-labelledby="deliveries"><h2 id="deliveries">Webhook deliveries</h2>
 ${
   deliveriesRes.status >= 300
-    ? h`<p class="alert">${errorText(deliveriesRes)}</p>`
+    ? html`<p class="alert">${errorText(deliveriesRes)}</p>`
     : deliveryRows.length === 0
-      ? h`<p class="muted">No delivery yet.</p>`
-      : h`<table><thead><tr><th scope="col">Event</th><th scope="col">Status</th><th scope="col">Attempts</th><th scope="col">Last answer</th><th scope="col">Created</th><th scope="col"><span class="muted">Action</span></th></tr></thead><tbody>${deliveryRows}</tbody></table>`
+      ? html`<p class="muted">No delivery yet.</p>`
+      : html`<table><thead><tr><th scope="col">Event</th><th scope="col">Status</th><th scope="col">Attempts</th><th scope="col">Last answer</th><th scope="col">Created</th><th scope="col"><span class="muted">Action</span></th></tr></thead><tbody>${deliveryRows}</tbody></table>`
 }
 </section>`;
     return c.html(layout(shop ? `Shop ${shop.name}` : "Shop", c1, body));
