@@ -10,7 +10,7 @@ import type {
 } from "./connectors/connector.ts";
 import { SELF_MATCHING } from "./connectors/pool-provider.ts";
 import type { CreateDeps } from "./create-deps.ts";
-import { type CascadeAnswer, nextAction } from "./domain/cascade.ts";
+import { type CascadeAnswer, NOT_FOUND_PATIENCE, nextAction } from "./domain/cascade.ts";
 import type { EventStatements } from "./events.ts";
 import type { Fact } from "./lifecycle/apply.ts";
 import { DependencyUnavailableError, NoProviderAcceptedError } from "./lifecycle/errors.ts";
@@ -83,7 +83,11 @@ export async function route(
   const answers = new Map<string, CascadeAnswer[]>();
   // Definite noes of earlier drivers (declines, confirmed withdrawals, payins passed over).
   for (const name of row.routing_passed) answers.set(name, ["declined"]);
-  // Taken over (see `drive`): the provider the previous driver could not settle comes first.
+  // Taken over (see `drive`): the provider the previous driver could not settle comes first;
+  // a whole budget has passed since the create was sent, so one more `not_found` is enough
+  // patience before its withdrawal is asked (a pass shorter than the five answers' backoff
+  // would otherwise never ask it).
+  const takenOver = row.routing_unresolved !== null;
   if (row.routing_unresolved !== null) answers.set(row.routing_unresolved, ["unknown"]);
   /** What a provider found holding the operation answered (the create's, or `takenBy`). */
   const holds = new Map<string, Accepted>();
@@ -95,6 +99,7 @@ export async function route(
       answers,
       direction,
       budgetLeftMs: signal.aborted ? 0 : deadline - Date.now(),
+      notFoundPatience: takenOver ? 1 : NOT_FOUND_PATIENCE,
     });
     if (action.kind === "refuse") break;
     if (action.kind === "unresolved") throw unresolved();

@@ -147,6 +147,16 @@ describe("the cascade's routing decision", () => {
     });
   });
 
+  it("asks a later driver's first not_found for the withdrawal: a whole budget has passed since the create", () => {
+    const takenOver = new Map<string, CascadeAnswer[]>([["a", ["unknown", "not_found"]]]);
+    const state = { route: ["a", "b"], answers: takenOver, direction: "payout" as const, budgetLeftMs: 1 };
+    expect(nextAction(state)).toEqual({ kind: "status", provider: "a" });
+    expect(nextAction({ ...state, notFoundPatience: 1 })).toEqual({ kind: "withdraw", provider: "a" });
+    // Patience only decides when the withdrawal is asked: without a confirmed one, nobody after.
+    takenOver.set("a", ["unknown", "not_found", "unknown"]);
+    expect(nextAction({ ...state, notFoundPatience: 1 })).toEqual({ kind: "status", provider: "a" });
+  });
+
   it("moves a payout on after a confirmed withdrawal, and a payin at once after an unknown answer", () => {
     const withdrawn = new Map<string, CascadeAnswer[]>([["a", ["unknown", "not_found", "withdrawn"]]]);
     expect(

@@ -46,6 +46,12 @@ export interface CascadeState {
   direction: "payin" | "payout";
   /** What is left of the create's budget; at or below 0 nobody new is asked anything. */
   budgetLeftMs: number;
+  /**
+   * How many `not_found` answers a payout's unknown provider gets before its withdrawal is
+   * asked: `NOT_FOUND_PATIENCE` for the create that sent it; 1 for a later driver (a retry,
+   * the reconciler), for whom a whole budget has passed since the create was sent.
+   */
+  notFoundPatience?: number;
 }
 
 export type CascadeAction =
@@ -116,7 +122,8 @@ export function nextAction(state: CascadeState): CascadeAction {
         // A provider that keeps saying it has no record of the key is asked to withdraw it,
         // unless it offers no withdrawal: then only its status can ever settle it.
         const notFound = given.filter((a) => a === "not_found").length;
-        if (last === "not_found" && notFound >= NOT_FOUND_PATIENCE && !given.includes("no_withdrawal"))
+        const patience = state.notFoundPatience ?? NOT_FOUND_PATIENCE;
+        if (last === "not_found" && notFound >= patience && !given.includes("no_withdrawal"))
           return { kind: "withdraw", provider };
         return { kind: "status", provider };
       }
