@@ -44,7 +44,11 @@ describe("payments over HTTP", () => {
 
   beforeAll(async () => {
     // A short attempt timeout keeps the provider that never answers from costing 5 s.
-    stack = await startTestStack({ extraEnv: { PROVIDER_ATTEMPT_TIMEOUT_MS: "2000" } });
+    // The idempotency races below send 50 creates of one key at once: above the edge's
+    // per-key share of in-flight requests (16), which admission.test.ts covers.
+    stack = await startTestStack({
+      extraEnv: { PROVIDER_ATTEMPT_TIMEOUT_MS: "2000", MAX_IN_FLIGHT_PER_KEY: "64" },
+    });
     operator = new Operator(stack);
     const accepting = await operator.provider("acc");
     const decliner = await operator.provider("dec", { payin: { mode: "decline" } });

@@ -164,7 +164,8 @@ describe("the provider boundary of a create", () => {
     await stack.restart("operations");
 
     // The first provider becomes reachable: it never received the payout (its status is
-    // not_found), so the resolution moves on to the second provider.
+    // not_found), so its withdrawal by key is asked, and only once it confirms (a tombstone:
+    // a late create there is refused) does the resolution move on to the second provider.
     expect((await register(stack.urls.sandbox)).status).toBe(200);
     const state = await pollUntil(
       "the background resolution to route the payout",
@@ -175,7 +176,11 @@ describe("the provider boundary of a create", () => {
     );
     expect(state.json.status).toBe("pending");
     const operationId = state.json.operation_id as string;
-    expect(await received(operationId)).toEqual([next]);
+    const views = await operator.sandboxOperation(operationId);
+    expect(views.map((v) => [v.provider, v.status])).toEqual([
+      [dark, "withdrawn"],
+      [next, "pending"],
+    ]);
 
     const joined = await shop.api.payout(body);
     expect(joined.status).toBe(200);
