@@ -46,13 +46,20 @@ async function aPayment(hostedPage = true, amount = "1500.00") {
   return operation!;
 }
 
-function upload(operationId: string, file: Uint8Array, name = "receipt.pdf", json = false) {
+async function upload(operationId: string, file: Uint8Array, name = "receipt.pdf", json = false) {
   const form = new FormData();
   form.set("receipt", new File([Buffer.from(file)], name, { type: "application/pdf" }));
+  // The multipart bytes, encoded once: an in-process request over undici's own FormData
+  // stream can have that stream enqueue after it closed, an unhandled rejection outside
+  // any test (over HTTP the body arrives as the socket's bytes).
+  const encoded = new Response(form);
   return app.request(`/${operationId}/receipt?lang=en`, {
     method: "POST",
-    body: form,
-    headers: json ? { accept: "application/json" } : {},
+    body: await encoded.arrayBuffer(),
+    headers: {
+      "content-type": encoded.headers.get("content-type") ?? "",
+      ...(json ? { accept: "application/json" } : {}),
+    },
   });
 }
 
