@@ -70,7 +70,14 @@ describe("the API reference at /docs in a browser", () => {
     expect(at("webhooks")).toBeLessThan(at("Admin API"));
     expect(at("Admin API")).toBeLessThan(at("Providers and probes"));
     // The first section after the introduction is the merchant API's.
-    await page.locator("h2").filter({ hasText: "merchant API" }).first().waitFor({ timeout: 30_000 });
+    // Scalar renders the sections as they scroll into view: past the introduction's last
+    // heading, the next section is drawn.
+    const merchantSection = page.locator("h2").filter({ hasText: "merchant API" }).first();
+    for (let i = 0; i < 20 && !(await merchantSection.isVisible()); i++) {
+      await page.mouse.wheel(0, 1500);
+      await page.waitForTimeout(500);
+    }
+    await merchantSection.waitFor({ timeout: 30_000 });
     const sections = await page.evaluate(() =>
       [...document.querySelectorAll("h2")].map((h: { innerText: string }) => h.innerText.trim()),
     );
