@@ -1,7 +1,7 @@
 /**
  * The internal gRPC hop benchmark: one server process and one client process on
  * loopback, a unary grpc.health.v1 Check in a closed loop at several levels of calls
- * in flight, for each variant of HOP_VARIANTS. See docs/architecture.md, "Benchmarks".
+ * in flight, for each variant of HOP_VARIANTS. See docs/benchmarks.md.
  */
 import { type ChildProcess, fork } from "node:child_process";
 import { randomBytes } from "node:crypto";
