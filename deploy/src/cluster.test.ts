@@ -93,6 +93,7 @@ const ALERTS = [
   "GatewayProviderOutcomeUnresolved",
   "GatewayProviderFactsOpen",
   "GatewayManualCheckWaiting",
+  "GatewayPayoutAwaitingOperator",
   "GatewayWebhookFailures",
   "GatewayWebhooksRetrying",
 ];
@@ -231,7 +232,7 @@ for (const overlay of ["local", "production"] as const) {
       annotations: Record<string, string>;
     }[];
 
-    it("alerts on restarts, dead letters, outbox lag, unresolved provider outcomes, manual checks waiting and webhook failures", () => {
+    it("alerts on restarts, dead letters, outbox lag, unresolved provider outcomes, manual checks waiting, payouts awaiting an operator and webhook failures", () => {
       expect(rules.map((r) => r.alert).sort()).toEqual([...ALERTS].sort());
     });
 
