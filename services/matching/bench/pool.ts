@@ -5,7 +5,7 @@
  * admission statement as the baseline for both.
  *
  * The engine is called in process over a real Postgres pool (16 connections), without
- * the gRPC hop (see docs/architecture.md for its cost). Reads at N in flight run N
+ * the gRPC hop (see docs/benchmarks.md for its cost). Reads at N in flight run N
  * limiters, as N replicas would: one replica answers a second concurrent read with
  * UNAVAILABLE at once, which would measure refusals, not reads.
  *

@@ -100,7 +100,7 @@ export const TRANSITIONS: readonly Transition[] = [
   t("routing", "provider_accepted", "awaiting_confirmation", true, "a payment whose provider asks a receipt"),
   t("routing", "provider_accepted", "cancelled", true, "a cancel was accepted while routing"),
   t("routing", "provider_declined", "routing", false, "the cascade asks the next provider"),
-  t("routing", "provider_unknown", "routing", false, "recorded by nobody yet: today's cascade moves on"),
+  t("routing", "provider_unknown", "routing", false, "a payout's provider did not answer: it stays unresolved there"),
   t(
     "routing",
     "routing_claimed",
