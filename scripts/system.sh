@@ -133,7 +133,10 @@ ensure_nats() {
   fi
   sys_log "starting nats-server with JetStream"
   sys_run mkdir -p /var/lib/nats-server /var/log || return 1
-  sys_run start-stop-daemon --start --oknodo --background --exec "$GW_SBIN/nats-server" -- \
+  # Matched by its own pidfile, not by the executable: a nats-server of another network
+  # namespace or port (a chroot's host, a container) must not pass for this port's server.
+  sys_run start-stop-daemon --start --oknodo --background --pidfile /run/gw-nats-server.pid --make-pidfile \
+    --exec "$GW_SBIN/nats-server" -- \
     -a 127.0.0.1 -p "$GW_NATS_PORT" -js -sd /var/lib/nats-server -l /var/log/nats-server.log || return 1
   sys_wait_port "$GW_NATS_PORT" nats-server
 }

@@ -118,7 +118,11 @@ describe("./gw test's system set-up (scripts/system.sh)", () => {
     expect(run.planned.find((line) => line.includes("pg_hba.conf"))).toContain("trust");
     expect(run.planned.find((line) => line.includes("pg_ctlcluster"))).toMatch(/main start$/);
     expect(run.planned).toContain(install("nats-server"));
-    expect(run.planned.find((line) => line.includes("start-stop-daemon"))).toMatch(/ -js /);
+    const natsStart = run.planned.find((line) => line.includes("start-stop-daemon"));
+    expect(natsStart).toMatch(/ -js /);
+    // Its own pidfile: a nats-server of another namespace or port (a container's, a
+    // chroot's host) is not this port's server, so it must not make the start a no-op.
+    expect(natsStart).toMatch(/ --pidfile \/run\/gw-nats-server\.pid --make-pidfile /);
     expect(run.planned.at(-1)).toBe(install("chromium"));
   });
 
