@@ -9,21 +9,21 @@ import {
   NotCancellableError,
 } from "./lifecycle/errors.ts";
 import type { OperationRow } from "./model.ts";
-import { type ClaimRow, OperationStore } from "./repository/operations.ts";
+import { type ClaimRow, PgOperationStore } from "./repository/operations.ts";
 import { eventually, forceTransition } from "./test-support.ts";
 
 const migrationsFolder = fileURLToPath(new URL("../drizzle", import.meta.url));
 
 let database: TestDatabase;
 let sql: Sql;
-let store: OperationStore;
+let store: PgOperationStore;
 
 beforeAll(async () => {
   database = await createTestDatabase();
   const conn = connect(database.url, { max: 3 });
   sql = conn.sql;
   await migrateSchema(sql, conn.db, "operations", migrationsFolder);
-  store = new OperationStore(sql, `t${randomUUID().slice(0, 8)}`);
+  store = new PgOperationStore(sql, `t${randomUUID().slice(0, 8)}`);
 });
 
 afterAll(async () => {
@@ -87,7 +87,7 @@ async function countingStore() {
   const conn = connect(database.url, { max: 1, onStatement: (q) => statements.push(q.trim()) });
   await conn.sql`select 1`; // the connection's own first queries (its types) are not counted
   statements.length = 0;
-  return { store: new OperationStore(conn.sql, "counted"), statements, end: () => conn.sql.end() };
+  return { store: new PgOperationStore(conn.sql, "counted"), statements, end: () => conn.sql.end() };
 }
 
 /** The routing configuration's version now (`operations.config_version`). */
