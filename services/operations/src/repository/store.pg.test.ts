@@ -2,17 +2,13 @@ import { randomUUID } from "node:crypto";
 import { fileURLToPath } from "node:url";
 import { connect, createTestDatabase, migrateSchema, type Sql, type TestDatabase } from "@gw/db";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import {
-  AlreadyTerminalError,
-  LegsDisagreeError,
-  LifecycleViolationError,
-  NotCancellableError,
-} from "./lifecycle/errors.ts";
-import type { OperationRow } from "./model.ts";
-import { type ClaimRow, PgOperationStore } from "./repository/operations.ts";
-import { eventually, forceTransition } from "./test-support.ts";
+import type { OperationRow } from "../model.ts";
+import { eventually } from "../test-support.ts";
+import { forceTransition } from "./force-transition.ts";
+import { PgOperationStore } from "./operations.ts";
+import { claimRow, describeOperationStore } from "./store.contract.ts";
 
-const migrationsFolder = fileURLToPath(new URL("../drizzle", import.meta.url));
+const migrationsFolder = fileURLToPath(new URL("../../drizzle", import.meta.url));
 
 let database: TestDatabase;
 let sql: Sql;
@@ -20,7 +16,7 @@ let store: PgOperationStore;
 
 beforeAll(async () => {
   database = await createTestDatabase();
-  const conn = connect(database.url, { max: 3 });
+  const conn = connect(database.url, { max: 4 });
   sql = conn.sql;
   await migrateSchema(sql, conn.db, "operations", migrationsFolder);
   store = new PgOperationStore(sql, `t${randomUUID().slice(0, 8)}`);
@@ -29,6 +25,25 @@ beforeAll(async () => {
 afterAll(async () => {
   await sql?.end();
   await database?.drop();
+});
+
+describeOperationStore("the Postgres store", async () => {
+  const prefix = `t${randomUUID().slice(0, 8)}`;
+  return {
+    store: new PgOperationStore(sql, prefix),
+    events: async () =>
+      (
+        await sql<{ subject: string }[]>`
+          select subject from operations.outbox where subject like ${`${prefix}.%`} order by id`
+      ).map((r) => r.subject),
+    holdKeyForLink: async (row) => {
+      await sql`
+        insert into operations.flexible_links (operation_id, shop_id, merchant_id, merchant_operation_id,
+          request_hash, client_id, method, currency, recommended_amount, picker, k_hash, status, expires_at)
+        values (${row.id}, ${row.shop_id}, ${row.merchant_id}, ${row.merchant_operation_id}, 'link body',
+          'client', 'WT_RUB_C2C', 'RUB', '100.00', 'payer', 'k', 'amount_selection', now() + interval '1 hour')`;
+    },
+  };
 });
 
 /** A payment just created: `routing`, with its request recorded. */
@@ -46,32 +61,6 @@ async function routingPayment(): Promise<OperationRow> {
   });
   if (!row) throw new Error("not inserted");
   return row;
-}
-
-/** A create's claim of a new key (`OperationStore.claim`), priced and not yet routed. */
-function claimRow(): ClaimRow {
-  return {
-    id: randomUUID(),
-    shop_id: randomUUID(),
-    merchant_id: randomUUID(),
-    merchant_operation_id: randomUUID(),
-    request_hash: "hash",
-    type: "payment",
-    method: "WT_RUB_C2C",
-    currency: "RUB",
-    expected_amount: "1000.00",
-    client_id: "client",
-    client_ip: "10.0.0.1",
-    number: null,
-    name: null,
-    bankname: null,
-    settlement_currency: "USDT",
-    fx_rate: "0.012346000000",
-    fx_source: "cb",
-    commission_percent: "2.5000",
-    commission_fixed: "10.000000",
-    pricing_version: "7",
-  };
 }
 
 async function pendingPayment(): Promise<OperationRow> {
@@ -102,7 +91,11 @@ async function outboxCount(): Promise<number> {
   return row?.n ?? 0;
 }
 
-describe("the operations repository", () => {
+/**
+ * What only Postgres shows: how many statements a write takes, the database's clock, and
+ * the configuration version's trigger and locks. The rest is the contract above.
+ */
+describe("the Postgres store", () => {
   it("records a provider's acceptance in one statement, with its event and no transaction around it", async () => {
     const { store: counted, statements, end } = await countingStore();
     try {
@@ -166,49 +159,6 @@ describe("the operations repository", () => {
     } finally {
       await end();
     }
-  });
-
-  it("answers the row already under the key instead of claiming it, and changes nothing", async () => {
-    const first = claimRow();
-    const { claimed } = await store.claim(first, {
-      budgetMs: 60_000,
-      forLink: false,
-      configVersion: await configVersion(),
-    });
-    const again = {
-      ...claimRow(),
-      shop_id: first.shop_id,
-      merchant_operation_id: first.merchant_operation_id,
-    };
-    const claim = await store.claim(
-      { ...again, request_hash: "another body" },
-      { budgetMs: 1, forLink: false, configVersion: await configVersion() },
-    );
-    expect(claim).toEqual({ existing: claimed, linkHoldsKey: false, configStale: false });
-    expect(await store.findAnyById(first.id)).toEqual(claimed);
-    expect(await store.findAnyById(again.id)).toBeUndefined();
-  });
-
-  it("claims no key a flexible link holds, but for the link's own payment", async () => {
-    const row = claimRow();
-    await sql`
-      insert into operations.flexible_links (operation_id, shop_id, merchant_id, merchant_operation_id,
-        request_hash, client_id, method, currency, recommended_amount, picker, k_hash, status, expires_at)
-      values (${row.id}, ${row.shop_id}, ${row.merchant_id}, ${row.merchant_operation_id}, 'link body',
-        'client', 'WT_RUB_C2C', 'RUB', '100.00', 'payer', 'k', 'amount_selection', now() + interval '1 hour')`;
-    expect(
-      await store.claim(row, { budgetMs: 60_000, forLink: false, configVersion: await configVersion() }),
-    ).toEqual({
-      linkHoldsKey: true,
-      configStale: false,
-    });
-    expect(await store.findAnyById(row.id)).toBeUndefined();
-    const own = await store.claim(row, {
-      budgetMs: 60_000,
-      forLink: true,
-      configVersion: await configVersion(),
-    });
-    expect(own).toMatchObject({ claimed: { id: row.id, status: "routing" }, linkHoldsKey: true });
   });
 
   it("claims no key once the routing configuration has moved past the version its route was read at, whoever wrote it", async () => {
@@ -286,123 +236,5 @@ describe("the operations repository", () => {
     await Promise.all([batch, admin]);
     expect(BigInt(await configVersion())).toBe(readAt + 3n);
     expect((await store.routeWithProviders(second, "WT_RUB_C2C", "payin"))?.names).toEqual(["gamma"]);
-  });
-
-  it("refuses to move a pending payment straight to manual_check, and writes nothing", async () => {
-    const row = await pendingPayment();
-    await expect(
-      forceTransition(store, row, { status: "manual_check" }, { emit: true }),
-    ).rejects.toBeInstanceOf(LifecycleViolationError);
-    expect((await store.findAnyById(row.id))?.status).toBe("pending");
-  });
-
-  it("refuses to reject a pending payment without its event", async () => {
-    const row = await pendingPayment();
-    await expect(forceTransition(store, row, { status: "rejected" }, { emit: false })).rejects.toBeInstanceOf(
-      LifecycleViolationError,
-    );
-    expect((await store.findAnyById(row.id))?.status).toBe("pending");
-  });
-
-  it("refuses to complete an operation for less than its recorded legs", async () => {
-    const row = await pendingPayment();
-    await sql`
-      insert into operations.legs (id, operation_id, provider, provider_leg_id, amount, completed_at)
-      values (${randomUUID()}, ${row.id}, 'a', 'leg-1', '600.00', now())`;
-    await expect(
-      forceTransition(store, row, { status: "completed", actual_amount: "500.00" }, { emit: true }),
-    ).rejects.toBeInstanceOf(LegsDisagreeError);
-    expect(
-      (await forceTransition(store, row, { status: "completed", actual_amount: "600.00" }, { emit: true }))
-        ?.status,
-    ).toBe("completed");
-  });
-
-  it("refuses any write to a completed operation", async () => {
-    const row = await pendingPayment();
-    const done = await forceTransition(
-      store,
-      row,
-      { status: "completed", actual_amount: "1000.00" },
-      { emit: true },
-    );
-    if (!done) throw new Error("not completed");
-    await expect(forceTransition(store, done, { status: "rejected" }, { emit: true })).rejects.toBeInstanceOf(
-      LifecycleViolationError,
-    );
-    await expect(
-      forceTransition(store, done, { actual_amount: "5.00" }, { emit: false }),
-    ).rejects.toBeInstanceOf(LifecycleViolationError);
-  });
-
-  it("reopens only a refused create", async () => {
-    const row = await pendingPayment();
-    await expect(store.reopen(row, {})).rejects.toBeInstanceOf(LifecycleViolationError);
-    const refused = await forceTransition(
-      store,
-      await routingPayment(),
-      { status: "rejected" },
-      { emit: false },
-    );
-    if (!refused) throw new Error("not refused");
-    expect((await store.reopen(refused, {}))?.status).toBe("routing");
-  });
-
-  it("applies a cancel fact to a pending payment with its event, and refuses it once terminal", async () => {
-    const row = await pendingPayment();
-    const before = await outboxCount();
-    const { row: cancelled, applied } = await store.applyFact(row, {
-      kind: "cancel",
-      reason: "shop said so",
-    });
-    expect(cancelled).toMatchObject({
-      status: "cancelled",
-      cancelled_by_command: true,
-      cancel_reason: "shop said so",
-    });
-    expect(applied.events).toEqual(["payment.cancelled"]);
-    expect(await outboxCount()).toBe(before + 1);
-    if (!cancelled) throw new Error("not cancelled");
-    await expect(store.applyFact(cancelled, { kind: "expired" })).rejects.toBeInstanceOf(
-      AlreadyTerminalError,
-    );
-  });
-
-  it("records a receipt verdict's leg and completes with the legs' sum and the receipts in its event", async () => {
-    const routed = await routingPayment();
-    const awaiting = await forceTransition(
-      store,
-      routed,
-      { status: "awaiting_confirmation", provider: "a", receipt_required: true },
-      { emit: true },
-    );
-    if (!awaiting) throw new Error("not awaiting");
-    const receiptId = randomUUID();
-    const { row } = await store.applyFact(awaiting, {
-      kind: "receipt_reviewed",
-      verdict: "completed",
-      receiptId,
-      amount: "950.00",
-    });
-    expect(row).toMatchObject({ status: "completed", actual_amount: "950.00" });
-    const legs = await store.legs(awaiting.id);
-    expect(legs).toHaveLength(1);
-    expect(legs[0]).toMatchObject({ amount: "950.00", receipt_id: receiptId });
-  });
-
-  it("refuses to cancel a payment in manual_check", async () => {
-    const routed = await routingPayment();
-    const awaiting = await forceTransition(
-      store,
-      routed,
-      { status: "awaiting_confirmation", provider: "a" },
-      { emit: true },
-    );
-    if (!awaiting) throw new Error("not awaiting");
-    const check = await forceTransition(store, awaiting, { status: "manual_check" }, { emit: true });
-    if (!check) throw new Error("not in manual_check");
-    await expect(store.applyFact(check, { kind: "cancel", reason: "x" })).rejects.toBeInstanceOf(
-      NotCancellableError,
-    );
   });
 });
