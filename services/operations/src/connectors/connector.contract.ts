@@ -6,16 +6,7 @@ import {
   type ProviderConfig,
   type ProviderCreateRequest,
 } from "./connector.ts";
-
-/** How a provider treats one direction's creates (the sandbox's control settings). */
-export interface ProviderBehaviour {
-  mode?: "accept" | "decline" | "no_answer";
-  receipt_required?: boolean;
-  expires_in_seconds?: number;
-  decline_reason?: string;
-  delay_ms?: number;
-  withdraw?: "unsupported" | "failing";
-}
+import type { MemoryBehaviour as ProviderBehaviour } from "./memory.ts";
 
 /** A result callback as the provider sent it. */
 export interface SentCallback {

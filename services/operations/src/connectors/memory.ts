@@ -11,7 +11,7 @@ import {
   type WithdrawAnswer,
 } from "./connector.ts";
 
-/** How a memory provider treats one direction's creates (the sandbox's settings, by the same names). */
+/** How a provider treats one direction's creates: the sandbox's control settings, by the same names. */
 export interface MemoryBehaviour {
   mode?: "accept" | "decline" | "no_answer";
   receipt_required?: boolean;

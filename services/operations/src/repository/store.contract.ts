@@ -49,6 +49,27 @@ export function claimRow(over: Partial<ClaimRow> = {}): ClaimRow {
   };
 }
 
+/** A row inserted in `status` (default `routing`, its request recorded) with `over`. */
+export async function inserted(
+  store: OperationStoreCore,
+  over: Partial<InsertRow> = {},
+): Promise<OperationRow> {
+  const row = await store.insert({
+    id: randomUUID(),
+    shop_id: randomUUID(),
+    merchant_id: randomUUID(),
+    merchant_operation_id: randomUUID(),
+    request_hash: "hash",
+    type: "payment",
+    status: "routing",
+    expected_amount: "1000.00",
+    currency: "RUB",
+    ...over,
+  });
+  if (!row) throw new Error("not inserted");
+  return row;
+}
+
 /**
  * The contract every `OperationStoreCore` keeps (`PgOperationStore` in store.pg.test.ts,
  * `MemoryOperationStore` in store.memory.test.ts): idempotent claims, the lifecycle's
@@ -57,24 +78,6 @@ export function claimRow(over: Partial<ClaimRow> = {}): ClaimRow {
  * a fresh store (its own events prefix); rows of other tests may share it.
  */
 export function describeOperationStore(name: string, make: () => Promise<StoreUnderTest>): void {
-  /** A row inserted in `status` (default `routing`, its request recorded) with `over`. */
-  async function inserted(store: OperationStoreCore, over: Partial<InsertRow> = {}): Promise<OperationRow> {
-    const row = await store.insert({
-      id: randomUUID(),
-      shop_id: randomUUID(),
-      merchant_id: randomUUID(),
-      merchant_operation_id: randomUUID(),
-      request_hash: "hash",
-      type: "payment",
-      status: "routing",
-      expected_amount: "1000.00",
-      currency: "RUB",
-      ...over,
-    });
-    if (!row) throw new Error("not inserted");
-    return row;
-  }
-
   async function pending(store: OperationStoreCore, over: Partial<InsertRow> = {}): Promise<OperationRow> {
     const { row } = await store.applyFact(await inserted(store, over), {
       kind: "provider_accepted",

@@ -6,7 +6,7 @@ import type { OperationRow } from "../model.ts";
 import { eventually } from "../test-support.ts";
 import { forceTransition } from "./force-transition.ts";
 import { PgOperationStore } from "./operations.ts";
-import { claimRow, describeOperationStore } from "./store.contract.ts";
+import { claimRow, describeOperationStore, inserted } from "./store.contract.ts";
 
 const migrationsFolder = fileURLToPath(new URL("../../drizzle", import.meta.url));
 
@@ -46,25 +46,8 @@ describeOperationStore("the Postgres store", async () => {
   };
 });
 
-/** A payment just created: `routing`, with its request recorded. */
-async function routingPayment(): Promise<OperationRow> {
-  const row = await store.insert({
-    id: randomUUID(),
-    shop_id: randomUUID(),
-    merchant_id: randomUUID(),
-    merchant_operation_id: randomUUID(),
-    request_hash: "hash",
-    type: "payment",
-    status: "routing",
-    expected_amount: "1000.00",
-    currency: "RUB",
-  });
-  if (!row) throw new Error("not inserted");
-  return row;
-}
-
 async function pendingPayment(): Promise<OperationRow> {
-  const row = await routingPayment();
+  const row = await inserted(store);
   const next = await forceTransition(store, row, { status: "pending", provider: "a" }, { emit: true });
   if (!next) throw new Error("not moved");
   return next;
@@ -99,7 +82,7 @@ describe("the Postgres store", () => {
   it("records a provider's acceptance in one statement, with its event and no transaction around it", async () => {
     const { store: counted, statements, end } = await countingStore();
     try {
-      const row = await routingPayment();
+      const row = await inserted(store);
       const before = await outboxCount();
       const { row: after } = await counted.applyFact(row, {
         kind: "provider_accepted",
