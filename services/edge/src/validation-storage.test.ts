@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { connect, createTestDatabase, migrateSchema, type Sql, type TestDatabase } from "@gw/db";
 import { migrationsFolder } from "@gw/operations/src/app.ts";
-import { OperationStore } from "@gw/operations/src/repository/operations.ts";
+import { type OperationStore, PgOperationStore } from "@gw/operations/src/repository/operations.ts";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { cancelOperationBody, createOperationBody, operationRefBody } from "./validation.ts";
@@ -20,7 +20,7 @@ beforeAll(async () => {
   const conn = connect(database.url, { max: 3 });
   sql = conn.sql;
   await migrateSchema(sql, conn.db, "operations", migrationsFolder);
-  store = new OperationStore(sql, `t${randomUUID().slice(0, 8)}`);
+  store = new PgOperationStore(sql, `t${randomUUID().slice(0, 8)}`);
 });
 afterAll(async () => {
   await sql?.end();

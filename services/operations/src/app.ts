@@ -22,7 +22,7 @@ import { Pricing } from "./pricing.ts";
 import { reportOpenProviderFacts } from "./provider-facts.ts";
 import { ProviderFactsHandlers } from "./provider-facts-handlers.ts";
 import { Reconciler, reconcilerOptions } from "./reconciler.ts";
-import { OperationStore } from "./repository/operations.ts";
+import { PgOperationStore } from "./repository/operations.ts";
 import { RouteCache } from "./route-cache.ts";
 import { startWithdrawalConsumer, WithdrawalDriver, withdrawalApplier } from "./withdrawals.ts";
 
@@ -42,7 +42,7 @@ export function startOperations(config: OperationsConfig) {
     ],
     config,
     setup: ({ sql, nats, logger, retry }) => {
-      const store = new OperationStore(sql, config.EVENTS_PREFIX);
+      const store = new PgOperationStore(sql, config.EVENTS_PREFIX);
       reportOpenProviderFacts(store);
       const ledger = createServiceClient(LedgerService, config.LEDGER_URL);
       const pricing = Pricing.cached(

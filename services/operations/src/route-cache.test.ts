@@ -13,7 +13,7 @@ import { connectorFor } from "./connectors/index.ts";
 import { type CreateDeps, createOperation, operationIdFor, parseCreate } from "./create.ts";
 import { IdempotencyConflictError } from "./lifecycle/errors.ts";
 import { Pricing } from "./pricing.ts";
-import { OperationStore } from "./repository/operations.ts";
+import { PgOperationStore } from "./repository/operations.ts";
 import { RouteCache } from "./route-cache.ts";
 import { eventually, type OperationsHarness, startHarness } from "./test-support.ts";
 
@@ -49,7 +49,7 @@ const request = (shop: { shopId: string; merchantId: string }, mop: string) => (
 async function cachedDeps(ledger = h.ledger) {
   const statements: string[] = [];
   const conn = connect(h.config.DATABASE_URL, { max: 2, onStatement: (q) => statements.push(q.trim()) });
-  const store = new OperationStore(conn.sql, h.config.EVENTS_PREFIX);
+  const store = new PgOperationStore(conn.sql, h.config.EVENTS_PREFIX);
   const pricing = Pricing.cached(ledger, nats.nc, h.config.EVENTS_PREFIX, logger);
   const routes = new RouteCache(store, nats.nc, h.config.EVENTS_PREFIX, logger);
   await pricing.start();

@@ -23,9 +23,8 @@ import { startOperations } from "./app.ts";
 import { configSchema, type OperationsConfig } from "./config.ts";
 import { connectorFor } from "./connectors/index.ts";
 import { operationIdFor, parseCreate, requestHash } from "./create.ts";
-import type { OperationRow } from "./model.ts";
 import { Reconciler, type ReconcilerOptions, reconcilerOptions } from "./reconciler.ts";
-import { type OperationPatch, OperationStore } from "./repository/operations.ts";
+import { type OperationStore, PgOperationStore } from "./repository/operations.ts";
 
 /** The receipts service's link secret in the harness. */
 export const RECEIPT_URL_SECRET = "operations-test-receipt-url-secret-0123456789";
@@ -172,7 +171,7 @@ export async function startHarness(
     return sql;
   };
   const sql = pool();
-  const store = new OperationStore(sql, prefix);
+  const store = new PgOperationStore(sql, prefix);
 
   return {
     operations,
@@ -193,7 +192,7 @@ export async function startHarness(
       await Promise.all(held.splice(0).map((forward) => forward()));
     },
     reconciler(overrides = {}, logger = createLogger("operations-test", "silent")) {
-      const own = new OperationStore(pool(), prefix);
+      const own = new PgOperationStore(pool(), prefix);
       return new Reconciler(
         {
           store: own,
@@ -300,22 +299,7 @@ export async function eventually<T>(
   }
 }
 
-/**
- * The repository's private version-checked write (`OperationStore.transition`), for tests
- * that set a row's state up directly or show that its check against the lifecycle table
- * holds whatever a caller asks; code writes through `applyFact`.
- */
-export function forceTransition(
-  store: OperationStore,
-  before: OperationRow,
-  patch: OperationPatch,
-  options: { emit: boolean },
-): Promise<OperationRow | undefined> {
-  const write = store as unknown as {
-    transition(b: OperationRow, p: OperationPatch, o: { emit: boolean }): Promise<OperationRow | undefined>;
-  };
-  return write.transition(before, patch, options);
-}
+export { forceTransition } from "./repository/force-transition.ts";
 
 /**
  * Inserts the `routing` row a create leaves when its process dies mid-routing (no

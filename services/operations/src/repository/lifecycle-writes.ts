@@ -1,0 +1,140 @@
+import { randomUUID } from "node:crypto";
+import type { Sql } from "@gw/db";
+import { eventHeaders } from "@gw/events";
+import { Decimal } from "@gw/money";
+import type { ReceiptItem } from "@gw/proto/gateway/operations/v1/operations_pb";
+import { type EventStatements, operationEvent } from "../events.ts";
+import { type Applied, apply, applyWithoutLegs, type Fact } from "../lifecycle/apply.ts";
+import { type DomainError, isDomainError, LegsDisagreeError } from "../lifecycle/errors.ts";
+import type { LegRow, OperationRow } from "../model.ts";
+import { receiptsOf } from "../receipts-of.ts";
+import type { Db } from "./db.ts";
+import { assertTransition, writesOnlyTheRow } from "./guard.ts";
+import { legs as readLegs, toDriver } from "./rows.ts";
+import type { ApplyOptions, DataPatch, OperationPatch } from "./store.ts";
+
+/** The connection and the events prefix the lifecycle's writes queue their events under. */
+export interface Writer {
+  sql: Sql;
+  prefix: string;
+}
+
+/**
+ * Moves `before` to `before + patch` if nobody changed the row since it was read: one
+ * statement that updates the row only if its version is still the one read (optimistic
+ * concurrency) and, with `emit`, queues the event for the new state in the same
+ * statement, so a change and its event can never be split. Returns the new row, or
+ * undefined when the version moved on (re-read and decide). Only `applyFact` writes a
+ * change, the one `apply` decided for a fact; the check against the table stays as the
+ * last guard.
+ */
+export async function transition(
+  w: Writer,
+  before: OperationRow,
+  patch: OperationPatch,
+  options: {
+    emit: boolean;
+    receipts?: ReceiptItem[] | undefined;
+    statements?: EventStatements | undefined;
+    tx?: Db;
+  },
+): Promise<OperationRow | undefined> {
+  const tx = options.tx ?? w.sql;
+  assertTransition(before, patch, options.emit);
+  const after: OperationRow = {
+    ...before,
+    ...patch,
+    version: String(BigInt(before.version) + 1n),
+    updated_at: new Date(),
+  };
+  if (after.status === "completed") await assertLegsAgree(after, tx);
+  const columns = toDriver({ ...patch, version: after.version, updated_at: after.updated_at });
+  if (!options.emit) {
+    const rows = await tx`
+      update operations.operations set ${w.sql(columns)}
+      where id = ${before.id} and version = ${before.version} returning id`;
+    return rows.length === 1 ? after : undefined;
+  }
+  const event = operationEvent(w.prefix, after, options.receipts, undefined, options.statements);
+  const rows = await tx<{ changed: number }[]>`
+    with upd as (
+      update operations.operations set ${w.sql(columns)}
+      where id = ${before.id} and version = ${before.version} returning id
+    ), ev as (
+      insert into operations.outbox (id, subject, payload, headers)
+      select ${event.id}, ${event.subject}, ${Buffer.from(event.payload)}, ${JSON.stringify(eventHeaders())}::jsonb from upd
+    )
+    select count(*)::int as changed, pg_notify('outbox_operations', '') from upd`;
+  return rows[0]?.changed === 1 ? after : undefined;
+}
+
+/**
+ * `OperationStoreCore.applyFact`: a fact decided without the legs that adds none (an
+ * acceptance, a cancel) is the one statement of `transition`, atomic on its own, with no
+ * transaction around it; any other reads the legs and writes in one transaction.
+ */
+export async function applyFact(
+  w: Writer,
+  before: OperationRow,
+  fact: Fact,
+  options: ApplyOptions,
+): Promise<{ row: OperationRow | undefined; applied: Applied }> {
+  const tx = options.tx;
+  if (!tx) {
+    const blind = applyWithoutLegs(before, fact);
+    if (blind && (isDomainError(blind) || !blind.change || writesOnlyTheRow(blind.change)))
+      return write(w, before, blind, w.sql, options);
+    return w.sql.begin((t) => applyFact(w, before, fact, { ...options, tx: t })) as Promise<{
+      row: OperationRow | undefined;
+      applied: Applied;
+    }>;
+  }
+  const legs = await readLegs(tx, before.id);
+  return write(w, before, apply({ ...before, legs }, fact), tx, options, legs);
+}
+
+/** Writes what `apply` decided for `before` (the legs it read, if any, are `legs`). */
+async function write(
+  w: Writer,
+  before: OperationRow,
+  applied: Applied | DomainError,
+  tx: Db,
+  { data, statements }: { data?: DataPatch | undefined; statements?: EventStatements | undefined },
+  legs: LegRow[] = [],
+): Promise<{ row: OperationRow | undefined; applied: Applied }> {
+  if (isDomainError(applied)) throw applied;
+  const { change, events } = applied;
+  if (!change) {
+    // Nothing of the lifecycle changes (a declined provider during the cascade): the
+    // caller's own columns (its cascade position) are still written, version-checked.
+    if (!data || Object.keys(data).length === 0) return { row: before, applied };
+    return { row: await transition(w, before, data, { emit: false, tx }), applied };
+  }
+  for (const leg of change.legs)
+    await tx`
+      insert into operations.legs (id, operation_id, provider, provider_leg_id, amount, completed_at, receipt_id)
+      values (${randomUUID()}, ${before.id}, ${before.provider ?? "receipt"}, ${leg.id}, ${leg.amount},
+        ${(leg.completedAt ?? new Date()).toISOString()}, ${leg.receiptId ?? null})
+      on conflict (operation_id, provider_leg_id) do nothing`;
+  const patch: OperationPatch = { ...data, ...change.patch };
+  const receipts =
+    change.to === "completed"
+      ? receiptsOf({ ...before, ...patch }, change.legs.length > 0 ? await readLegs(tx, before.id) : legs)
+          .receipts
+      : undefined;
+  const row = await transition(w, before, patch, { emit: events.length > 0, receipts, statements, tx });
+  return { row, applied };
+}
+
+/**
+ * A completion's actual amount covers every recorded leg (it may exceed them: a
+ * provider that reported no legs completed the rest). Checked before the write, so a
+ * completion that would leave legs unbooked is refused instead of announced.
+ */
+async function assertLegsAgree(after: OperationRow, tx: Db): Promise<void> {
+  const [row] = await tx<{ total: string }[]>`
+    select coalesce(sum(amount), 0)::text as total from operations.legs where operation_id = ${after.id}`;
+  const legs = new Decimal(row?.total ?? "0");
+  if (legs.gt(after.actual_amount))
+    throw new LegsDisagreeError(after.id, after.actual_amount, legs.toFixed(2));
+}
