@@ -1,0 +1,5 @@
+ALTER TABLE "operations"."flexible_links" ADD CONSTRAINT "flexible_links_status" CHECK ("operations"."flexible_links"."status" in ('deciding', 'amount_selection', 'created', 'rejected'));--> statement-breakpoint
+ALTER TABLE "operations"."operations" ADD CONSTRAINT "operations_status" CHECK ("operations"."operations"."status" in ('routing', 'pending', 'awaiting_confirmation', 'manual_check', 'completed', 'rejected', 'cancelled'));--> statement-breakpoint
+ALTER TABLE "operations"."pool_handoffs" ADD CONSTRAINT "pool_handoffs_status" CHECK ("operations"."pool_handoffs"."status" in ('asking', 'accepted', 'exhausted', 'superseded'));--> statement-breakpoint
+ALTER TABLE "operations"."provider_facts" ADD CONSTRAINT "provider_facts_status" CHECK ("operations"."provider_facts"."status" in ('open', 'resolved'));--> statement-breakpoint
+ALTER TABLE "operations"."withdrawals" ADD CONSTRAINT "withdrawals_status" CHECK ("operations"."withdrawals"."status" in ('asking', 'withdrawn', 'not_found', 'final', 'not_supported', 'gave_up', 'held'));
