@@ -18,12 +18,9 @@ import {
 
 import { HANDOFF_MACHINE } from "../domain/handoff-states.ts";
 import { LINK_MACHINE } from "../domain/link-states.ts";
+import { OPERATION_STATUSES } from "../domain/operation-states.ts";
 import { FACT_MACHINE } from "../domain/provider-fact-states.ts";
 import { WITHDRAWAL_MACHINE } from "../domain/withdrawal-states.ts";
-import { STORED_STATUS } from "../lifecycle/table.ts";
-
-/** The stored statuses of the operation lifecycle (its table's states, as stored). */
-export const OPERATION_STATUSES: readonly string[] = [...new Set(Object.values(STORED_STATUS))];
 
 /**
  * The `CHECK` of a status column: one of the states of its table (the lifecycle's, or a
