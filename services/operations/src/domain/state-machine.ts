@@ -61,15 +61,16 @@ export function canMove<S extends string, E extends string>(
   return m.moves.some((r) => r.from === from && r.to === to && applies(r, scope));
 }
 
-/** Throws `StateMoveRefusedError` unless the table moves `from` to `to`. */
+/** Throws `StateMoveRefusedError` (naming the row `id`, when given) unless the table moves `from` to `to`. */
 export function assertMove<S extends string, E extends string>(
   m: StateMachine<S, E>,
   from: string,
   to: string,
   scope?: string,
+  id?: string,
 ): void {
   if (!isState(m, from) || !isState(m, to) || !canMove(m, from, to, scope))
-    throw new StateMoveRefusedError(m.table, from, to);
+    throw new StateMoveRefusedError(m.table, from, to, id);
 }
 
 /** Whether `s` is one of the machine's states. */

@@ -88,7 +88,7 @@ export class LinkRepository {
     if (rows.length === 1) return true;
     const [held] = await tx<{ status: string }[]>`
       select status from operations.flexible_links where operation_id = ${id} and claim = ${claim}`;
-    if (held) assertMove(LINK_MACHINE, held.status, status);
+    if (held) assertMove(LINK_MACHINE, held.status, status, undefined, id);
     return false;
   }
 

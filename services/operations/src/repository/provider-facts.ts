@@ -126,7 +126,7 @@ export async function markFactResolved(
   const [found] = await tx<
     { status: string }[]
   >`select status from operations.provider_facts where id = ${id}`;
-  if (found) assertMove(FACT_MACHINE, found.status, "resolved");
+  if (found) assertMove(FACT_MACHINE, found.status, "resolved", undefined, id);
   return undefined;
 }
 

@@ -1,6 +1,6 @@
 import type { Sql } from "@gw/db";
 import type { withdrawals } from "../db/schema.ts";
-import { assertMove, fromStates } from "../domain/state-machine.ts";
+import { assertMove, fromStates, StateMoveRefusedError } from "../domain/state-machine.ts";
 import {
   PASSED_OVER,
   WITHDRAWAL_MACHINE,
@@ -146,7 +146,10 @@ export class WithdrawalRepository {
    */
   async end(w: WithdrawalRow, status: string, error: string | null, tx: Db = this.#sql): Promise<boolean> {
     const scope = w.passed_over ? PASSED_OVER : undefined;
-    assertMove(WITHDRAWAL_MACHINE, ASKING, status, scope);
+    const id = `${w.operation_id} at ${w.provider}`;
+    if (!WITHDRAWAL_MACHINE.terminal.has(status as WithdrawalEnd))
+      throw new StateMoveRefusedError(WITHDRAWAL_MACHINE.table, ASKING, status, id);
+    assertMove(WITHDRAWAL_MACHINE, ASKING, status, scope, id);
     const ended = await tx`
       update operations.withdrawals
       set status = ${status}, attempts = ${w.attempts + 1}, last_error = ${error}, updated_at = now()
