@@ -18,18 +18,24 @@ import {
 
 import { HANDOFF_MACHINE } from "../domain/handoff-states.ts";
 import { LINK_MACHINE } from "../domain/link-states.ts";
-import { OPERATION_STATUSES } from "../domain/operation-states.ts";
-import { FACT_MACHINE } from "../domain/provider-fact-states.ts";
+import { OPERATION_STATUSES, OPERATION_TYPES } from "../domain/operation-states.ts";
+import {
+  FACT_DIRECTIONS,
+  FACT_KINDS,
+  FACT_MACHINE,
+  FACT_RESOLUTIONS,
+} from "../domain/provider-fact-states.ts";
 import { WITHDRAWAL_MACHINE } from "../domain/withdrawal-states.ts";
 
 /**
  * The `CHECK` of a status column: one of the states of its table (the lifecycle's, or a
  * side machine's in src/domain/), so a status no table has can never be stored, whoever
- * writes it. The states are identifiers (`[a-z_]+`), quoted as literals.
+ * writes it; the same for the other value sets (an operation's type, a fact's kind). The
+ * values are identifiers (`[a-z_]+`), quoted as literals.
  */
-const oneOf = (column: AnyPgColumn, states: readonly string[]) => {
-  if (!states.every((s) => /^[a-z_]+$/.test(s))) throw new Error(`not a state name: ${states.join(", ")}`);
-  return sql`${column} in (${sql.raw(states.map((s) => `'${s}'`).join(", "))})`;
+const oneOf = (column: AnyPgColumn, values: readonly string[]) => {
+  if (!values.every((s) => /^[a-z_]+$/.test(s))) throw new Error(`not a value name: ${values.join(", ")}`);
+  return sql`${column} in (${sql.raw(values.map((s) => `'${s}'`).join(", "))})`;
 };
 
 /** The operations service owns this schema; no other service reads or writes it. */
@@ -162,6 +168,7 @@ export const operationsTable = operations.table(
       .where(sql`status in ('routing', 'pending', 'awaiting_confirmation')`),
     check("operations_amounts", sql`actual_amount >= 0 and (expected_amount is null or expected_amount > 0)`),
     check("operations_status", oneOf(t.status, OPERATION_STATUSES)),
+    check("operations_type", oneOf(t.type, OPERATION_TYPES)),
   ],
 );
 
@@ -335,6 +342,12 @@ export const providerFacts = operations.table(
     index("provider_facts_open").on(t.status, t.createdAt),
     check("provider_facts_amount", sql`amount is null or amount > 0`),
     check("provider_facts_status", oneOf(t.status, FACT_MACHINE.states)),
+    check("provider_facts_kind", oneOf(t.kind, FACT_KINDS)),
+    check("provider_facts_direction", oneOf(t.direction, FACT_DIRECTIONS)),
+    check(
+      "provider_facts_resolution",
+      sql`${t.resolution} is null or ${oneOf(t.resolution, FACT_RESOLUTIONS)}`,
+    ),
   ],
 );
 

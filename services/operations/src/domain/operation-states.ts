@@ -14,3 +14,6 @@ export const OPERATION_STATUSES = [
   "rejected",
   "cancelled",
 ] as const;
+
+/** The types of an operation (`operations.operations.type`), as its `CHECK` lists them. */
+export const OPERATION_TYPES = ["payment", "payout"] as const;

@@ -26,3 +26,12 @@ export const FACT_MACHINE: StateMachine<FactState, FactEvent> = {
     } satisfies Move<FactState, FactEvent>,
   ],
 };
+
+/**
+ * The value sets a fact is recorded with, as the schema's `CHECK`s list them (the same as
+ * `FACT_KINDS` and `RESOLUTIONS` of the provider-fact use case; a test holds them equal):
+ * why a report is a fact of its own, which way the money moved, and how an operator settled it.
+ */
+export const FACT_KINDS = ["late_completion", "not_routed", "slot_refused", "amount_mismatch"] as const;
+export const FACT_DIRECTIONS = ["payin", "payout"] as const;
+export const FACT_RESOLUTIONS = ["credit_shop", "return_to_payer", "debit_shop", "write_off"] as const;

@@ -3,11 +3,12 @@ import fc from "fast-check";
 import { describe, expect, expectTypeOf, it } from "vitest";
 import { flexibleLinks, poolHandoffs, providerFacts, withdrawals } from "../db/schema.ts";
 import { STORED_STATUS } from "../lifecycle/table.ts";
-import type { Status } from "../model.ts";
+import type { OperationRow, Status } from "../model.ts";
+import type { FactKind, Resolution } from "../provider-facts.ts";
 import { HANDOFF_MACHINE } from "./handoff-states.ts";
 import { LINK_MACHINE } from "./link-states.ts";
-import { OPERATION_STATUSES } from "./operation-states.ts";
-import { FACT_MACHINE } from "./provider-fact-states.ts";
+import { OPERATION_STATUSES, OPERATION_TYPES } from "./operation-states.ts";
+import { FACT_DIRECTIONS, FACT_KINDS, FACT_MACHINE, FACT_RESOLUTIONS } from "./provider-fact-states.ts";
 import {
   assertMove,
   canMove,
@@ -117,7 +118,7 @@ describe("the withdrawal table", () => {
   });
 });
 
-/** The states each `CHECK` of the operations schema lists, as the migrations leave them. */
+/** The values each `CHECK … in (…)` of the operations schema lists, as the migrations leave them. */
 function checkedStates(): Map<string, string[]> {
   const folder = new URL("../../drizzle/", import.meta.url);
   const checks = new Map<string, string[]>();
@@ -125,9 +126,7 @@ function checkedStates(): Map<string, string[]> {
     .filter((f) => f.endsWith(".sql"))
     .sort()) {
     const text = readFileSync(new URL(file, folder), "utf8");
-    for (const [, name, list] of text.matchAll(
-      /CONSTRAINT "(\w+_status)" CHECK \([^)]*"status" in \(([^)]*)\)\)/g,
-    ))
+    for (const [, name, list] of text.matchAll(/CONSTRAINT "(\w+)" CHECK \([^;]*?" in \(([^)]*)\)\)/g))
       checks.set(
         name as string,
         (list as string).split(",").map((s) => s.trim().replace(/^'|'$/g, "")),
@@ -144,6 +143,17 @@ describe("the schema's status CHECKs", () => {
     expect(checks.get("withdrawals_status")).toEqual([...WITHDRAWAL_MACHINE.states]);
     expect(checks.get("provider_facts_status")).toEqual([...FACT_MACHINE.states]);
     expect(checks.get("operations_status")).toEqual([...OPERATION_STATUSES]);
+  });
+
+  it("list the other value sets as the domain and the model have them", () => {
+    const checks = checkedStates();
+    expect(checks.get("operations_type")).toEqual([...OPERATION_TYPES]);
+    expect(checks.get("provider_facts_kind")).toEqual([...FACT_KINDS]);
+    expect(checks.get("provider_facts_direction")).toEqual([...FACT_DIRECTIONS]);
+    expect(checks.get("provider_facts_resolution")).toEqual([...FACT_RESOLUTIONS]);
+    expectTypeOf<(typeof OPERATION_TYPES)[number]>().toEqualTypeOf<OperationRow["type"]>();
+    expectTypeOf<(typeof FACT_KINDS)[number]>().toEqualTypeOf<FactKind>();
+    expectTypeOf<(typeof FACT_RESOLUTIONS)[number]>().toEqualTypeOf<Resolution>();
   });
 
   it("list the operation lifecycle's stored statuses, every one of the model's", () => {

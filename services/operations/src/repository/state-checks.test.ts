@@ -4,8 +4,13 @@ import { connect, createTestDatabase, migrateSchema, type Sql, type TestDatabase
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { HANDOFF_MACHINE } from "../domain/handoff-states.ts";
 import { LINK_MACHINE } from "../domain/link-states.ts";
-import { OPERATION_STATUSES } from "../domain/operation-states.ts";
-import { FACT_MACHINE } from "../domain/provider-fact-states.ts";
+import { OPERATION_STATUSES, OPERATION_TYPES } from "../domain/operation-states.ts";
+import {
+  FACT_DIRECTIONS,
+  FACT_KINDS,
+  FACT_MACHINE,
+  FACT_RESOLUTIONS,
+} from "../domain/provider-fact-states.ts";
 import { StateMoveRefusedError } from "../domain/state-machine.ts";
 import { WITHDRAWAL_MACHINE } from "../domain/withdrawal-states.ts";
 import { insertHandOff } from "./handoffs.ts";
@@ -140,12 +145,16 @@ describe("the status CHECKs", () => {
     return [...(row?.def ?? "").matchAll(/'([a-z_]+)'/g)].map((m) => m[1] as string);
   }
 
-  it("list each table's states in the database", async () => {
+  it("list each table's states (and the other value sets) in the database", async () => {
     expect(await checked("operations_status")).toEqual([...OPERATION_STATUSES]);
     expect(await checked("flexible_links_status")).toEqual([...LINK_MACHINE.states]);
     expect(await checked("pool_handoffs_status")).toEqual([...HANDOFF_MACHINE.states]);
     expect(await checked("withdrawals_status")).toEqual([...WITHDRAWAL_MACHINE.states]);
     expect(await checked("provider_facts_status")).toEqual([...FACT_MACHINE.states]);
+    expect(await checked("operations_type")).toEqual([...OPERATION_TYPES]);
+    expect(await checked("provider_facts_kind")).toEqual([...FACT_KINDS]);
+    expect(await checked("provider_facts_direction")).toEqual([...FACT_DIRECTIONS]);
+    expect(await checked("provider_facts_resolution")).toEqual([...FACT_RESOLUTIONS]);
   });
 
   it("refuse a status no table has, whoever writes it", async () => {
@@ -177,5 +186,9 @@ describe("the status CHECKs", () => {
       sql`insert into operations.operations (id, shop_id, merchant_id, merchant_operation_id, type, status)
         values (${randomUUID()}, ${randomUUID()}, ${randomUUID()}, 'mop', 'payment', 'refused')`,
     ).rejects.toMatchObject({ ...refused, constraint_name: "operations_status" });
+    await expect(
+      sql`insert into operations.operations (id, shop_id, merchant_id, merchant_operation_id, type, status)
+        values (${randomUUID()}, ${randomUUID()}, ${randomUUID()}, 'mop', 'payin', 'routing')`,
+    ).rejects.toMatchObject({ ...refused, constraint_name: "operations_type" });
   });
 });
