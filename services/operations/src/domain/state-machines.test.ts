@@ -106,6 +106,16 @@ describe.each(MACHINES)("the $m.table state table", ({ m, scopes }) => {
   });
 });
 
+describe('docs/architecture.md, "The side state machines"', () => {
+  const doc = readFileSync(new URL("../../../../docs/architecture.md", import.meta.url), "utf8");
+  it.each(MACHINES)("shows the $m.table table's initial state and every state", ({ m }) => {
+    const row = doc.split("\n").find((l) => l.startsWith(`| \`${m.table}\` (`));
+    const cells = (row ?? "").split(" | ");
+    expect(cells[1]).toBe(`\`${m.initial}\``);
+    for (const state of m.states) expect(row).toContain(`\`${state}\``);
+  });
+});
+
 describe("the withdrawal table", () => {
   it("asks again only a passed-over row, and leaves a cancel's withdrawal where it ended", () => {
     for (const end of WITHDRAWAL_MACHINE.terminal) {
