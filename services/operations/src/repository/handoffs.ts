@@ -21,8 +21,6 @@ export const HANDOFF_GUARDS: Readonly<Record<HandOffEvent, readonly HandOffState
   exhausted: fromStates(HANDOFF_MACHINE, "exhausted", "exhausted"),
   settled_elsewhere: fromStates(HANDOFF_MACHINE, "superseded", "settled_elsewhere"),
 };
-/** The states the driver asks in. */
-const ASKING: HandOffState = "asking";
 /** The columns of an `operations.pool_handoffs` row a driver works with (the amount as text). */
 export type HandOffRow = {
   operation_id: Row["operationId"];
@@ -57,14 +55,18 @@ export class HandOffRepository {
     this.#sql = sql;
   }
 
-  /** Leases up to `limit` due hand-offs, pushing them `leaseMs` ahead (`for update skip locked`). */
+  /**
+   * Leases up to `limit` due hand-offs, pushing them `leaseMs` ahead (`for update skip
+   * locked`). `'asking'` is a literal here, as the partial index `pool_handoffs_due` has it,
+   * so that every plan (a generic one too) can use that index.
+   */
   lease(leaseMs: number, limit: number): Promise<HandOffRow[]> {
     return this.#sql<HandOffRow[]>`
       update operations.pool_handoffs h
       set next_attempt_at = now() + make_interval(secs => ${leaseMs}::double precision / 1000)
       from (
         select operation_id from operations.pool_handoffs
-        where status = ${ASKING} and next_attempt_at <= now()
+        where status = 'asking' and next_attempt_at <= now()
         order by next_attempt_at limit ${limit}
         for update skip locked
       ) d

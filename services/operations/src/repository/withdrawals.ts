@@ -91,14 +91,18 @@ export class WithdrawalRepository {
     this.#sql = sql;
   }
 
-  /** Leases up to `limit` due withdrawals, pushing them `leaseMs` ahead (`for update skip locked`). */
+  /**
+   * Leases up to `limit` due withdrawals, pushing them `leaseMs` ahead (`for update skip
+   * locked`). `'asking'` is a literal here, as the partial index `withdrawals_due` has it,
+   * so that every plan (a generic one too) can use that index.
+   */
   lease(leaseMs: number, limit: number): Promise<WithdrawalRow[]> {
     return this.#sql<WithdrawalRow[]>`
       update operations.withdrawals w
       set next_attempt_at = now() + make_interval(secs => ${leaseMs}::double precision / 1000)
       from (
         select operation_id, provider from operations.withdrawals
-        where status = ${ASKING} and next_attempt_at <= now()
+        where status = 'asking' and next_attempt_at <= now()
         order by next_attempt_at limit ${limit}
         for update skip locked
       ) d
