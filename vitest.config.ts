@@ -38,8 +38,9 @@ export default defineConfig({
           include: roots.map((root) => `${root}*.unit.test.ts`),
           setupFiles: ["libs/testkit/src/boots-nothing.ts"],
           // With nothing to boot, import time is most of a unit file's time: the files
-          // of a worker share their modules (so a unit test leaves no global state behind
-          // and mocks no module).
+          // of a worker (a thread) share their modules, so a unit test leaves no global
+          // state behind and mocks no module.
+          pool: "threads",
           isolate: false,
         },
       },
