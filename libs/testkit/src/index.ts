@@ -1,1 +1,4 @@
-export {};
+// Test code shared across packages (CONTRIBUTING.md, "Tests"). A service's own test
+// harness stays in that service (its `test/` folder); what another package needs of it
+// is reached through that service's `exports` ("./testing"), never its `src/`.
+export { eventually, failureOf } from "./calls.ts";

@@ -1,5 +1,5 @@
 import { Code, ConnectError } from "@connectrpc/connect";
-import { admin, anOperation, type FakeServices, memoryLogger } from "@gw/edge/src/testing.ts";
+import { admin, anOperation, type FakeServices, memoryLogger } from "@gw/edge/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BACKOFFICE_CSP, REVIEWS_CSP } from "./app.ts";
 import { MERCHANTS_PER_PAGE } from "./pages/merchants.ts";

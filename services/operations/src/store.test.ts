@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import { fileURLToPath } from "node:url";
 import { connect, createTestDatabase, migrateSchema, type Sql, type TestDatabase } from "@gw/db";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { eventually, forceTransition } from "../test/harness.ts";
 import {
   AlreadyTerminalError,
   LegsDisagreeError,
@@ -10,7 +11,6 @@ import {
 } from "./lifecycle/errors.ts";
 import type { OperationRow } from "./model.ts";
 import { type ClaimRow, OperationStore } from "./repository/operations.ts";
-import { eventually, forceTransition } from "./test-support.ts";
 
 const migrationsFolder = fileURLToPath(new URL("../drizzle", import.meta.url));
 
