@@ -8,26 +8,49 @@
 import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { join, posix, resolve } from "node:path";
+import ts from "typescript";
 
 const ROOT = resolve(import.meta.dirname, "../..");
 
 /** The package folders of the workspace that others may only enter by their exports. */
 const PACKAGE = /^(libs|services|tooling|sdk)\/[^/]+\/|^(tests|deploy)\//;
 
-const SPECIFIER = /(?:\bfrom\s*|\bimport\s*\(\s*|\bimport\s+)["']([^"']+)["']/g;
-
 /** The package folder a repository path belongs to ("services/edge/"), if any. */
 function packageOf(path: string): string | undefined {
   return PACKAGE.exec(path)?.[0];
 }
 
+/** The module specifiers `text` imports or re-exports (`import()` included), with their lines. */
+function specifiers(fileName: string, text: string): { spec: string; line: number }[] {
+  const source = ts.createSourceFile(fileName, text, ts.ScriptTarget.Latest, true);
+  const found: { spec: string; line: number }[] = [];
+  const add = (node: ts.Expression) => {
+    if (ts.isStringLiteralLike(node))
+      found.push({
+        spec: node.text,
+        line: source.getLineAndCharacterOfPosition(node.getStart(source)).line + 1,
+      });
+  };
+  const visit = (node: ts.Node): void => {
+    if ((ts.isImportDeclaration(node) || ts.isExportDeclaration(node)) && node.moduleSpecifier)
+      add(node.moduleSpecifier);
+    else if (
+      ts.isCallExpression(node) &&
+      node.expression.kind === ts.SyntaxKind.ImportKeyword &&
+      node.arguments[0]
+    )
+      add(node.arguments[0]);
+    ts.forEachChild(node, visit);
+  };
+  visit(source);
+  return found;
+}
+
 /** What in `text` (the file at repository path `fileName`) reaches into another package. */
 export function deepImports(fileName: string, text: string): string[] {
-  const found: string[] = [];
   const own = packageOf(fileName);
-  for (const match of text.matchAll(SPECIFIER)) {
-    const spec = match[1] ?? "";
-    const line = text.slice(0, match.index).split("\n").length;
+  const found: string[] = [];
+  for (const { spec, line } of specifiers(fileName, text)) {
     if (/^@gw\/[^/]+\/src(\/|$)/.test(spec)) found.push(`${fileName}:${line}: imports "${spec}"`);
     else if (spec.startsWith(".")) {
       const target = posix.normalize(posix.join(posix.dirname(fileName), spec));
