@@ -75,11 +75,3 @@ export function operationStateJson(
     receipt_evidence_status: evidenceStatus,
   };
 }
-export {
-  FIELD_RULES,
-  type FieldRule,
-  fieldProblem,
-  fieldRuleText,
-  ruleProblem,
-  type TextField,
-} from "./fields.ts";
