@@ -75,3 +75,30 @@ export function operationStateJson(
     receipt_evidence_status: evidenceStatus,
   };
 }
+export {
+  amountProblem,
+  type CreateFields,
+  clientIpProblem,
+  createProblem,
+  currencyProblem,
+  methodCurrencyProblem,
+  methodProblem,
+  optionalProblem,
+  type Problem,
+  payoutDestinationProblem,
+  requiredProblem,
+} from "./create.ts";
+export {
+  EDGE_ERROR_CODES,
+  isPublicErrorCode,
+  type PublicErrorCode,
+  SERVICE_ERROR_CODES,
+} from "./errors.ts";
+export {
+  FIELD_RULES,
+  type FieldRule,
+  fieldProblem,
+  fieldRuleText,
+  ruleProblem,
+  type TextField,
+} from "./fields.ts";
