@@ -6,7 +6,7 @@ import { parseCreate } from "./create.ts";
 import { ValidationError } from "./lifecycle/errors.ts";
 
 // Operations refuses a bad create with the field and message of libs/api's createProblem,
-// which the edge answers with too (services/edge/src/create-rules.test.ts), so the two agree.
+// which the edge answers with too (services/edge/src/create-rules.unit.test.ts), so the two agree.
 
 const scope = {
   shopId: "0191a5e4-7c1b-7b8e-9d4e-3f2a1b0c9d8e",
