@@ -12,19 +12,25 @@ import { createServiceClient } from "@gw/rpc";
 import { startGrpcService } from "@gw/runtime";
 import type { OperationsConfig } from "./config.ts";
 import { connectorRegistry } from "./connectors/index.ts";
-import { PoolConnector } from "./connectors/pool.ts";
-import { ephemeralLinkSecret } from "./flexible.ts";
+import { withErrorCatalogue } from "./domain/lifecycle/catalogue.ts";
 import { OperationsHandlers } from "./handlers.ts";
-import { HandOffDriver } from "./handoff.ts";
-import { withErrorCatalogue } from "./lifecycle/catalogue.ts";
-import { nobodyTookIt, type PoolDeps, poolConsumers, SELF_MATCHING, startPoolConsumers } from "./pool.ts";
-import { Pricing } from "./pricing.ts";
-import { reportOpenProviderFacts } from "./provider-facts.ts";
 import { ProviderFactsHandlers } from "./provider-facts-handlers.ts";
-import { Reconciler, reconcilerOptions } from "./reconciler.ts";
 import { OperationStore } from "./repository/operations.ts";
-import { RouteCache } from "./route-cache.ts";
-import { startWithdrawalConsumer, WithdrawalDriver, withdrawalApplier } from "./withdrawals.ts";
+import { HandOffDriver } from "./steps/handoff.ts";
+import {
+  nobodyTookIt,
+  type PoolDeps,
+  poolConsumers,
+  SELF_MATCHING,
+  startPoolConsumers,
+} from "./steps/pool.ts";
+import { PoolConnector } from "./steps/pool-connector.ts";
+import { Pricing } from "./steps/pricing.ts";
+import { reportOpenProviderFacts } from "./steps/provider-facts.ts";
+import { RouteCache } from "./steps/route-cache.ts";
+import { startWithdrawalConsumer, WithdrawalDriver, withdrawalApplier } from "./steps/withdrawals.ts";
+import { ephemeralLinkSecret } from "./usecases/flexible.ts";
+import { Reconciler, reconcilerOptions } from "./usecases/reconcile.ts";
 
 export const migrationsFolder = fileURLToPath(new URL("../drizzle", import.meta.url));
 

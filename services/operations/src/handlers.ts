@@ -22,26 +22,26 @@ import type {
   ResolveReviewRequest,
 } from "@gw/proto/gateway/operations/v1/operations_pb";
 import type { ListOperatorQueueRequest } from "@gw/proto/gateway/operations/v1/operator_queue_pb";
-import { putProvider, putRoute } from "./admin-config.ts";
-import { listProviders, listRoutes } from "./admin-reads.ts";
-import { listOperationsAudit } from "./audit-reads.ts";
-import { handleProviderCallback } from "./callbacks.ts";
-import { confirmPayment, listManualChecks, type ReceiptDeps, resolveReview } from "./confirm.ts";
-import { type CreateDeps, createOperation, parseCreate } from "./create.ts";
-import { findOperations } from "./find-operations.ts";
+import { toOperation } from "./domain/model.ts";
+import { type CreateDeps, createOperation, parseCreate } from "./steps/create.ts";
+import { putProvider, putRoute } from "./usecases/admin-config.ts";
+import { listProviders, listRoutes } from "./usecases/admin-reads.ts";
+import { listOperationsAudit } from "./usecases/audit-reads.ts";
+import { cancelOperation } from "./usecases/cancel.ts";
+import { confirmPayment, listManualChecks, type ReceiptDeps, resolveReview } from "./usecases/confirm.ts";
+import { findOperations } from "./usecases/find-operations.ts";
 import {
   confirmFlexibleAmount,
   createFlexibleLink,
   type FlexibleDeps,
   getFlexibleLink,
   getPoolCoverage,
-} from "./flexible.ts";
-import { cancelOperation } from "./lifecycle/cancel.ts";
-import { toOperation } from "./model.ts";
-import { getOperation } from "./operation-reads.ts";
-import { listOperatorQueue } from "./operator-queue.ts";
-import { getPaymentPage, markHostedPage } from "./page.ts";
-import { getShopPage, putShopPage } from "./shop-pages.ts";
+} from "./usecases/flexible.ts";
+import { getOperation } from "./usecases/operation-reads.ts";
+import { listOperatorQueue } from "./usecases/operator-queue.ts";
+import { getPaymentPage, markHostedPage } from "./usecases/page.ts";
+import { handleProviderCallback } from "./usecases/provider-callback.ts";
+import { getShopPage, putShopPage } from "./usecases/shop-pages.ts";
 
 export interface HandlerDeps extends CreateDeps {
   prefix: string;

@@ -7,8 +7,8 @@ import {
   LegsDisagreeError,
   LifecycleViolationError,
   NotCancellableError,
-} from "./lifecycle/errors.ts";
-import type { OperationRow } from "./model.ts";
+} from "./domain/lifecycle/errors.ts";
+import type { OperationRow } from "./domain/model.ts";
 import { type ClaimRow, OperationStore } from "./repository/operations.ts";
 import { eventually, forceTransition } from "./test-support.ts";
 

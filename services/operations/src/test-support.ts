@@ -22,10 +22,10 @@ import { expect } from "vitest";
 import { startOperations } from "./app.ts";
 import { configSchema, type OperationsConfig } from "./config.ts";
 import { connectorFor } from "./connectors/index.ts";
-import { operationIdFor, parseCreate, requestHash } from "./create.ts";
-import type { OperationRow } from "./model.ts";
-import { Reconciler, type ReconcilerOptions, reconcilerOptions } from "./reconciler.ts";
+import type { OperationRow } from "./domain/model.ts";
 import { type OperationPatch, OperationStore } from "./repository/operations.ts";
+import { operationIdFor, parseCreate, requestHash } from "./steps/create.ts";
+import { Reconciler, type ReconcilerOptions, reconcilerOptions } from "./usecases/reconcile.ts";
 
 /** The receipts service's link secret in the harness. */
 export const RECEIPT_URL_SECRET = "operations-test-receipt-url-secret-0123456789";

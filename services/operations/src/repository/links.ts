@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { Sql } from "@gw/db";
 import type { flexibleLinks } from "../db/schema.ts";
-import type { SnakeKeys } from "../model.ts";
+import type { SnakeKeys } from "../domain/model.ts";
 import type { Db } from "./db.ts";
 
 /**

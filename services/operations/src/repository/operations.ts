@@ -4,9 +4,7 @@ import { eventHeaders } from "@gw/events";
 import { Decimal } from "@gw/money";
 import type { ReceiptItem } from "@gw/proto/gateway/operations/v1/operations_pb";
 import type postgres from "postgres";
-import type { ProviderConfig } from "../connectors/connector.ts";
-import { builtInProvider } from "../connectors/pool-provider.ts";
-import { type EventStatements, operationEvent } from "../events.ts";
+import { type EventStatements, operationEvent } from "../domain/events.ts";
 import {
   type Applied,
   apply,
@@ -15,16 +13,17 @@ import {
   type Fact,
   type LifecyclePatch,
   stateOf,
-} from "../lifecycle/apply.ts";
+} from "../domain/lifecycle/apply.ts";
 import {
   type DomainError,
   isDomainError,
   LegsDisagreeError,
   LifecycleViolationError,
-} from "../lifecycle/errors.ts";
-import { allowsState } from "../lifecycle/table.ts";
-import type { LegRow, OperationRow, ReconcileRow } from "../model.ts";
-import { receiptsOf } from "../receipts-of.ts";
+} from "../domain/lifecycle/errors.ts";
+import { allowsState } from "../domain/lifecycle/table.ts";
+import type { LegRow, OperationRow, ReconcileRow } from "../domain/model.ts";
+import { builtInProvider, type ProviderConfig } from "../domain/providers.ts";
+import { receiptsOf } from "../domain/receipts-of.ts";
 import { AuditRepository } from "./audit.ts";
 import { HandOffRepository } from "./handoffs.ts";
 import { LinkRepository } from "./links.ts";

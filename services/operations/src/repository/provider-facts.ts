@@ -1,6 +1,6 @@
 import type { Sql } from "@gw/db";
 import type { providerFacts } from "../db/schema.ts";
-import type { OperationRow, SnakeKeys } from "../model.ts";
+import type { OperationRow, SnakeKeys } from "../domain/model.ts";
 import type { Db, Tx } from "./db.ts";
 
 /**
