@@ -13,6 +13,7 @@ import { startGrpcService } from "@gw/runtime";
 import type { OperationsConfig } from "./config.ts";
 import { connectorRegistry } from "./connectors/index.ts";
 import { withErrorCatalogue } from "./domain/lifecycle/catalogue.ts";
+import { ephemeralLinkSecret } from "./domain/link-credential.ts";
 import { OperationsHandlers } from "./handlers.ts";
 import { ProviderFactsHandlers } from "./provider-facts-handlers.ts";
 import { OperationStore } from "./repository/operations.ts";
@@ -29,8 +30,7 @@ import { Pricing } from "./steps/pricing.ts";
 import { reportOpenProviderFacts } from "./steps/provider-facts.ts";
 import { RouteCache } from "./steps/route-cache.ts";
 import { startWithdrawalConsumer, WithdrawalDriver, withdrawalApplier } from "./steps/withdrawals.ts";
-import { ephemeralLinkSecret } from "./usecases/flexible.ts";
-import { Reconciler, reconcilerOptions } from "./usecases/reconcile.ts";
+import { Reconciler, reconcilerOptions } from "./usecases/reconcile/reconciler.ts";
 
 export const migrationsFolder = fileURLToPath(new URL("../drizzle", import.meta.url));
 

@@ -24,11 +24,12 @@ import type {
 import type { ListOperatorQueueRequest } from "@gw/proto/gateway/operations/v1/operator_queue_pb";
 import { toOperation } from "./domain/model.ts";
 import { type CreateDeps, createOperation, parseCreate } from "./steps/create.ts";
+import type { ReceiptDeps } from "./steps/review.ts";
 import { putProvider, putRoute } from "./usecases/admin-config.ts";
 import { listProviders, listRoutes } from "./usecases/admin-reads.ts";
 import { listOperationsAudit } from "./usecases/audit-reads.ts";
 import { cancelOperation } from "./usecases/cancel.ts";
-import { confirmPayment, listManualChecks, type ReceiptDeps, resolveReview } from "./usecases/confirm.ts";
+import { confirmPayment, listManualChecks, resolveReview } from "./usecases/confirm.ts";
 import { findOperations } from "./usecases/find-operations.ts";
 import {
   confirmFlexibleAmount,

@@ -25,7 +25,7 @@ import { connectorFor } from "./connectors/index.ts";
 import type { OperationRow } from "./domain/model.ts";
 import { type OperationPatch, OperationStore } from "./repository/operations.ts";
 import { operationIdFor, parseCreate, requestHash } from "./steps/create.ts";
-import { Reconciler, type ReconcilerOptions, reconcilerOptions } from "./usecases/reconcile.ts";
+import { Reconciler, type ReconcilerOptions, reconcilerOptions } from "./usecases/reconcile/reconciler.ts";
 
 /** The receipts service's link secret in the harness. */
 export const RECEIPT_URL_SECRET = "operations-test-receipt-url-secret-0123456789";

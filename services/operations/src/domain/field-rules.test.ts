@@ -6,8 +6,8 @@ import {
 import { describe, expect, it } from "vitest";
 import type { OperationStore } from "../repository/operations.ts";
 import { parseCreate } from "../steps/create.ts";
+import { findOperation } from "../steps/find-operation.ts";
 import { cancelOperation } from "../usecases/cancel.ts";
-import { findOperation } from "../usecases/operation-reads.ts";
 import { ValidationError } from "./lifecycle/errors.ts";
 
 // Issue 27 item 3 in operations: the same field rules as the edge (libs/api fields.ts),

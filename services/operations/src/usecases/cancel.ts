@@ -4,7 +4,7 @@ import { DependencyUnavailableError, OperationNotFoundError } from "../domain/li
 import { isTerminal, toOperation } from "../domain/model.ts";
 import type { OperationStore } from "../repository/operations.ts";
 import { isRefusedCreate, operationIdFor } from "../steps/create.ts";
-import { findOperation } from "./operation-reads.ts";
+import { findOperation } from "../steps/find-operation.ts";
 
 /** Bounded: each attempt lost a race to a concurrent writer; ten in a row means "retry later". */
 const ATTEMPTS = 10;

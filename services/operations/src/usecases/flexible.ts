@@ -1,4 +1,4 @@
-import { createHash, createHmac, randomBytes, timingSafeEqual } from "node:crypto";
+import { createHash } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { Client } from "@connectrpc/connect";
@@ -22,6 +22,7 @@ import {
   RouteNotConfiguredError,
   ValidationError,
 } from "../domain/lifecycle/errors.ts";
+import { credentialMatches, linkCredential, sha256 } from "../domain/link-credential.ts";
 import { type OperationRow, toOperation } from "../domain/model.ts";
 import type { LinkRow } from "../repository/links.ts";
 import {
@@ -60,22 +61,6 @@ const HIGHEST = "9999999999999999.99";
 const READ_TIMEOUT_MS = 2_500;
 
 const invalid = (field: string, message: string) => new ValidationError(message, field);
-
-/** A new random HMAC key, for a process started without FLEXIBLE_LINK_SECRET. */
-export const ephemeralLinkSecret = () => randomBytes(32);
-
-export function linkCredential(secret: Buffer, operationId: string): string {
-  return createHmac("sha256", secret).update(`flexible-link\n${operationId}`).digest("base64url");
-}
-
-const sha256 = (text: string) => createHash("sha256").update(text).digest();
-
-/** Constant-time check of a presented `k` against the stored hash (both hashed to 32 bytes first). */
-export function credentialMatches(k: string, kHashHex: string): boolean {
-  const stored = Buffer.from(kHashHex, "hex");
-  const given = sha256(k);
-  return stored.length === given.length && timingSafeEqual(stored, given);
-}
 
 function amountOf(text: string | undefined, field: string): Decimal {
   const parsed = text === undefined ? undefined : parseRequestAmount(text);

@@ -9,9 +9,9 @@ import {
 } from "@gw/proto/gateway/operations/v1/operations_pb";
 import { bankDetails } from "../domain/banks.ts";
 import { OperationNotFoundError, ValidationError } from "../domain/lifecycle/errors.ts";
+import { credentialMatches } from "../domain/link-credential.ts";
 import type { OperationRow } from "../domain/model.ts";
 import type { OperationStore } from "../repository/operations.ts";
-import { credentialMatches } from "./flexible.ts";
 
 /**
  * The payer's hosted page (checkout) reads a payment through `GetPaymentPage`. The page

@@ -3,9 +3,9 @@ import { ReceiptsService } from "@gw/proto/gateway/receipts/v1/receipts_pb";
 import { notPdf, receiptPdf, receiptSpec } from "@gw/receipts/src/testing/receipt-factory.ts";
 import { createServiceClient } from "@gw/rpc";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { SELF_MATCHING } from "../steps/pool.ts";
-import { eventually, type OperationsHarness, startHarness } from "../test-support.ts";
-import { beginReview } from "./confirm.ts";
+import { SELF_MATCHING } from "../../steps/pool.ts";
+import { beginReview } from "../../steps/review.ts";
+import { eventually, type OperationsHarness, startHarness } from "../../test-support.ts";
 
 // A pool payin whose receipt is under review (the upload accepted, its verdict not yet
 // recorded) neither expires nor loses its slot until the verdict; a verdict the upload

@@ -4,16 +4,16 @@ import { createLogger, type Logger } from "@gw/log";
 import { type OperationEvent, OperationEventSchema } from "@gw/proto/gateway/operations/v1/operations_pb";
 import { errorInfo } from "@gw/rpc";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { ReconcileRow } from "../repository/operations.ts";
-import { operationIdFor } from "../steps/create.ts";
+import type { ReconcileRow } from "../../repository/operations.ts";
+import { operationIdFor } from "../../steps/create.ts";
 import {
   eventually,
   forceTransition,
   insertAbandonedRouting,
   type OperationsHarness,
   startHarness,
-} from "../test-support.ts";
-import { stuckOperations } from "./reconcile.ts";
+} from "../../test-support.ts";
+import { stuckOperations } from "./reconciler.ts";
 
 let h: OperationsHarness;
 

@@ -1,7 +1,7 @@
 import type { Review } from "@gw/proto/gateway/receipts/v1/receipts_pb";
-import { receiptsRefusal } from "../domain/dependency-errors.ts";
-import type { OperationRow } from "../domain/model.ts";
-import { applyReview, endReview, type ReceiptDeps, SUBMIT_TIMEOUT_MS } from "./confirm.ts";
+import { receiptsRefusal } from "../../domain/dependency-errors.ts";
+import type { OperationRow } from "../../domain/model.ts";
+import { applyReview, endReview, type ReceiptDeps, SUBMIT_TIMEOUT_MS } from "../../steps/review.ts";
 
 /**
  * A payment whose receipt is under review (`review_started_at`, set by `confirmPayment`

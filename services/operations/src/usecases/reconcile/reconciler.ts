@@ -3,18 +3,18 @@ import type { Client } from "@connectrpc/connect";
 import type { ReceiptsService } from "@gw/proto/gateway/receipts/v1/receipts_pb";
 import { metricsRegistry } from "@gw/rpc";
 import { Gauge } from "prom-client";
-import type { OperationsConfig } from "../config.ts";
-import type { ProviderResult } from "../connectors/connector.ts";
+import type { OperationsConfig } from "../../config.ts";
+import type { ProviderResult } from "../../connectors/connector.ts";
 import {
   ConcurrentChangeError,
   DependencyUnavailableError,
   NoProviderAcceptedError,
-} from "../domain/lifecycle/errors.ts";
-import { isTerminal } from "../domain/model.ts";
-import { NON_TERMINAL, type ReconcileRow } from "../repository/operations.ts";
-import { type CreateDeps, ROUTING_GRACE_MS, reroute } from "../steps/create.ts";
-import { type PoolDeps, reconcilePooled, releaseSlot, SELF_MATCHING } from "../steps/pool.ts";
-import { applyProviderResult } from "../steps/provider-results.ts";
+} from "../../domain/lifecycle/errors.ts";
+import { isTerminal } from "../../domain/model.ts";
+import { NON_TERMINAL, type ReconcileRow } from "../../repository/operations.ts";
+import { type CreateDeps, ROUTING_GRACE_MS, reroute } from "../../steps/create.ts";
+import { type PoolDeps, reconcilePooled, releaseSlot, SELF_MATCHING } from "../../steps/pool.ts";
+import { applyProviderResult } from "../../steps/provider-results.ts";
 import { resumeReview } from "./under-review.ts";
 
 /** What the reconciler needs: a create's dependencies, and the receipts service for reviews it resumes. */
