@@ -5,6 +5,7 @@ import type {
   ConfirmFlexibleAmountRequest,
   ConfirmPaymentRequest,
   CreateFlexibleLinkRequest,
+  CreateOperationRequest,
   FindOperationsRequest,
   GetFlexibleLinkRequest,
   GetOperationRequest,
@@ -22,14 +23,14 @@ import type {
   ResolveReviewRequest,
 } from "@gw/proto/gateway/operations/v1/operations_pb";
 import type { ListOperatorQueueRequest } from "@gw/proto/gateway/operations/v1/operator_queue_pb";
-import { toOperation } from "./domain/model.ts";
-import { type CreateDeps, createOperation, parseCreate } from "./steps/create.ts";
+import type { CreateDeps } from "./steps/create-deps.ts";
 import type { ReceiptDeps } from "./steps/review.ts";
 import { putProvider, putRoute } from "./usecases/admin-config.ts";
 import { listProviders, listRoutes } from "./usecases/admin-reads.ts";
 import { listOperationsAudit } from "./usecases/audit-reads.ts";
 import { cancelOperation } from "./usecases/cancel.ts";
 import { confirmPayment, listManualChecks, resolveReview } from "./usecases/confirm.ts";
+import { createOperation } from "./usecases/create.ts";
 import { findOperations } from "./usecases/find-operations.ts";
 import {
   confirmFlexibleAmount,
@@ -40,7 +41,7 @@ import {
 } from "./usecases/flexible.ts";
 import { getOperation } from "./usecases/operation-reads.ts";
 import { listOperatorQueue } from "./usecases/operator-queue.ts";
-import { getPaymentPage, markHostedPage } from "./usecases/page.ts";
+import { getPaymentPage } from "./usecases/page.ts";
 import { handleProviderCallback } from "./usecases/provider-callback.ts";
 import { getShopPage, putShopPage } from "./usecases/shop-pages.ts";
 
@@ -67,10 +68,8 @@ export class OperationsHandlers implements ServiceImpl<typeof OperationsService>
     this.#d = deps;
   }
 
-  async createOperation(req: Parameters<typeof parseCreate>[0], ctx: HandlerContext) {
-    const { row, replayed } = await createOperation(this.#d, parseCreate(req), ctx.signal);
-    await markHostedPage(this.#d.store, row, req.hostedPage);
-    return { operation: toOperation(row), replayed };
+  createOperation(req: CreateOperationRequest, ctx: HandlerContext) {
+    return createOperation(this.#d, req, ctx.signal);
   }
 
   getOperation(req: GetOperationRequest) {

@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { Code } from "@connectrpc/connect";
 import { errorInfo } from "@gw/rpc";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { operationIdFor } from "./steps/create.ts";
+import { operationIdFor } from "./domain/create-request.ts";
 import { eventually, failureOf, type OperationsHarness, startHarness } from "./test-support.ts";
 
 let h: OperationsHarness;

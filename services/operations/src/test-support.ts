@@ -22,9 +22,9 @@ import { expect } from "vitest";
 import { startOperations } from "./app.ts";
 import { configSchema, type OperationsConfig } from "./config.ts";
 import { connectorFor } from "./connectors/index.ts";
+import { operationIdFor, parseCreate, requestHash } from "./domain/create-request.ts";
 import type { OperationRow } from "./domain/model.ts";
 import { type OperationPatch, OperationStore } from "./repository/operations.ts";
-import { operationIdFor, parseCreate, requestHash } from "./steps/create.ts";
 import { Reconciler, type ReconcilerOptions, reconcilerOptions } from "./usecases/reconcile/reconciler.ts";
 
 /** The receipts service's link secret in the harness. */

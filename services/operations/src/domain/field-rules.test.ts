@@ -5,9 +5,9 @@ import {
 } from "@gw/proto/gateway/operations/v1/operations_pb";
 import { describe, expect, it } from "vitest";
 import type { OperationStore } from "../repository/operations.ts";
-import { parseCreate } from "../steps/create.ts";
 import { findOperation } from "../steps/find-operation.ts";
 import { cancelOperation } from "../usecases/cancel.ts";
+import { parseCreate } from "./create-request.ts";
 import { ValidationError } from "./lifecycle/errors.ts";
 
 // Issue 27 item 3 in operations: the same field rules as the edge (libs/api fields.ts),

@@ -2,9 +2,11 @@ import { randomUUID } from "node:crypto";
 import { createLogger } from "@gw/log";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connectorFor } from "../connectors/index.ts";
+import { operationIdFor } from "../domain/create-request.ts";
 import { DependencyUnavailableError } from "../domain/lifecycle/errors.ts";
 import { failureOf, insertAbandonedRouting, type OperationsHarness, startHarness } from "../test-support.ts";
-import { type CreateDeps, drive, operationIdFor } from "./create.ts";
+import type { CreateDeps } from "./create.ts";
+import { drive } from "./resume.ts";
 
 // The create cascade at the provider boundary: when a provider's "never received" is
 // believed, and who may record a routing outcome.

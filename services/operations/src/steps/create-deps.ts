@@ -2,6 +2,7 @@ import type { Client } from "@connectrpc/connect";
 import type { Logger } from "@gw/log";
 import type { LedgerService } from "@gw/proto/gateway/ledger/v1/ledger_pb";
 import type { Connector } from "../connectors/connector.ts";
+import type { OperationRow } from "../domain/model.ts";
 import type { OperationStore } from "../repository/operations.ts";
 import type { PoolDeps } from "./pool.ts";
 import type { Pricing } from "./pricing.ts";
@@ -32,3 +33,6 @@ export interface CreateDeps {
   /** Creates' routes, cached (`RouteCache`); absent: every create reads its route. */
   routes?: RouteCache;
 }
+
+/** A create's answer: its row, and whether it replays an earlier create of the same key. */
+export type CreateResult = { row: OperationRow; replayed: boolean };

@@ -4,6 +4,7 @@ import { createLogger } from "@gw/log";
 import { OperationEventSchema } from "@gw/proto/gateway/operations/v1/operations_pb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connectorFor } from "../connectors/index.ts";
+import { operationIdFor } from "../domain/create-request.ts";
 import { operationEvent } from "../domain/events.ts";
 import {
   eventually,
@@ -13,7 +14,6 @@ import {
   type OperationsHarness,
   startHarness,
 } from "../test-support.ts";
-import { operationIdFor } from "./create.ts";
 import { type PoolDeps, poolConsumers, SELF_MATCHING } from "./pool.ts";
 import { PoolConnector } from "./pool-connector.ts";
 import { listProviderFacts } from "./provider-facts.ts";

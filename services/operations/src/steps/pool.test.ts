@@ -7,6 +7,7 @@ import { createLogger } from "@gw/log";
 import { Decimal } from "@gw/money";
 import { PoolPayoutEventSchema } from "@gw/proto/gateway/matching/v1/matching_pb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { operationIdFor } from "../domain/create-request.ts";
 import { POOL_PROVIDER } from "../domain/providers.ts";
 import {
   eventually,
@@ -16,7 +17,6 @@ import {
   type OperationsHarness,
   startHarness,
 } from "../test-support.ts";
-import { operationIdFor } from "./create.ts";
 import { poolConsumers, SELF_MATCHING } from "./pool.ts";
 import { PoolConnector } from "./pool-connector.ts";
 import { listProviderFacts } from "./provider-facts.ts";

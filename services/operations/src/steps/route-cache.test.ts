@@ -10,10 +10,11 @@ import { createServiceClient } from "@gw/rpc";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startOperations } from "../app.ts";
 import { connectorFor } from "../connectors/index.ts";
+import { operationIdFor, parseCreate } from "../domain/create-request.ts";
 import { IdempotencyConflictError } from "../domain/lifecycle/errors.ts";
 import { OperationStore } from "../repository/operations.ts";
 import { eventually, type OperationsHarness, startHarness } from "../test-support.ts";
-import { type CreateDeps, createOperation, operationIdFor, parseCreate } from "./create.ts";
+import { type CreateDeps, createOperation } from "./create.ts";
 import { Pricing } from "./pricing.ts";
 import { RouteCache } from "./route-cache.ts";
 

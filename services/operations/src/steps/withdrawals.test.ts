@@ -4,6 +4,7 @@ import { createLogger } from "@gw/log";
 import { CreateOperationRequestSchema } from "@gw/proto/gateway/operations/v1/operations_pb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connectorFor } from "../connectors/index.ts";
+import { parseCreate } from "../domain/create-request.ts";
 import {
   eventually,
   failureOf,
@@ -11,7 +12,7 @@ import {
   type OperationsHarness,
   startHarness,
 } from "../test-support.ts";
-import { type CreateDeps, createOperation, parseCreate } from "./create.ts";
+import { type CreateDeps, createOperation } from "./create.ts";
 
 let h: OperationsHarness;
 

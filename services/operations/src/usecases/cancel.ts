@@ -1,10 +1,11 @@
 import type { CancelOperationRequest } from "@gw/proto/gateway/operations/v1/operations_pb";
+import { operationIdFor } from "../domain/create-request.ts";
 import { checkField } from "../domain/field-rules.ts";
 import { DependencyUnavailableError, OperationNotFoundError } from "../domain/lifecycle/errors.ts";
 import { isTerminal, toOperation } from "../domain/model.ts";
 import type { OperationStore } from "../repository/operations.ts";
-import { isRefusedCreate, operationIdFor } from "../steps/create.ts";
 import { findOperation } from "../steps/find-operation.ts";
+import { isRefusedCreate } from "../steps/resume.ts";
 
 /** Bounded: each attempt lost a race to a concurrent writer; ten in a row means "retry later". */
 const ATTEMPTS = 10;

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { Code } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { operationIdFor } from "../steps/create.ts";
+import { operationIdFor } from "../domain/create-request.ts";
 import { SELF_MATCHING } from "../steps/pool.ts";
 import { eventually, failureOf, type OperationsHarness, startHarness } from "../test-support.ts";
 

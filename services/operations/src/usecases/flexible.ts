@@ -12,6 +12,8 @@ import type {
   GetPoolCoverageRequest,
 } from "@gw/proto/gateway/operations/v1/operations_pb";
 import { stringify } from "safe-stable-stringify";
+import type { CreateInput } from "../domain/create-request.ts";
+import { conflict, operationIdFor } from "../domain/create-request.ts";
 import { matchingRefusal } from "../domain/dependency-errors.ts";
 import { checkField } from "../domain/field-rules.ts";
 import {
@@ -25,15 +27,9 @@ import {
 import { credentialMatches, linkCredential, sha256 } from "../domain/link-credential.ts";
 import { type OperationRow, toOperation } from "../domain/model.ts";
 import type { LinkRow } from "../repository/links.ts";
-import {
-  type CreateDeps,
-  type CreateInput,
-  conflict,
-  createOperation,
-  operationIdFor,
-  pricingOf,
-} from "../steps/create.ts";
+import { type CreateDeps, createOperation } from "../steps/create.ts";
 import { SELF_MATCHING } from "../steps/pool.ts";
+import { pricingOf } from "../steps/quote.ts";
 
 /**
  * Flexible payment links (`POST /v1/payment/link/flexible`) and the pool coverage the

@@ -1,9 +1,9 @@
 import type { GetOperationRequest } from "@gw/proto/gateway/operations/v1/operations_pb";
 import { OperationNotFoundError } from "../domain/lifecycle/errors.ts";
 import { toOperation } from "../domain/model.ts";
-import { isRefusedCreate } from "../steps/create.ts";
 import { findOperation } from "../steps/find-operation.ts";
 import { receiptEvidence } from "../steps/receipt-evidence.ts";
+import { isRefusedCreate } from "../steps/resume.ts";
 import type { ReceiptDeps } from "../steps/review.ts";
 
 /**

@@ -110,16 +110,3 @@ async function flexibleCredentialHolds(store: OperationStore, req: GetPaymentPag
   const ok = credentialMatches(req.k ?? "", link?.k_hash ?? "00".repeat(32));
   return ok && !!req.k && link !== undefined && link.status !== "amount_selection";
 }
-
-/**
- * Records that a payment was handed out as a hosted link, when the create asked for one.
- * It runs after the create succeeded (so a link that failed shows no page); a replay
- * through a link records it as well. A bookkeeping column: no version bump, no event.
- */
-export async function markHostedPage(
-  store: OperationStore,
-  row: Pick<OperationRow, "id" | "type" | "hosted_page">,
-  requested: boolean,
-): Promise<void> {
-  if (requested && row.type === "payment" && !row.hosted_page) await store.markHostedPage(row.id);
-}

@@ -6,7 +6,7 @@ import { Code } from "@connectrpc/connect";
 import { type OperationEvent, OperationEventSchema } from "@gw/proto/gateway/operations/v1/operations_pb";
 import { errorInfo } from "@gw/rpc";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { operationIdFor } from "../steps/create.ts";
+import { operationIdFor } from "../domain/create-request.ts";
 import { eventually, failureOf, type OperationsHarness, startHarness } from "../test-support.ts";
 
 // A create no provider accepted is no decision (spec: "a timeout or 503 gives no decision;

@@ -4,8 +4,8 @@ import { createLogger, type Logger } from "@gw/log";
 import { type OperationEvent, OperationEventSchema } from "@gw/proto/gateway/operations/v1/operations_pb";
 import { errorInfo } from "@gw/rpc";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { operationIdFor } from "../../domain/create-request.ts";
 import type { ReconcileRow } from "../../repository/operations.ts";
-import { operationIdFor } from "../../steps/create.ts";
 import {
   eventually,
   forceTransition,

@@ -12,9 +12,10 @@ import {
 } from "../../domain/lifecycle/errors.ts";
 import { isTerminal } from "../../domain/model.ts";
 import { NON_TERMINAL, type ReconcileRow } from "../../repository/operations.ts";
-import { type CreateDeps, ROUTING_GRACE_MS, reroute } from "../../steps/create.ts";
+import type { CreateDeps } from "../../steps/create.ts";
 import { type PoolDeps, reconcilePooled, releaseSlot, SELF_MATCHING } from "../../steps/pool.ts";
 import { applyProviderResult } from "../../steps/provider-results.ts";
+import { ROUTING_GRACE_MS, reroute } from "../../steps/resume.ts";
 import { resumeReview } from "./under-review.ts";
 
 /** What the reconciler needs: a create's dependencies, and the receipts service for reviews it resumes. */
