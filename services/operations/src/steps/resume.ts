@@ -5,7 +5,8 @@ import type { OperationRow } from "../domain/model.ts";
 import type { OperationStore } from "../repository/operations.ts";
 import type { CreateDeps, CreateResult } from "./create-deps.ts";
 import { quoteFor } from "./quote.ts";
-import { notAccepted, record, route, unresolved } from "./routing.ts";
+import { notAccepted, record, unresolved } from "./record.ts";
+import { route } from "./routing.ts";
 
 /**
  * A create whose key already has a row: replayed, refused as a conflict, waited for,
