@@ -18,18 +18,15 @@ import { OperationsHandlers } from "./handlers.ts";
 import { ProviderFactsHandlers } from "./provider-facts-handlers.ts";
 import { OperationStore } from "./repository/operations.ts";
 import { HandOffDriver } from "./steps/handoff.ts";
-import {
-  nobodyTookIt,
-  type PoolDeps,
-  poolConsumers,
-  SELF_MATCHING,
-  startPoolConsumers,
-} from "./steps/pool.ts";
+import { SELF_MATCHING } from "./steps/pool.ts";
 import { PoolConnector } from "./steps/pool-connector.ts";
+import type { PoolDeps } from "./steps/pool-deps.ts";
+import { nobodyTookIt } from "./steps/pool-payouts.ts";
 import { Pricing } from "./steps/pricing.ts";
 import { reportOpenProviderFacts } from "./steps/provider-facts.ts";
 import { RouteCache } from "./steps/route-cache.ts";
 import { startWithdrawalConsumer, WithdrawalDriver, withdrawalApplier } from "./steps/withdrawals.ts";
+import { poolConsumers, startPoolConsumers } from "./usecases/pool-events.ts";
 import { Reconciler, reconcilerOptions } from "./usecases/reconcile/reconciler.ts";
 
 export const migrationsFolder = fileURLToPath(new URL("../drizzle", import.meta.url));

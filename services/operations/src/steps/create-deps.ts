@@ -4,7 +4,7 @@ import type { LedgerService } from "@gw/proto/gateway/ledger/v1/ledger_pb";
 import type { Connector } from "../connectors/connector.ts";
 import type { OperationRow } from "../domain/model.ts";
 import type { OperationStore } from "../repository/operations.ts";
-import type { PoolDeps } from "./pool.ts";
+import type { PoolDeps } from "./pool-deps.ts";
 import type { Pricing } from "./pricing.ts";
 import type { RouteCache } from "./route-cache.ts";
 import type { WithdrawalDriver } from "./withdrawals.ts";

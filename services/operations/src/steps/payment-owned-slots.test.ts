@@ -14,8 +14,10 @@ import {
   type OperationsHarness,
   startHarness,
 } from "../test-support.ts";
-import { type PoolDeps, poolConsumers, SELF_MATCHING } from "./pool.ts";
+import { poolConsumers } from "../usecases/pool-events.ts";
+import { SELF_MATCHING } from "./pool.ts";
 import { PoolConnector } from "./pool-connector.ts";
+import type { PoolDeps } from "./pool-deps.ts";
 import { listProviderFacts } from "./provider-facts.ts";
 import { PAYMENT_REFUSED } from "./refusals.ts";
 

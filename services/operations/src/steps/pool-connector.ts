@@ -10,7 +10,8 @@ import {
 import { matchingRefusal } from "../domain/dependency-errors.ts";
 import type { OperationRow } from "../domain/model.ts";
 import { SELF_MATCHING } from "../domain/providers.ts";
-import { addPayout, type PoolDeps, poolAnswer, releaseSlot } from "./pool.ts";
+import { addPayout, poolAnswer, releaseSlot } from "./pool.ts";
+import type { PoolDeps } from "./pool-deps.ts";
 
 /**
  * The self-matching pool behind the connector port (kind `self_matching`, provider

@@ -17,7 +17,8 @@ import {
   type OperationsHarness,
   startHarness,
 } from "../test-support.ts";
-import { poolConsumers, SELF_MATCHING } from "./pool.ts";
+import { poolConsumers } from "../usecases/pool-events.ts";
+import { SELF_MATCHING } from "./pool.ts";
 import { PoolConnector } from "./pool-connector.ts";
 import { listProviderFacts } from "./provider-facts.ts";
 import { applyProviderResult } from "./provider-results.ts";

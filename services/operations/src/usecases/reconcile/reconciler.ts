@@ -13,7 +13,8 @@ import {
 import { isTerminal } from "../../domain/model.ts";
 import { NON_TERMINAL, type ReconcileRow } from "../../repository/operations.ts";
 import type { CreateDeps } from "../../steps/create.ts";
-import { type PoolDeps, reconcilePooled, releaseSlot, SELF_MATCHING } from "../../steps/pool.ts";
+import { reconcilePooled, releaseSlot, SELF_MATCHING } from "../../steps/pool.ts";
+import type { PoolDeps } from "../../steps/pool-deps.ts";
 import { applyProviderResult } from "../../steps/provider-results.ts";
 import { ROUTING_GRACE_MS, reroute } from "../../steps/resume.ts";
 import { resumeReview } from "./under-review.ts";
