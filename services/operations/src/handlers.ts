@@ -32,13 +32,10 @@ import { cancelOperation } from "./usecases/cancel.ts";
 import { confirmPayment, listManualChecks, resolveReview } from "./usecases/confirm.ts";
 import { createOperation } from "./usecases/create.ts";
 import { findOperations } from "./usecases/find-operations.ts";
-import {
-  confirmFlexibleAmount,
-  createFlexibleLink,
-  type FlexibleDeps,
-  getFlexibleLink,
-  getPoolCoverage,
-} from "./usecases/flexible.ts";
+import { confirmFlexibleAmount } from "./usecases/flexible/confirm-amount.ts";
+import { getPoolCoverage } from "./usecases/flexible/coverage.ts";
+import { createFlexibleLink } from "./usecases/flexible/create-link.ts";
+import { type FlexibleDeps, getFlexibleLink } from "./usecases/flexible/link.ts";
 import { getOperation } from "./usecases/operation-reads.ts";
 import { listOperatorQueue } from "./usecases/operator-queue.ts";
 import { getPaymentPage } from "./usecases/page.ts";
