@@ -27,7 +27,8 @@ import { reportOpenProviderFacts } from "./steps/provider-facts.ts";
 import { RouteCache } from "./steps/route-cache.ts";
 import { startWithdrawalConsumer, WithdrawalDriver, withdrawalApplier } from "./steps/withdrawals.ts";
 import { poolConsumers, startPoolConsumers } from "./usecases/pool-events.ts";
-import { Reconciler, reconcilerOptions } from "./usecases/reconcile/reconciler.ts";
+import { reconcilerOptions } from "./usecases/reconcile/options.ts";
+import { Reconciler } from "./usecases/reconcile/reconciler.ts";
 
 export const migrationsFolder = fileURLToPath(new URL("../drizzle", import.meta.url));
 

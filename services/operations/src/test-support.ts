@@ -25,7 +25,9 @@ import { connectorFor } from "./connectors/index.ts";
 import { operationIdFor, parseCreate, requestHash } from "./domain/create-request.ts";
 import type { OperationRow } from "./domain/model.ts";
 import { type OperationPatch, OperationStore } from "./repository/operations.ts";
-import { Reconciler, type ReconcilerOptions, reconcilerOptions } from "./usecases/reconcile/reconciler.ts";
+import type { ReconcilerOptions } from "./usecases/reconcile/options.ts";
+import { reconcilerOptions } from "./usecases/reconcile/options.ts";
+import { Reconciler } from "./usecases/reconcile/reconciler.ts";
 
 /** The receipts service's link secret in the harness. */
 export const RECEIPT_URL_SECRET = "operations-test-receipt-url-secret-0123456789";

@@ -13,7 +13,7 @@ import {
   type OperationsHarness,
   startHarness,
 } from "../../test-support.ts";
-import { stuckOperations } from "./reconciler.ts";
+import { stuckOperations } from "./options.ts";
 
 let h: OperationsHarness;
 
