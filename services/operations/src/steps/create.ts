@@ -20,7 +20,7 @@ export type { CreateDeps, CreateResult } from "./create-deps.ts";
  * no provider accepted is recorded as rejected (no event) and answered with an error, never
  * as a synthetic pending; a retry with the same body routes again (`retryRefused`).
  */
-export async function createOperation(
+export async function claimAndRoute(
   deps: CreateDeps,
   input: CreateInput,
   signal: AbortSignal,

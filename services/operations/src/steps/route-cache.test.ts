@@ -14,7 +14,7 @@ import { operationIdFor, parseCreate } from "../domain/create-request.ts";
 import { IdempotencyConflictError } from "../domain/lifecycle/errors.ts";
 import { OperationStore } from "../repository/operations.ts";
 import { eventually, type OperationsHarness, startHarness } from "../test-support.ts";
-import { type CreateDeps, createOperation } from "./create.ts";
+import { type CreateDeps, claimAndRoute } from "./create.ts";
 import { Pricing } from "./pricing.ts";
 import { RouteCache } from "./route-cache.ts";
 
@@ -70,7 +70,7 @@ async function cachedDeps(ledger = h.ledger) {
     deps,
     statements,
     create: (shop: { shopId: string; merchantId: string }, mop: string) =>
-      createOperation(deps, parseCreate(request(shop, mop) as never), new AbortController().signal),
+      claimAndRoute(deps, parseCreate(request(shop, mop) as never), new AbortController().signal),
     stop: async () => {
       routes.stop();
       pricing.stop();

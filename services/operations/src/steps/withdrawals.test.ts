@@ -12,7 +12,7 @@ import {
   type OperationsHarness,
   startHarness,
 } from "../test-support.ts";
-import { type CreateDeps, createOperation } from "./create.ts";
+import { type CreateDeps, claimAndRoute } from "./create.ts";
 
 let h: OperationsHarness;
 
@@ -151,7 +151,7 @@ describe("a payin passed over as unknown", () => {
       attemptTimeoutMs: 1_000,
       logger: createLogger("operations-test", "silent"),
     };
-    const { row } = await createOperation(
+    const { row } = await claimAndRoute(
       deps,
       parseCreate(create(CreateOperationRequestSchema, payment(shop))),
       AbortSignal.timeout(8_000),

@@ -2,7 +2,7 @@ import type { CreateOperationRequest } from "@gw/proto/gateway/operations/v1/ope
 import { parseCreate } from "../domain/create-request.ts";
 import { type OperationRow, toOperation } from "../domain/model.ts";
 import type { OperationStore } from "../repository/operations.ts";
-import { createOperation as create } from "../steps/create.ts";
+import { claimAndRoute } from "../steps/create.ts";
 import type { CreateDeps } from "../steps/create-deps.ts";
 
 /**
@@ -11,7 +11,7 @@ import type { CreateDeps } from "../steps/create-deps.ts";
  * marked when the create asked for one.
  */
 export async function createOperation(d: CreateDeps, req: CreateOperationRequest, signal: AbortSignal) {
-  const { row, replayed } = await create(d, parseCreate(req), signal);
+  const { row, replayed } = await claimAndRoute(d, parseCreate(req), signal);
   await markHostedPage(d.store, row, req.hostedPage);
   return { operation: toOperation(row), replayed };
 }

@@ -7,7 +7,7 @@ import {
 } from "../../domain/lifecycle/errors.ts";
 import { type OperationRow, toOperation } from "../../domain/model.ts";
 import type { LinkRow } from "../../repository/links.ts";
-import { createOperation } from "../../steps/create.ts";
+import { claimAndRoute } from "../../steps/create.ts";
 import {
   type Answer,
   admit,
@@ -126,7 +126,7 @@ async function rejectedPayment(
 ): Promise<OperationRow> {
   let admitted: OperationRow | undefined;
   try {
-    ({ row: admitted } = await createOperation(d, input, signal, { forLink: true })); // an amount freed meanwhile
+    ({ row: admitted } = await claimAndRoute(d, input, signal, { forLink: true })); // an amount freed meanwhile
   } catch (err) {
     if (!(err instanceof NoProviderAcceptedError)) throw err;
   }

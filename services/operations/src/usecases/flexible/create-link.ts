@@ -12,7 +12,7 @@ import {
 import { linkCredential, sha256 } from "../../domain/link-credential.ts";
 import { toOperation } from "../../domain/model.ts";
 import type { LinkRow } from "../../repository/links.ts";
-import { createOperation } from "../../steps/create.ts";
+import { claimAndRoute } from "../../steps/create.ts";
 import {
   type Answer,
   admit,
@@ -75,7 +75,7 @@ export async function createFlexibleLink(
   if (coverageOf(routing.names) !== "full") throw new FlexibleRouteNotPoolError();
   if (!req.optIn) {
     // Rule 4: no picker, an ordinary payment for the recommended amount.
-    const { row, replayed } = await createOperation(d, createInput(input, input.recommended), signal, {
+    const { row, replayed } = await claimAndRoute(d, createInput(input, input.recommended), signal, {
       forLink: true,
     });
     return {

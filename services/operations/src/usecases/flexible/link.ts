@@ -17,7 +17,7 @@ import {
 import { credentialMatches } from "../../domain/link-credential.ts";
 import { toOperation } from "../../domain/model.ts";
 import type { LinkRow } from "../../repository/links.ts";
-import { type CreateDeps, createOperation } from "../../steps/create.ts";
+import { type CreateDeps, claimAndRoute } from "../../steps/create.ts";
 import { SELF_MATCHING } from "../../steps/pool.ts";
 
 /**
@@ -137,7 +137,7 @@ export async function intervalsFor(
 /**
  * Reserves `amount` for the link's payment id; true when admitted. A slot the id already
  * holds (an earlier attempt that died before creating the payment) is kept, whatever its
- * amount: `createOperation` then creates the payment at that slot's amount.
+ * amount: `claimAndRoute` then creates the payment at that slot's amount.
  */
 export async function admit(
   d: FlexibleDeps,
@@ -224,7 +224,7 @@ export async function getFlexibleLink(d: FlexibleDeps, req: GetFlexibleLinkReque
  */
 export async function createOrRelease(d: FlexibleDeps, input: CreateInput, signal: AbortSignal) {
   try {
-    return await createOperation(d, input, signal, { forLink: true });
+    return await claimAndRoute(d, input, signal, { forLink: true });
   } catch (err) {
     const op = await d.store.findByMop(input.shopId, input.mop).catch(() => undefined);
     if (op && op.provider !== SELF_MATCHING && ["rejected", "cancelled"].includes(op.status))
