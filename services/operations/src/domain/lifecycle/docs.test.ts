@@ -2,7 +2,7 @@ import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { STORED_STATUS, TRANSITIONS } from "./table.ts";
 
-const ARCHITECTURE = new URL("../../../../docs/architecture.md", import.meta.url);
+const ARCHITECTURE = new URL("../../../../../docs/architecture.md", import.meta.url);
 
 describe("docs/architecture.md", () => {
   it("shows the lifecycle table exactly as the code has it", () => {
