@@ -14,7 +14,7 @@ export type EventStatements = Pick<OperationEvent, "poolMayHoldSlot">;
 /**
  * The outbox row announcing a row's current state, published on
  * `<prefix>.operations.<type>.<status>`, or under an internal `type` that names no status
- * (`payout.refused`, `payment.refused`: refusals.ts). Terminal events carry the receipts.
+ * (`payout.refused`, `payment.refused`: steps/refusals.ts). Terminal events carry the receipts.
  */
 export function operationEvent(
   prefix: string,

@@ -9,13 +9,6 @@ import type { CascadeAnswer } from "../domain/cascade.ts";
 
 /** A provider's answers to the cascade's questions, read as the decider (domain/cascade.ts) takes them. */
 
-/**
- * A create's routing: the providers asked in order within one budget, the cascade
- * position stored as it goes, and the outcome recorded in one statement with its event
- * (docs/architecture.md, "Create", steps 4 and 5). Who claims or takes the row over is
- * create.ts's.
- */
-
 export type Accepted = {
   provider: ProviderConfig;
   answer: Extract<ProviderAnswer, { outcome: "accepted" }>;

@@ -59,7 +59,7 @@ export function recordHandOff(
 const eligible = (row: OperationRow | undefined, selfMatching: string): row is OperationRow =>
   row?.type === "payout" && !isTerminal(row.status) && row.provider === selfMatching;
 
-/** What the driver needs of the pool's dependencies (declared here: pool.ts imports this module). */
+/** What the driver needs of the pool's dependencies (declared here: pool-payouts.ts imports this module). */
 export interface HandOffDeps {
   store: OperationStore;
   connectorFor: (kind: string) => Connector | undefined;

@@ -18,7 +18,7 @@ export type ApplyOutcome = "applied" | "already_terminal" | "not_routed";
  * lock makes a callback and the reconciler arriving together apply once: the second
  * finds the row terminal and changes nothing. A result for an operation routed to
  * another provider, or for a terminal one, changes nothing either; when it is a
- * completion, the money moved and it is recorded as a provider fact (src/provider-facts.ts).
+ * completion, the money moved and it is recorded as a provider fact (provider-facts.ts).
  */
 export async function applyProviderResult(
   deps: { store: OperationStore; logger: Logger },

@@ -12,7 +12,7 @@ import { enqueueEvent } from "../repository/outbox.ts";
  * - `payout.refused`: the ledger's consumer releases the payout's reserve
  *   (payout-reserve.ts);
  * - `payment.refused`: the pool's consumer releases a slot the pool may hold for the payin
- *   (an `Admit` that answered too late), unless the payin moved on since (pool.ts,
+ *   (an `Admit` that answered too late), unless the payin moved on since (usecases/pool-events.ts,
  *   `releaseRefusedSlot`).
  * Merchants never receive either (webhooks deliver only the public types).
  */

@@ -19,14 +19,7 @@ import { recordReceiptFact } from "./provider-facts.ts";
  * that never came back).
  */
 
-/**
- * Receipt confirmation: a payer's receipt goes to the receipts service, whose verdict
- * moves the payment (`completed`, `rejected`, `manual_check`); an operator resolves a
- * `manual_check`; reads sign the `receipt_url` of each receipt-proven contribution.
- * The receipts service never moves an operation: its verdict is a fact of the lifecycle,
- * applied here under the row lock, with its event in the same statement (`store.applyFact`).
- */
-
+/** What a review needs: the store, the receipts service, a logger. */
 export interface ReceiptDeps {
   store: OperationStore;
   receipts: Client<typeof ReceiptsService>;

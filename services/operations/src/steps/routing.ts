@@ -10,6 +10,13 @@ import { applyProviderResult } from "./provider-results.ts";
 import { passOver, persist, record, unresolved } from "./record.ts";
 
 /**
+ * A create's routing: the providers asked in order within one budget, the cascade
+ * position stored as it goes, and the outcome recorded in one statement with its event
+ * (docs/architecture.md, "Create", steps 4 and 5). Who claims or takes the row over is
+ * create.ts's and resume.ts's; the writes are record.ts's.
+ */
+
+/**
  * Tries the providers in order, from where the last driver stopped (`routing_passed`,
  * `routing_unresolved`); records the outcome. A payout's reserve is posted before any
  * provider is asked (`reserveBeforeRouting`), and its refusal releases it

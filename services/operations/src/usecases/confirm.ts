@@ -27,6 +27,15 @@ import {
   SUBMIT_TIMEOUT_MS,
 } from "../steps/review.ts";
 
+/**
+ * Receipt confirmation: a payer's receipt goes to the receipts service, whose verdict
+ * moves the payment (`completed`, `rejected`, `manual_check`); an operator resolves a
+ * `manual_check`; reads sign the `receipt_url` of each receipt-proven contribution.
+ * The receipts service never moves an operation: its verdict is a fact of the lifecycle,
+ * applied under the row lock (steps/review.ts), with its event in the same statement
+ * (`store.applyFact`).
+ */
+
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const invalid = (field: string, message: string) => new ValidationError(message, field);
 
@@ -79,7 +88,7 @@ export async function confirmPayment(d: ReceiptDeps, req: ConfirmPaymentRequest)
   } catch (err) {
     // The file refused: no review runs, the payment may expire again. Otherwise (no
     // answer, or another upload's review running) a verdict may still be recorded: the
-    // reconciler asks for it (under-review.ts).
+    // reconciler asks for it (reconcile/under-review.ts).
     if (reviewing && err instanceof ConnectError && err.code === Code.InvalidArgument)
       await endReview(d, row.id);
     throw fromReceipts(err, d.logger, "submit");

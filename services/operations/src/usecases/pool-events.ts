@@ -66,7 +66,7 @@ const ROUTED_PAYMENT_EVENTS = new Set(["payment.pending", "payment.awaiting_conf
 
 /**
  * What the consumer does with one operation event of a pooled payin. A cancelled one's
- * slot is released here and by its withdrawal (withdrawals.ts, `PoolConnector.cancel`),
+ * slot is released here and by its withdrawal (steps/withdrawals.ts, `PoolConnector.cancel`),
  * whichever comes first (a release is idempotent): this consumer retries by redelivery
  * and dead-letters for an operator, where the withdrawal driver gives up after its
  * attempts. A payin cancelled with no provider (the cancel won over its create) may hold
