@@ -203,7 +203,8 @@ describe("the service's errors", () => {
     expect(files).toContain(join("steps", "create.ts"));
     const offenders = files.filter(
       (f) =>
-        f !== join("domain", "lifecycle", "catalogue.ts") && /\bfailure\(/.test(readFileSync(join(src, f), "utf8")),
+        f !== join("domain", "lifecycle", "catalogue.ts") &&
+        /\bfailure\(/.test(readFileSync(join(src, f), "utf8")),
     );
     expect(offenders).toEqual([]);
   });
