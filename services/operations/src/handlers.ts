@@ -5,6 +5,7 @@ import type {
   ConfirmFlexibleAmountRequest,
   ConfirmPaymentRequest,
   CreateFlexibleLinkRequest,
+  CreateOperationRequest,
   FindOperationsRequest,
   GetFlexibleLinkRequest,
   GetOperationRequest,
@@ -22,26 +23,24 @@ import type {
   ResolveReviewRequest,
 } from "@gw/proto/gateway/operations/v1/operations_pb";
 import type { ListOperatorQueueRequest } from "@gw/proto/gateway/operations/v1/operator_queue_pb";
-import { putProvider, putRoute } from "./admin-config.ts";
-import { listProviders, listRoutes } from "./admin-reads.ts";
-import { listOperationsAudit } from "./audit-reads.ts";
-import { handleProviderCallback } from "./callbacks.ts";
-import { confirmPayment, listManualChecks, type ReceiptDeps, resolveReview } from "./confirm.ts";
-import { type CreateDeps, createOperation, parseCreate } from "./create.ts";
-import { findOperations } from "./find-operations.ts";
-import {
-  confirmFlexibleAmount,
-  createFlexibleLink,
-  type FlexibleDeps,
-  getFlexibleLink,
-  getPoolCoverage,
-} from "./flexible.ts";
-import { cancelOperation } from "./lifecycle/cancel.ts";
-import { toOperation } from "./model.ts";
-import { getOperation } from "./operation-reads.ts";
-import { listOperatorQueue } from "./operator-queue.ts";
-import { getPaymentPage, markHostedPage } from "./page.ts";
-import { getShopPage, putShopPage } from "./shop-pages.ts";
+import type { CreateDeps } from "./steps/create-deps.ts";
+import type { ReceiptDeps } from "./steps/review.ts";
+import { putProvider, putRoute } from "./usecases/admin-config.ts";
+import { listProviders, listRoutes } from "./usecases/admin-reads.ts";
+import { listOperationsAudit } from "./usecases/audit-reads.ts";
+import { cancelOperation } from "./usecases/cancel.ts";
+import { confirmPayment, listManualChecks, resolveReview } from "./usecases/confirm.ts";
+import { createOperation } from "./usecases/create.ts";
+import { findOperations } from "./usecases/find-operations.ts";
+import { confirmFlexibleAmount } from "./usecases/flexible/confirm-amount.ts";
+import { getPoolCoverage } from "./usecases/flexible/coverage.ts";
+import { createFlexibleLink } from "./usecases/flexible/create-link.ts";
+import { type FlexibleDeps, getFlexibleLink } from "./usecases/flexible/link.ts";
+import { getOperation } from "./usecases/operation-reads.ts";
+import { listOperatorQueue } from "./usecases/operator-queue.ts";
+import { getPaymentPage } from "./usecases/page.ts";
+import { handleProviderCallback } from "./usecases/provider-callback.ts";
+import { getShopPage, putShopPage } from "./usecases/shop-pages.ts";
 
 export interface HandlerDeps extends CreateDeps {
   prefix: string;
@@ -66,10 +65,8 @@ export class OperationsHandlers implements ServiceImpl<typeof OperationsService>
     this.#d = deps;
   }
 
-  async createOperation(req: Parameters<typeof parseCreate>[0], ctx: HandlerContext) {
-    const { row, replayed } = await createOperation(this.#d, parseCreate(req), ctx.signal);
-    await markHostedPage(this.#d.store, row, req.hostedPage);
-    return { operation: toOperation(row), replayed };
+  createOperation(req: CreateOperationRequest, ctx: HandlerContext) {
+    return createOperation(this.#d, req, ctx.signal);
   }
 
   getOperation(req: GetOperationRequest) {

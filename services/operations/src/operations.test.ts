@@ -3,7 +3,7 @@ import { Code } from "@connectrpc/connect";
 import { errorInfo } from "@gw/rpc";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { eventually, failureOf, type OperationsHarness, startHarness } from "../test/harness.ts";
-import { operationIdFor } from "./create.ts";
+import { operationIdFor } from "./domain/create-request.ts";
 
 let h: OperationsHarness;
 

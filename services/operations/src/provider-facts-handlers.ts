@@ -5,9 +5,14 @@ import type {
   ProviderFactsService,
   ResolveProviderFactRequest,
 } from "@gw/proto/gateway/operations/v1/provider_facts_pb";
-import { ValidationError } from "./lifecycle/errors.ts";
-import { listProviderFacts, RESOLUTIONS, type Resolution, resolveProviderFact } from "./provider-facts.ts";
+import { ValidationError } from "./domain/lifecycle/errors.ts";
 import type { OperationStore } from "./repository/operations.ts";
+import {
+  listProviderFacts,
+  RESOLUTIONS,
+  type Resolution,
+  resolveProviderFact,
+} from "./steps/provider-facts.ts";
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const TEXT_MAX = 2048;

@@ -21,9 +21,10 @@ import { eventually, failureOf } from "@gw/testkit";
 import { startOperations } from "../src/app.ts";
 import { configSchema, type OperationsConfig } from "../src/config.ts";
 import { connectorFor } from "../src/connectors/index.ts";
-import { operationIdFor, parseCreate, requestHash } from "../src/create.ts";
-import { Reconciler, type ReconcilerOptions, reconcilerOptions } from "../src/reconciler.ts";
+import { operationIdFor, parseCreate, requestHash } from "../src/domain/create-request.ts";
 import { type OperationStore, PgOperationStore } from "../src/repository/operations.ts";
+import { type ReconcilerOptions, reconcilerOptions } from "../src/usecases/reconcile/options.ts";
+import { Reconciler } from "../src/usecases/reconcile/reconciler.ts";
 
 // Operations' test harness: its own tests, and other packages through
 // `@gw/operations/testing` (checkout's pages over a real operations).

@@ -19,7 +19,7 @@ import {
 
 // The edge's side of receipts: the multipart form and its limits, the download route's
 // headers and refusals, and the admin review routes. The real services meet in
-// services/operations/src/confirm.test.ts and tests/e2e/receipts.test.ts.
+// services/operations/src/usecases/confirm.test.ts and tests/e2e/receipts.test.ts.
 
 let database: EdgeTestDatabase;
 beforeAll(async () => {

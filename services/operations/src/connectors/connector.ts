@@ -1,20 +1,12 @@
-import type { OperationRow } from "../model.ts";
+import type { OperationRow } from "../domain/model.ts";
+import type { ProviderConfig } from "../domain/providers.ts";
 
 /**
  * The one interface between operations and every payment provider. A connector speaks
  * one provider protocol; a real provider and the sandbox are reached the same way.
  */
 
-/** A provider as registered through the admin API (`PUT /admin/v1/providers/{name}`). */
-export interface ProviderConfig {
-  name: string;
-  /** Connector kind, which selects the implementation ("sandbox"). */
-  kind: string;
-  baseUrl: string;
-  /** Shared secret: authenticates our calls and the provider's callbacks. Never logged. */
-  credentials: string;
-  methods: string[];
-}
+export type { ProviderConfig };
 
 export interface ProviderCreateRequest {
   /** The gateway's operation_id, the provider's reference for the operation. */

@@ -1,7 +1,7 @@
 /**
  * The create cascade's routing decision, as a pure function of what is known: the route
  * (eligible providers in order), every answer each provider gave so far, the direction and
- * the budget left. No I/O, no clock: the create (`create.ts`, `route`) performs the action
+ * the budget left. No I/O, no clock: the create (`steps/routing.ts`, `route`) performs the action
  * it answers, appends the answer it got, and asks again.
  *
  * The rule (docs/architecture.md, "Create"):

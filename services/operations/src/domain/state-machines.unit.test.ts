@@ -2,11 +2,11 @@ import { readdirSync, readFileSync } from "node:fs";
 import fc from "fast-check";
 import { describe, expect, expectTypeOf, it } from "vitest";
 import { flexibleLinks, poolHandoffs, providerFacts, withdrawals } from "../db/schema.ts";
-import { STORED_STATUS } from "../lifecycle/table.ts";
-import type { OperationRow, Status } from "../model.ts";
-import type { FactKind, Resolution } from "../provider-facts.ts";
+import type { FactKind, Resolution } from "../steps/provider-facts.ts";
 import { HANDOFF_MACHINE } from "./handoff-states.ts";
+import { STORED_STATUS } from "./lifecycle/table.ts";
 import { LINK_MACHINE } from "./link-states.ts";
+import type { OperationRow, Status } from "./model.ts";
 import { OPERATION_STATUSES, OPERATION_TYPES } from "./operation-states.ts";
 import { FACT_DIRECTIONS, FACT_KINDS, FACT_MACHINE, FACT_RESOLUTIONS } from "./provider-fact-states.ts";
 import {

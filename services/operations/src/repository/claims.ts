@@ -1,5 +1,5 @@
 import type { Sql } from "@gw/db";
-import type { OperationRow } from "../model.ts";
+import type { OperationRow } from "../domain/model.ts";
 import { millis } from "./db.ts";
 import { reopenPatch } from "./guard.ts";
 import { providersOf, type RouteColumns, routeOf } from "./routes.ts";

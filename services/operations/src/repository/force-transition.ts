@@ -1,4 +1,4 @@
-import type { OperationRow } from "../model.ts";
+import type { OperationRow } from "../domain/model.ts";
 import type { OperationPatch, OperationStoreCore } from "./store.ts";
 
 /**

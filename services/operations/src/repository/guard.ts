@@ -1,7 +1,7 @@
-import { apply, type Change, stateOf } from "../lifecycle/apply.ts";
-import { isDomainError, LifecycleViolationError } from "../lifecycle/errors.ts";
-import { allowsState } from "../lifecycle/table.ts";
-import type { OperationRow } from "../model.ts";
+import { apply, type Change, stateOf } from "../domain/lifecycle/apply.ts";
+import { isDomainError, LifecycleViolationError } from "../domain/lifecycle/errors.ts";
+import { allowsState } from "../domain/lifecycle/table.ts";
+import type { OperationRow } from "../domain/model.ts";
 import type { DataPatch, OperationPatch } from "./store.ts";
 
 /**

@@ -2,8 +2,8 @@ import { randomUUID } from "node:crypto";
 import type { Sql } from "@gw/db";
 import type { flexibleLinks } from "../db/schema.ts";
 import { LINK_MACHINE, type LinkState } from "../domain/link-states.ts";
+import type { SnakeKeys } from "../domain/model.ts";
 import { assertMove, fromStates, StateMoveRefusedError } from "../domain/state-machine.ts";
-import type { SnakeKeys } from "../model.ts";
 import type { Db } from "./db.ts";
 
 /**

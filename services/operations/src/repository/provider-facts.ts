@@ -1,8 +1,8 @@
 import type { Sql } from "@gw/db";
 import type { providerFacts } from "../db/schema.ts";
+import type { OperationRow, SnakeKeys } from "../domain/model.ts";
 import { FACT_MACHINE, type FactState } from "../domain/provider-fact-states.ts";
 import { assertMove, fromStates } from "../domain/state-machine.ts";
-import type { OperationRow, SnakeKeys } from "../model.ts";
 import type { Db, Tx } from "./db.ts";
 
 /**

@@ -1,5 +1,5 @@
 import type { Sql } from "@gw/db";
-import type { ReconcileRow } from "../model.ts";
+import type { ReconcileRow } from "../domain/model.ts";
 import { millis } from "./db.ts";
 import { hydrate } from "./rows.ts";
 import { NON_TERMINAL } from "./store.ts";

@@ -1,6 +1,6 @@
 import type { Sql } from "@gw/db";
 import type { ProviderConfig } from "../connectors/connector.ts";
-import { builtInProvider } from "../connectors/pool-provider.ts";
+import { builtInProvider } from "../domain/providers.ts";
 import type { Route, RouteSummary, RouteWithProviders } from "./store.ts";
 
 /** A route's columns as `routeWithProviders` and `createContext` select them. */

@@ -1,5 +1,5 @@
 import type { Sql } from "@gw/db";
-import type { LegRow, OperationRow } from "../model.ts";
+import type { LegRow, OperationRow } from "../domain/model.ts";
 import type { Db, Tx } from "./db.ts";
 import type { InsertRow, NewLeg, ProviderLeg } from "./store.ts";
 

@@ -5,8 +5,8 @@ import {
   LegsDisagreeError,
   LifecycleViolationError,
   NotCancellableError,
-} from "../lifecycle/errors.ts";
-import type { OperationRow, ReconcileRow } from "../model.ts";
+} from "../domain/lifecycle/errors.ts";
+import type { OperationRow, ReconcileRow } from "../domain/model.ts";
 import { forceTransition } from "./force-transition.ts";
 import type { ClaimRow, InsertRow, OperationStoreCore } from "./store.ts";
 

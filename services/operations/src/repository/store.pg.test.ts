@@ -1,9 +1,9 @@
 import { randomUUID } from "node:crypto";
 import { fileURLToPath } from "node:url";
 import { connect, createTestDatabase, migrateSchema, type Sql, type TestDatabase } from "@gw/db";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { OperationRow } from "../model.ts";
 import { eventually } from "@gw/testkit";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { OperationRow } from "../domain/model.ts";
 import { forceTransition } from "./force-transition.ts";
 import { PgOperationStore } from "./operations.ts";
 import { claimRow, describeOperationStore, inserted } from "./store.contract.ts";

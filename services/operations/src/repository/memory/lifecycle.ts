@@ -1,11 +1,11 @@
 import { randomUUID } from "node:crypto";
 import { Decimal } from "@gw/money";
 import type { ReceiptItem } from "@gw/proto/gateway/operations/v1/operations_pb";
-import { type EventStatements, operationEvent } from "../../events.ts";
-import { type Applied, apply, type Fact } from "../../lifecycle/apply.ts";
-import { isDomainError, LegsDisagreeError } from "../../lifecycle/errors.ts";
-import type { OperationRow } from "../../model.ts";
-import { receiptsOf } from "../../receipts-of.ts";
+import { type EventStatements, operationEvent } from "../../domain/events.ts";
+import { type Applied, apply, type Fact } from "../../domain/lifecycle/apply.ts";
+import { isDomainError, LegsDisagreeError } from "../../domain/lifecycle/errors.ts";
+import type { OperationRow } from "../../domain/model.ts";
+import { receiptsOf } from "../../domain/receipts-of.ts";
 import { assertTransition } from "../guard.ts";
 import type { DataPatch, OperationPatch } from "../store.ts";
 import { patched, type State } from "./state.ts";

@@ -1,6 +1,6 @@
 import { Decimal } from "@gw/money";
 import type { ProviderConfig } from "../../connectors/connector.ts";
-import type { ReconcileRow } from "../../model.ts";
+import type { ReconcileRow } from "../../domain/model.ts";
 import type { InsertRow, OperationPatch, ProviderLeg, Route } from "../store.ts";
 
 /** An `operations.operations` row as the memory store keeps it: every column, the bookkeeping too. */

@@ -1,9 +1,9 @@
 import { AsyncLocalStorage } from "node:async_hooks";
 import type { ProviderConfig } from "../../connectors/connector.ts";
-import { builtInProvider } from "../../connectors/pool-provider.ts";
-import type { EventStatements } from "../../events.ts";
-import type { Applied, Fact } from "../../lifecycle/apply.ts";
-import type { LegRow, OperationRow, ReconcileRow } from "../../model.ts";
+import type { EventStatements } from "../../domain/events.ts";
+import type { Applied, Fact } from "../../domain/lifecycle/apply.ts";
+import type { LegRow, OperationRow, ReconcileRow } from "../../domain/model.ts";
+import { builtInProvider } from "../../domain/providers.ts";
 import type { Db, Tx } from "../db.ts";
 import type {
   ApplyOptions,

@@ -1,6 +1,6 @@
 import { Decimal } from "@gw/money";
-import { builtInProvider } from "../../connectors/pool-provider.ts";
-import type { LegRow, OperationRow } from "../../model.ts";
+import type { LegRow, OperationRow } from "../../domain/model.ts";
+import { builtInProvider } from "../../domain/providers.ts";
 import { reopenPatch } from "../guard.ts";
 import {
   type ClaimOutcome,

@@ -1,0 +1,47 @@
+import { operationEvent } from "../domain/events.ts";
+import type { OperationRow } from "../domain/model.ts";
+import type { Tx } from "../repository/db.ts";
+import type { DataPatch, OperationStore } from "../repository/operations.ts";
+import { enqueueEvent } from "../repository/outbox.ts";
+
+/**
+ * A create no provider accepted is recorded `rejected` with no provider and no public
+ * event (a retry routes it again), together with an internal event in the same
+ * transaction, so what the routing may have left held is freed even when the process dies
+ * right after the refusal:
+ * - `payout.refused`: the ledger's consumer releases the payout's reserve
+ *   (payout-reserve.ts);
+ * - `payment.refused`: the pool's consumer releases a slot the pool may hold for the payin
+ *   (an `Admit` that answered too late), unless the payin moved on since (usecases/pool-events.ts,
+ *   `releaseRefusedSlot`).
+ * Merchants never receive either (webhooks deliver only the public types).
+ */
+
+/** The internal event of a refused payout create (the ledger's `PAYOUT_REFUSED`). */
+export const PAYOUT_REFUSED = "payout.refused";
+/** The internal event of a refused payment create (the pool's consumer reads it). */
+export const PAYMENT_REFUSED = "payment.refused";
+
+/**
+ * Records a create that no provider accepted (the lifecycle's `refused` fact: `rejected`
+ * with no provider, or `cancelled` when a cancel arrived meanwhile) with, for a refusal,
+ * its internal `<type>.refused` event, in one transaction; for a cancellation, with what
+ * `onCancelled` writes in that transaction (a withdrawal). Undefined when the row's version
+ * moved on (re-read and decide).
+ */
+export async function recordRefusal(
+  store: OperationStore,
+  row: OperationRow,
+  data: DataPatch,
+  onCancelled?: (tx: Tx) => Promise<void>,
+): Promise<OperationRow | undefined> {
+  return store.transaction(async (tx) => {
+    const { row: next } = await store.applyFact(row, { kind: "refused" }, { data, tx });
+    if (next?.status === "cancelled" && onCancelled) await onCancelled(tx);
+    if (next?.status !== "rejected") return next;
+    const type = next.type === "payout" ? PAYOUT_REFUSED : PAYMENT_REFUSED;
+    const event = operationEvent(store.prefix, next, [], type);
+    await enqueueEvent(tx, event.id, event.subject, event.payload);
+    return next;
+  });
+}
