@@ -4,13 +4,13 @@ import type { LedgerService } from "@gw/proto/gateway/ledger/v1/ledger_pb";
 import type { Connector } from "./connectors/connector.ts";
 import type { PoolDeps } from "./pool.ts";
 import type { Pricing } from "./pricing.ts";
-import type { OperationStore } from "./repository/operations.ts";
+import type { CreateStore } from "./repository/operations.ts";
 import type { RouteCache } from "./route-cache.ts";
 import type { WithdrawalDriver } from "./withdrawals.ts";
 
 /** What a create (and whoever drives its routing: a retry, the reconciler) works with. */
 export interface CreateDeps {
-  store: OperationStore;
+  store: CreateStore;
   ledger: Client<typeof LedgerService>;
   connectorFor: (kind: string) => Connector | undefined;
   callbackBaseUrl: string;

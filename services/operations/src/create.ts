@@ -17,7 +17,7 @@ import {
 } from "./lifecycle/errors.ts";
 import { type OperationRow, TERMINAL } from "./model.ts";
 import { Pricing, type Quoted, type QuoteInput } from "./pricing.ts";
-import type { ClaimRow, OperationStore } from "./repository/operations.ts";
+import type { ClaimRow, OperationStoreCore } from "./repository/operations.ts";
 import { notAccepted, record, route, unresolved } from "./routing.ts";
 
 /** Namespace of operation ids derived from (shop, merchant_operation_id). */
@@ -371,7 +371,7 @@ async function resume(
  * event). A flexible link's payment is left out: its refusals keep the link's rules (a
  * retry answers the refusal again, and a payment the link announced as rejected is final).
  */
-export async function isRefusedCreate(store: OperationStore, row: OperationRow): Promise<boolean> {
+export async function isRefusedCreate(store: OperationStoreCore, row: OperationRow): Promise<boolean> {
   return (
     row.status === "rejected" &&
     row.provider === null &&

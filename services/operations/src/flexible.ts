@@ -33,6 +33,7 @@ import {
 import { type OperationRow, toOperation } from "./model.ts";
 import { SELF_MATCHING } from "./pool.ts";
 import type { LinkRow } from "./repository/links.ts";
+import type { OperationStore } from "./repository/operations.ts";
 
 /**
  * Flexible payment links (`POST /v1/payment/link/flexible`) and the pool coverage the
@@ -46,6 +47,7 @@ import type { LinkRow } from "./repository/links.ts";
  */
 
 export interface FlexibleDeps extends CreateDeps {
+  store: OperationStore;
   matching: Client<typeof MatchingService>;
   linkLifetimeMs: number;
   /** The HMAC key of `k`. */

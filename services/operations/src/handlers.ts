@@ -41,9 +41,11 @@ import { toOperation } from "./model.ts";
 import { getOperation } from "./operation-reads.ts";
 import { listOperatorQueue } from "./operator-queue.ts";
 import { getPaymentPage, markHostedPage } from "./page.ts";
+import type { OperationStore } from "./repository/operations.ts";
 import { getShopPage, putShopPage } from "./shop-pages.ts";
 
 export interface HandlerDeps extends CreateDeps {
+  store: OperationStore;
   prefix: string;
   logger: Logger;
   /** The receipts service: reviews for confirm_payment, operators' decisions, signed links. */

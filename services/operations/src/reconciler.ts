@@ -14,11 +14,11 @@ import {
 import { isTerminal } from "./model.ts";
 import { type PoolDeps, reconcilePooled, releaseSlot, SELF_MATCHING } from "./pool.ts";
 import { applyProviderResult } from "./provider-results.ts";
-import { NON_TERMINAL, type ReconcileRow } from "./repository/operations.ts";
+import { NON_TERMINAL, type OperationStore, type ReconcileRow } from "./repository/operations.ts";
 import { resumeReview } from "./under-review.ts";
 
 /** What the reconciler needs: a create's dependencies, and the receipts service for reviews it resumes. */
-export type ReconcilerDeps = CreateDeps & { receipts: Client<typeof ReceiptsService> };
+export type ReconcilerDeps = CreateDeps & { store: OperationStore; receipts: Client<typeof ReceiptsService> };
 
 /**
  * Operations non-terminal for longer than `RECONCILE_ALERT_AFTER_MS`, per status. Every

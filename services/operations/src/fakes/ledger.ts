@@ -215,6 +215,8 @@ interface TermsRequest {
 const invalid = (field: string, message: string) =>
   failure(Code.InvalidArgument, "validation_failed", message, field);
 
+const isDirection = (d: string): d is "payin" | "payout" => d === "payin" || d === "payout";
+
 const max = (a: bigint, b: bigint) => (a > b ? a : b);
 
 const tierKey = (shopId: string, method: string, direction: string) => `${shopId}|${method}|${direction}`;
@@ -238,13 +240,13 @@ function currencyOf(text: string, field: string): Currency {
 function termsKey(req: TermsRequest) {
   if (!req.shopId.trim()) throw invalid("shop_id", "shop_id is required");
   if (!isMethod(req.method)) throw invalid("method", "method is not supported");
-  if (req.direction !== "payin" && req.direction !== "payout")
-    throw invalid("direction", "direction must be payin or payout");
+  const direction = req.direction;
+  if (!isDirection(direction)) throw invalid("direction", "direction must be payin or payout");
   const currency = currencyOf(req.currency, "currency");
   if (METHODS[req.method].currency !== currency)
     throw invalid("currency", "currency does not match the method");
   const settlementCurrency = req.settlementCurrency
     ? currencyOf(req.settlementCurrency, "settlement_currency")
     : currency;
-  return { shopId: req.shopId, method: req.method, direction: req.direction, currency, settlementCurrency };
+  return { shopId: req.shopId, method: req.method, direction, currency, settlementCurrency };
 }
