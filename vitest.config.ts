@@ -3,9 +3,26 @@ import { defineConfig } from "vitest/config";
 // CI asks for a machine-readable result too (see .ci/run): the same run, one more reporter.
 const jsonReport = process.env.GW_TEST_JSON;
 
-// One run for the whole tree: unit and integration tests beside the code (they talk to
-// the real Postgres and NATS, each run in its own database and subject prefix), and the
-// black-box suites in tests/ that boot the whole stack as separate processes.
+// Where the tests beside the code live (the black-box suites are in tests/e2e).
+const roots = [
+  "libs/*/src/**/",
+  "services/*/src/**/",
+  "services/*/test/**/",
+  "tooling/*/src/**/",
+  "deploy/src/**/",
+  "sdk/*/src/**/",
+  "scripts/**/",
+  "tooling/scripts/",
+];
+
+// One run for the whole tree (`pnpm test`, `./gw test`), in three tiers a file's name
+// decides (CONTRIBUTING.md, "Tests"):
+// - unit, `*.unit.test.ts`: boots nothing. Its setup file makes a connection, a listening
+//   port or a child process throw, so a test filed here that needs one fails loudly.
+//   `pnpm test:unit` runs this tier alone.
+// - integration, every other `*.test.ts` beside the code: real Postgres, NATS, gRPC and
+//   HTTP servers inside the test process, each run in its own database and subject prefix.
+// - e2e, tests/e2e: whole stacks as separate processes.
 export default defineConfig({
   test: {
     ...(jsonReport ? { reporters: ["default", "json"], outputFile: { json: jsonReport } } : {}),
@@ -17,16 +34,22 @@ export default defineConfig({
       {
         extends: true,
         test: {
-          name: "libs+services",
-          include: [
-            "libs/*/src/**/*.test.ts",
-            "services/*/src/**/*.test.ts",
-            "tooling/*/src/**/*.test.ts",
-            "deploy/src/**/*.test.ts",
-            "sdk/*/src/**/*.test.ts",
-            "scripts/**/*.test.ts",
-            "tooling/scripts/*.test.ts",
-          ],
+          name: "unit",
+          include: roots.map((root) => `${root}*.unit.test.ts`),
+          setupFiles: ["libs/testkit/src/boots-nothing.ts"],
+          // With nothing to boot, import time is most of a unit file's time: the files
+          // of a worker (a thread) share their modules, so a unit test leaves no global
+          // state behind and mocks no module.
+          pool: "threads",
+          isolate: false,
+        },
+      },
+      {
+        extends: true,
+        test: {
+          name: "integration",
+          include: roots.map((root) => `${root}*.test.ts`),
+          exclude: ["**/node_modules/**", "**/*.unit.test.ts"],
         },
       },
       {

@@ -4,7 +4,7 @@ import { fileURLToPath } from "node:url";
 
 /**
  * The metric names the code registers, and the names a PromQL expression reads: what the
- * dashboard and the alert rules may use (deploy/src/dashboard.test.ts, cluster.test.ts).
+ * dashboard and the alert rules may use (deploy/src/dashboard.unit.test.ts, cluster.unit.test.ts).
  */
 
 const repo = fileURLToPath(new URL("../../", import.meta.url));

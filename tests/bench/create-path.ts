@@ -147,21 +147,38 @@ try {
 
   // CPU of every process over each measured window, per call of that window.
   const cpuColumns: { name: string; perCall: Map<string, number> }[] = [];
+  // Postgres commits over each window, per call: every transaction the database ran
+  // (pg_stat_database.xact_commit; the server flushes a backend's counts at least once a
+  // second, a small share of a window of several seconds).
+  const commitColumns: { name: string; perCall: number }[] = [];
+  const commits = async () =>
+    Number(
+      (
+        await sql<
+          { n: string }[]
+        >`select xact_commit::text as n from pg_stat_database where datname = current_database()`
+      )[0]?.n ?? Number.NaN,
+    );
   const step = async (name: string, loop: () => Promise<unknown>, concurrency: number) => {
     let before: CpuSnapshot | undefined;
     let after: CpuSnapshot | undefined;
+    let commitsBefore = 0;
+    let commitsAfter = 0;
     const m = await measure(loop, {
       concurrency,
       durationMs,
       warmupMs: 1000,
       onWindowStart: async () => {
         before = await snapshotCpu(stack, sql);
+        commitsBefore = await commits();
       },
       onWindowEnd: async () => {
+        commitsAfter = await commits();
         after = await snapshotCpu(stack, sql);
       },
     });
     cpuColumns.push({ name, perCall: cpuPerCall(before!, after!, m.calls, m.durationMs, idlePerSecond) });
+    commitColumns.push({ name, perCall: (commitsAfter - commitsBefore) / m.calls });
     return m;
   };
   const row = (label: string, m: Measurement) =>
@@ -227,6 +244,9 @@ try {
     `idle CPU ms per second: ${[...idlePerSecond].map(([l, s]) => `${l} ${(s * 1000).toFixed(1)}`).join(", ")}`,
   );
   console.log(formatCpuTable(cpuColumns));
+  console.log(
+    `\nPostgres commits per call over each window (the whole database: the sandbox provider's own writes included): ${commitColumns.map((c) => `${c.name} ${c.perCall.toFixed(2)}`).join(", ")}`,
+  );
   const { createHash } = await import("node:crypto");
   const keyHash = createHash("sha256").update(shop.apiKey).digest("hex");
   // The running stack holds about 60 of the server's 100 connections in its pools, so

@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { receiptPdf, receiptSpec } from "@gw/receipts/src/testing/receipt-factory.ts";
+import { receiptPdf, receiptSpec } from "@gw/testkit/receipts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { balanceRow, Operator, paymentBody, send, type TestShop } from "../src/gateway.ts";
 import { pollUntil } from "../src/merchant.ts";

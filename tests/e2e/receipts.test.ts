@@ -1,12 +1,7 @@
 import { request } from "node:http";
 import { Decimal } from "@gw/money";
-import { ReceiptUrlSigner } from "@gw/receipts/src/signing.ts";
-import {
-  editAmountIncrementally,
-  notPdf,
-  receiptPdf,
-  receiptSpec,
-} from "@gw/receipts/src/testing/receipt-factory.ts";
+import { ReceiptUrlSigner } from "@gw/receipts/signing";
+import { editAmountIncrementally, notPdf, receiptPdf, receiptSpec } from "@gw/testkit/receipts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   balanceRow,
@@ -28,7 +23,7 @@ import { startTestStack, type TestStack } from "../src/stack.ts";
 
 /** The storage limit of this stack: small, so an oversized upload is cheap to send. */
 const RECEIPT_MAX_BYTES = 64 * 1024;
-/** What the generated receipts show (receipt-factory's defaults) and the provider hands out. */
+/** What the generated receipts show (`@gw/testkit/receipts`' defaults) and the provider hands out. */
 const CARD = "2202201234567890";
 const HOLDER = "Иван Иванович Иванов";
 

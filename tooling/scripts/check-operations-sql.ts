@@ -1,10 +1,11 @@
 /**
  * Fails when a file of services/operations/src outside its repository
  * (src/repository/) runs SQL itself: a tagged template (`sql\`...\``, `tx\`...\``, any tag)
- * or an import of `postgres`. Tests (*.test.ts) and test-support.ts may, as they set
- * rows up and look at them; so may the drizzle schema (src/db/), whose `sql` fragments
- * are DDL, never run. The repository is then the only code that reads and writes the
- * operations schema. Part of `pnpm run lint`.
+ * or an import of `postgres`. Tests (*.test.ts) may, as they set rows up and look at
+ * them, and so may the test harness, which lives outside src/ (services/operations/test/);
+ * so may the drizzle schema (src/db/), whose `sql` fragments are DDL, never run. The
+ * repository is then the only code that reads and writes the operations schema. Part of
+ * `pnpm run lint`.
  */
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join, relative, resolve } from "node:path";
@@ -15,12 +16,7 @@ const SRC = join(ROOT, "services/operations/src");
 
 /** Whether `path` (relative to services/operations/src, `/`-separated) may run SQL. */
 export function exempt(path: string): boolean {
-  return (
-    path.startsWith("repository/") ||
-    path.startsWith("db/") ||
-    path.endsWith(".test.ts") ||
-    path === "test-support.ts"
-  );
+  return path.startsWith("repository/") || path.startsWith("db/") || path.endsWith(".test.ts");
 }
 
 /** What in `text` runs SQL outside the repository: one line per finding, with its line number. */

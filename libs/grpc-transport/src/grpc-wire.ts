@@ -4,7 +4,7 @@
  * `grpc-status`. They were connect's `parseTimeout` and `codeFromHttpStatus` from
  * `@connectrpc/connect/protocol-grpc`, which connect marks "@private Internal code, does
  * not follow semantic versioning"; these are ours, with the same answers
- * (grpc-wire.test.ts compares them).
+ * (grpc-wire.unit.test.ts compares them).
  */
 import { Code, ConnectError } from "@connectrpc/connect";
 

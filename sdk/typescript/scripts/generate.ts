@@ -8,8 +8,8 @@
 import { readFile, writeFile } from "node:fs/promises";
 import { fileURLToPath } from "node:url";
 import { connect } from "@gw/db";
-import { buildApp } from "@gw/edge/src/app.ts";
-import type { EdgeClients } from "@gw/edge/src/deps.ts";
+import { buildApp } from "@gw/edge";
+import type { EdgeClients } from "@gw/edge/deps";
 import { createLogger } from "@gw/log";
 import openapiTS, { astToString } from "openapi-typescript";
 

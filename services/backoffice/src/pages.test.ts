@@ -1,5 +1,5 @@
-import { Code, ConnectError } from "@connectrpc/connect";
-import { admin, anOperation, type FakeServices, memoryLogger } from "@gw/edge/src/testing.ts";
+import { admin } from "@gw/edge/testing";
+import { anOperation, configFakes, type FakeServices, memoryLogger, OP_ID, RECEIPT_FILE } from "@gw/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BACKOFFICE_CSP, REVIEWS_CSP } from "./app.ts";
 import { MERCHANTS_PER_PAGE } from "./pages/merchants.ts";
@@ -23,83 +23,6 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await database?.close();
-});
-
-const OP_ID = "0191a5e4-7c1b-7b8e-9d4e-3f2a1b0c9d8e";
-const RECEIPT_ID = "0191a5e4-7c1b-7b8e-9d4e-aaaaaaaaaaaa";
-const PDF = new TextEncoder().encode("%PDF-1.4\n% a receipt\n%%EOF\n");
-
-const fakes = (): FakeServices => ({
-  operations: {
-    listProviders: async () => ({
-      providers: [
-        {
-          name: "acme",
-          kind: "sandbox",
-          baseUrl: "https://acme.example.test",
-          methods: ["WT_RUB_C2C"],
-          updatedAt: "2026-11-21T10:00:00.000Z",
-        },
-      ],
-    }),
-    listRoutes: async () => ({
-      routes: [
-        {
-          method: "WT_RUB_PHONE",
-          payin: ["acme", "self_matching"],
-          payout: ["acme"],
-          settlementCurrency: "USDT",
-          updatedAt: "2026-11-21T10:00:00.000Z",
-        },
-      ],
-    }),
-    listManualChecks: async () => ({
-      items: [
-        {
-          shopId: "0191a5e4-7c1b-7b8e-9d4e-bbbbbbbbbbbb",
-          operation: anOperation({
-            operationId: OP_ID,
-            status: "manual_check",
-            manualCheckReason: "potential_fake",
-          }),
-          receiptId: RECEIPT_ID,
-          findings: [{ check: "incremental_update", outcome: "potential_fake", detail: "edited" }],
-        },
-      ],
-    }),
-  },
-  ledger: {
-    listPricing: async () => ({
-      methods: [
-        {
-          method: "WT_RUB_PHONE",
-          payin: [{ minAmount: "100", maxAmount: "50000", percent: "3.25", fixed: "7" }],
-          payout: [],
-        },
-      ],
-    }),
-  },
-  receipts: {
-    getReview: async () => ({
-      review: {
-        actualAmount: "1499.00",
-        layout: "sberbank",
-        sha256: "ab",
-        submittedAt: "2026-11-21T10:00:00Z",
-      },
-    }),
-    getReviewFile: async (req) => {
-      if (req.id.value !== OP_ID) throw new ConnectError("review not found", Code.NotFound);
-      return {
-        file: PDF,
-        contentType: "text/html",
-        fileName: '"><script>.pdf',
-        sha256: "ab",
-        receiptId: RECEIPT_ID,
-        shopId: "x",
-      };
-    },
-  },
 });
 
 describe("back office forms", () => {
@@ -248,7 +171,7 @@ describe("the merchant list", () => {
 
 describe("pages that show the current configuration", () => {
   it("lists providers on the config page and a shop's route and pricing in its forms", async () => {
-    const { app, edge } = testBackoffice(database, { fakes: fakes() });
+    const { app, edge } = testBackoffice(database, { fakes: configFakes() });
     const { jar } = await login(app);
     const config = (await get(app, jar, "/backoffice/config")).html;
     expect(config).toContain("<td>acme</td><td>sandbox</td>");
@@ -263,7 +186,7 @@ describe("pages that show the current configuration", () => {
 
   it("embeds the manual check's receipt from a same-origin URL behind the session, with what it says, never logged", async () => {
     const { logger, lines } = memoryLogger();
-    const { app } = testBackoffice(database, { fakes: fakes(), logger });
+    const { app } = testBackoffice(database, { fakes: configFakes(), logger });
     const anon = await app.request(`http://127.0.0.1/backoffice/reviews/${OP_ID}/receipt`);
     expect(anon.headers.get("location")).toBe("/backoffice/login");
     const { jar } = await login(app);
@@ -277,7 +200,7 @@ describe("pages that show the current configuration", () => {
     expect(file.status).toBe(200);
     expect(file.headers.get("content-type")).toBe("application/pdf");
     expect(file.headers.get("content-security-policy")).toBe(`${RECEIPT_FILE_CSP}; frame-ancestors 'self'`);
-    expect(new Uint8Array(await file.arrayBuffer())).toEqual(PDF);
+    expect(new Uint8Array(await file.arrayBuffer())).toEqual(RECEIPT_FILE);
     const none = await get(app, jar, "/backoffice/reviews/0191a5e4-7c1b-7b8e-9d4e-dddddddddddd/receipt");
     expect(none.res.status).toBe(404);
     expect(lines.join("\n")).not.toContain("%PDF");

@@ -1,4 +1,4 @@
-import { memoryLogger } from "@gw/edge/src/testing.ts";
+import { memoryLogger } from "@gw/edge/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BACKOFFICE_CSP, LOGIN_BODY_LIMIT } from "./app.ts";
 import { sessions as sessionTable } from "./db/schema.ts";

@@ -5,7 +5,7 @@ import {
   edgeTestDatabase,
   type FakeServices,
   testApp,
-} from "@gw/edge/src/testing.ts";
+} from "@gw/edge/testing";
 import type { Logger } from "@gw/log";
 import { pino } from "pino";
 import { adminClient } from "./admin-client.ts";

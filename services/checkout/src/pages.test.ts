@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { createLogger } from "@gw/log";
-import { type OperationsHarness, startHarness } from "@gw/operations/src/test-support.ts";
-import { notPdf, receiptPdf, receiptSpec } from "@gw/receipts/src/testing/receipt-factory.ts";
+import { type OperationsHarness, startHarness } from "@gw/operations/testing";
+import { notPdf, receiptPdf, receiptSpec } from "@gw/testkit/receipts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildCheckoutApp } from "./app.ts";
 

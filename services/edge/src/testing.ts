@@ -1,6 +1,4 @@
-import { Writable } from "node:stream";
-import { create } from "@bufbuild/protobuf";
-import { createClient, createRouterTransport, type ServiceImpl } from "@connectrpc/connect";
+import { createClient, createRouterTransport } from "@connectrpc/connect";
 import {
   connect,
   createTestDatabase,
@@ -12,24 +10,17 @@ import {
 import { DeadLetterService } from "@gw/proto/gateway/deadletters/v1/dead_letters_pb";
 import { LedgerService } from "@gw/proto/gateway/ledger/v1/ledger_pb";
 import { MatchingService } from "@gw/proto/gateway/matching/v1/matching_pb";
-import {
-  type Operation,
-  OperationSchema,
-  OperationsService,
-} from "@gw/proto/gateway/operations/v1/operations_pb";
+import { OperationsService } from "@gw/proto/gateway/operations/v1/operations_pb";
 import { ProviderFactsService } from "@gw/proto/gateway/operations/v1/provider_facts_pb";
 import { ReceiptsService } from "@gw/proto/gateway/receipts/v1/receipts_pb";
 import { WebhooksService } from "@gw/proto/gateway/webhooks/v1/webhooks_pb";
+import { anOperation, type FakeServices, memoryLogger } from "@gw/testkit";
 import { type Logger, pino } from "pino";
 import type { AdmissionLimits } from "./admission.ts";
 import { buildApp, migrationsFolder } from "./app.ts";
-import {
-  DEAD_LETTER_HOLDERS,
-  type DeadLetterHolder,
-  type EdgeClients,
-  type EdgeDeps,
-  type Probe,
-} from "./deps.ts";
+import { DEAD_LETTER_HOLDERS, type EdgeClients, type EdgeDeps, type Probe } from "./deps.ts";
+
+export { anOperation, type FakeServices, memoryLogger };
 
 /**
  * Test support: a fresh database with the edge schema, and stand-ins for the downstream
@@ -40,35 +31,6 @@ import {
 
 export const ADMIN_TOKEN = "test-admin-token-0123456789abcdef0123456789";
 export const PAY_URL = "https://pay.example.test";
-
-/** An operation as a downstream service would return it, with overrides. */
-export function anOperation(overrides: Omit<Partial<Operation>, "$typeName" | "$unknown"> = {}): Operation {
-  return create(OperationSchema, {
-    operationId: "0191a5e4-7c1b-7b8e-9d4e-3f2a1b0c9d8e",
-    merchantOperationId: "order-1",
-    type: "payment",
-    status: "pending",
-    method: "WT_RUB_C2C",
-    expectedAmount: "1000.00",
-    actualAmount: "0.00",
-    currency: "RUB",
-    createdAt: "2026-11-21T10:00:00.000Z",
-    updatedAt: "2026-11-21T10:00:00.000Z",
-    ...overrides,
-  });
-}
-
-/** Partial fake implementations; methods left out answer Unimplemented. */
-export interface FakeServices {
-  operations?: Partial<ServiceImpl<typeof OperationsService>>;
-  ledger?: Partial<ServiceImpl<typeof LedgerService>>;
-  webhooks?: Partial<ServiceImpl<typeof WebhooksService>>;
-  matching?: Partial<ServiceImpl<typeof MatchingService>>;
-  receipts?: Partial<ServiceImpl<typeof ReceiptsService>>;
-  /** The DeadLetterService of each service that serves one. */
-  deadLetters?: Partial<Record<DeadLetterHolder, Partial<ServiceImpl<typeof DeadLetterService>>>>;
-  providerFacts?: Partial<ServiceImpl<typeof ProviderFactsService>>;
-}
 
 /** Clients of in-memory fakes of the downstream services. */
 export function fakeClients(fakes: FakeServices): EdgeClients {
@@ -110,18 +72,6 @@ export function fakeClients(fakes: FakeServices): EdgeClients {
     ) as EdgeClients["deadLetters"],
     providerFacts: createClient(ProviderFactsService, transport),
   };
-}
-
-/** A logger that keeps every line in memory, so tests can assert what is (never) logged. */
-export function memoryLogger(): { logger: Logger; lines: string[] } {
-  const lines: string[] = [];
-  const stream = new Writable({
-    write(chunk, _enc, done) {
-      lines.push(String(chunk));
-      done();
-    },
-  });
-  return { logger: pino({ level: "debug" }, stream), lines };
 }
 
 /** A migrated test database and its pool. */

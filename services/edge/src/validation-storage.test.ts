@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { connect, createTestDatabase, migrateSchema, type Sql, type TestDatabase } from "@gw/db";
-import { migrationsFolder } from "@gw/operations/src/app.ts";
-import { type OperationStore, PgOperationStore } from "@gw/operations/src/repository/operations.ts";
+import { migrationsFolder } from "@gw/operations";
+import { type OperationStore, PgOperationStore } from "@gw/operations/repository";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { cancelOperationBody, createOperationBody, operationRefBody } from "./validation.ts";

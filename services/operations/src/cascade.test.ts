@@ -1,10 +1,10 @@
 import { randomUUID } from "node:crypto";
 import { createLogger } from "@gw/log";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { failureOf, insertAbandonedRouting, type OperationsHarness, startHarness } from "../test/harness.ts";
 import { connectorFor } from "./connectors/index.ts";
 import { type CreateDeps, drive, operationIdFor } from "./create.ts";
 import { DependencyUnavailableError } from "./lifecycle/errors.ts";
-import { failureOf, insertAbandonedRouting, type OperationsHarness, startHarness } from "./test-support.ts";
 
 // The create cascade at the provider boundary: when a provider's "never received" is
 // believed, and who may record a routing outcome.

@@ -1,15 +1,10 @@
 import { randomUUID } from "node:crypto";
 import { Code } from "@connectrpc/connect";
 import { ReceiptsService } from "@gw/proto/gateway/receipts/v1/receipts_pb";
-import {
-  editAmountIncrementally,
-  notPdf,
-  receiptPdf,
-  receiptSpec,
-} from "@gw/receipts/src/testing/receipt-factory.ts";
 import { createServiceClient } from "@gw/rpc";
+import { editAmountIncrementally, notPdf, receiptPdf, receiptSpec } from "@gw/testkit/receipts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { eventually, failureOf, type OperationsHarness, startHarness } from "./test-support.ts";
+import { eventually, failureOf, type OperationsHarness, startHarness } from "../test/harness.ts";
 
 // Receipt confirmation over the real operations, receipts, ledger and sandbox services:
 // the receipts service's verdicts move the payment, an operator resolves manual checks,
@@ -20,7 +15,7 @@ let shop: { shopId: string; merchantId: string };
 
 beforeAll(async () => {
   h = await startHarness({ budgetMs: 4_000, attemptTimeoutMs: 1_000 });
-  // The requisites the generated receipts show (receipt-factory's defaults).
+  // The requisites the generated receipts show (`@gw/testkit/receipts`' defaults).
   await h.provider("receipts", {
     mode: "accept",
     receipt_required: true,

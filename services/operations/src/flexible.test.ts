@@ -1,9 +1,9 @@
 import { randomUUID } from "node:crypto";
 import { Code } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { eventually, failureOf, type OperationsHarness, startHarness } from "../test/harness.ts";
 import { operationIdFor } from "./create.ts";
 import { SELF_MATCHING } from "./pool.ts";
-import { eventually, failureOf, type OperationsHarness, startHarness } from "./test-support.ts";
 
 // Flexible links over real operations, matching and ledger: the create's three answers,
 // the page credential, and the payer's confirmation (created, refreshed choice,

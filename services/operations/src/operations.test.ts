@@ -2,8 +2,8 @@ import { randomUUID } from "node:crypto";
 import { Code } from "@connectrpc/connect";
 import { errorInfo } from "@gw/rpc";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { eventually, failureOf, type OperationsHarness, startHarness } from "../test/harness.ts";
 import { operationIdFor } from "./create.ts";
-import { eventually, failureOf, type OperationsHarness, startHarness } from "./test-support.ts";
 
 let h: OperationsHarness;
 

@@ -1,8 +1,8 @@
 import { randomUUID } from "node:crypto";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type OperationsHarness, startHarness } from "../test/harness.ts";
 import { pageOutcome } from "./page.ts";
-import { type OperationsHarness, startHarness } from "./test-support.ts";
 
 // The hosted page's read (GetPaymentPage) over the real operations service: only
 // payments handed out as hosted links are readable, with page-safe fields only.

@@ -3,13 +3,6 @@ import { fromBinary } from "@bufbuild/protobuf";
 import { createLogger } from "@gw/log";
 import { OperationEventSchema } from "@gw/proto/gateway/operations/v1/operations_pb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { connectorFor } from "./connectors/index.ts";
-import { PoolConnector } from "./connectors/pool.ts";
-import { operationIdFor } from "./create.ts";
-import { operationEvent } from "./events.ts";
-import { type PoolDeps, poolConsumers, SELF_MATCHING } from "./pool.ts";
-import { listProviderFacts } from "./provider-facts.ts";
-import { PAYMENT_REFUSED } from "./refusals.ts";
 import {
   eventually,
   failureOf,
@@ -17,7 +10,14 @@ import {
   insertAbandonedRouting,
   type OperationsHarness,
   startHarness,
-} from "./test-support.ts";
+} from "../test/harness.ts";
+import { connectorFor } from "./connectors/index.ts";
+import { PoolConnector } from "./connectors/pool.ts";
+import { operationIdFor } from "./create.ts";
+import { operationEvent } from "./events.ts";
+import { type PoolDeps, poolConsumers, SELF_MATCHING } from "./pool.ts";
+import { listProviderFacts } from "./provider-facts.ts";
+import { PAYMENT_REFUSED } from "./refusals.ts";
 
 // A pool slot lives as long as its payment: matching never ends it on its own clock, so a
 // payment that completes always settles it, and an overpayment settles the slot for its

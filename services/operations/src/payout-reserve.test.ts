@@ -1,9 +1,9 @@
 import { randomUUID } from "node:crypto";
 import { createLogger } from "@gw/log";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { eventually, failureOf, type OperationsHarness, startHarness } from "../test/harness.ts";
 import { DependencyUnavailableError } from "./lifecycle/errors.ts";
 import { reserveBeforeRouting } from "./payout-reserve.ts";
-import { eventually, failureOf, type OperationsHarness, startHarness } from "./test-support.ts";
 
 // A payout's reserve is posted before any provider is asked: a create still unresolved at
 // the end of its budget (503) keeps it, a refusal releases it exactly once (durably, by

@@ -7,12 +7,6 @@ import { createLogger } from "@gw/log";
 import { Decimal } from "@gw/money";
 import { PoolPayoutEventSchema } from "@gw/proto/gateway/matching/v1/matching_pb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { PoolConnector } from "./connectors/pool.ts";
-import { POOL_PROVIDER } from "./connectors/pool-provider.ts";
-import { operationIdFor } from "./create.ts";
-import { poolConsumers, SELF_MATCHING } from "./pool.ts";
-import { listProviderFacts } from "./provider-facts.ts";
-import { applyProviderResult } from "./provider-results.ts";
 import {
   eventually,
   failureOf,
@@ -20,7 +14,13 @@ import {
   insertAbandonedRouting,
   type OperationsHarness,
   startHarness,
-} from "./test-support.ts";
+} from "../test/harness.ts";
+import { PoolConnector } from "./connectors/pool.ts";
+import { POOL_PROVIDER } from "./connectors/pool-provider.ts";
+import { operationIdFor } from "./create.ts";
+import { poolConsumers, SELF_MATCHING } from "./pool.ts";
+import { listProviderFacts } from "./provider-facts.ts";
+import { applyProviderResult } from "./provider-results.ts";
 
 // The self-matching pool as a route entry, over real matching, ledger, receipts and
 // sandbox services. The pool is shared by every shop of a method, so each test uses

@@ -4,10 +4,10 @@ import { connectNats, type Nats, startNatsProxy } from "@gw/events";
 import { createLogger } from "@gw/log";
 import type { LedgerService } from "@gw/proto/gateway/ledger/v1/ledger_pb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { failureOf, type OperationsHarness, startHarness } from "../test/harness.ts";
 import { toConnectError } from "./lifecycle/catalogue.ts";
 import { isDomainError } from "./lifecycle/errors.ts";
 import { Pricing, type QuoteInput } from "./pricing.ts";
-import { failureOf, type OperationsHarness, startHarness } from "./test-support.ts";
 
 let h: OperationsHarness;
 let nats: Nats;

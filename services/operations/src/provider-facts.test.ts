@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import { createLogger } from "@gw/log";
 import { Decimal } from "@gw/money";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { eventually, type OperationsHarness, startHarness } from "../test/harness.ts";
 import {
   listProviderFacts,
   openProviderFacts,
@@ -11,7 +12,6 @@ import {
   resolveProviderFact,
 } from "./provider-facts.ts";
 import { applyProviderResult } from "./provider-results.ts";
-import { eventually, type OperationsHarness, startHarness } from "./test-support.ts";
 
 let h: OperationsHarness;
 const logger = createLogger("operations-test", "silent");

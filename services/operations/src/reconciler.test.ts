@@ -4,16 +4,16 @@ import { createLogger, type Logger } from "@gw/log";
 import { type OperationEvent, OperationEventSchema } from "@gw/proto/gateway/operations/v1/operations_pb";
 import { errorInfo } from "@gw/rpc";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { operationIdFor } from "./create.ts";
-import { stuckOperations } from "./reconciler.ts";
-import type { ReconcileRow } from "./repository/operations.ts";
 import {
   eventually,
   forceTransition,
   insertAbandonedRouting,
   type OperationsHarness,
   startHarness,
-} from "./test-support.ts";
+} from "../test/harness.ts";
+import { operationIdFor } from "./create.ts";
+import { stuckOperations } from "./reconciler.ts";
+import type { ReconcileRow } from "./repository/operations.ts";
 
 let h: OperationsHarness;
 

@@ -6,8 +6,8 @@ import { Code } from "@connectrpc/connect";
 import { type OperationEvent, OperationEventSchema } from "@gw/proto/gateway/operations/v1/operations_pb";
 import { errorInfo } from "@gw/rpc";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { eventually, failureOf, type OperationsHarness, startHarness } from "../test/harness.ts";
 import { operationIdFor } from "./create.ts";
-import { eventually, failureOf, type OperationsHarness, startHarness } from "./test-support.ts";
 
 // A create no provider accepted is no decision (spec: "a timeout or 503 gives no decision;
 // retry the same command"): a retry with the same key and body routes again under the same

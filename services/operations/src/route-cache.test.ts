@@ -8,6 +8,7 @@ import { LedgerService } from "@gw/proto/gateway/ledger/v1/ledger_pb";
 import { OperationsService } from "@gw/proto/gateway/operations/v1/operations_pb";
 import { createServiceClient } from "@gw/rpc";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { eventually, type OperationsHarness, startHarness } from "../test/harness.ts";
 import { startOperations } from "./app.ts";
 import { connectorFor } from "./connectors/index.ts";
 import { type CreateDeps, createOperation, operationIdFor, parseCreate } from "./create.ts";
@@ -15,7 +16,6 @@ import { IdempotencyConflictError } from "./lifecycle/errors.ts";
 import { Pricing } from "./pricing.ts";
 import { PgOperationStore } from "./repository/operations.ts";
 import { RouteCache } from "./route-cache.ts";
-import { eventually, type OperationsHarness, startHarness } from "./test-support.ts";
 
 let h: OperationsHarness;
 let nats: Nats;

@@ -1,11 +1,11 @@
 import { randomUUID } from "node:crypto";
 import { ReceiptsService } from "@gw/proto/gateway/receipts/v1/receipts_pb";
-import { notPdf, receiptPdf, receiptSpec } from "@gw/receipts/src/testing/receipt-factory.ts";
 import { createServiceClient } from "@gw/rpc";
+import { notPdf, receiptPdf, receiptSpec } from "@gw/testkit/receipts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { eventually, type OperationsHarness, startHarness } from "../test/harness.ts";
 import { beginReview } from "./confirm.ts";
 import { SELF_MATCHING } from "./pool.ts";
-import { eventually, type OperationsHarness, startHarness } from "./test-support.ts";
 
 // A pool payin whose receipt is under review (the upload accepted, its verdict not yet
 // recorded) neither expires nor loses its slot until the verdict; a verdict the upload
@@ -24,7 +24,7 @@ beforeAll(async () => {
 });
 afterAll(() => h?.stop());
 
-/** The requisites the generated receipts show (receipt-factory's defaults). */
+/** The requisites the generated receipts show (`@gw/testkit/receipts`' defaults). */
 const CARD = { number: "2202201234567890", name: "Иван Иванович Иванов" };
 
 async function pooledPayment(amount: string) {

@@ -3,15 +3,15 @@ import { create } from "@bufbuild/protobuf";
 import { createLogger } from "@gw/log";
 import { CreateOperationRequestSchema } from "@gw/proto/gateway/operations/v1/operations_pb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { connectorFor } from "./connectors/index.ts";
-import { type CreateDeps, createOperation, parseCreate } from "./create.ts";
 import {
   eventually,
   failureOf,
   insertAbandonedRouting,
   type OperationsHarness,
   startHarness,
-} from "./test-support.ts";
+} from "../test/harness.ts";
+import { connectorFor } from "./connectors/index.ts";
+import { type CreateDeps, createOperation, parseCreate } from "./create.ts";
 
 let h: OperationsHarness;
 

@@ -5,13 +5,7 @@ import { execFileSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import {
-  type Bank,
-  type Rail,
-  type ReceiptSpec,
-  receiptSpec,
-  sheet,
-} from "../src/testing/receipt-factory.ts";
+import { type Bank, type Rail, type ReceiptSpec, receiptSpec, sheet } from "@gw/testkit/receipts";
 import { CONTRADICTION_CASES, CONTRADICTION_WRITERS } from "./contradictions.ts";
 import { type Change, drawRoundTrip, mupdfIncremental, pdflibOverlay, qdfEdit, spotsOf } from "./forge.ts";
 import { type CorpusEntry, HELDOUT, loadManifest, MANIFEST, splitOf } from "./manifest.ts";

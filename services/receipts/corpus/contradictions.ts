@@ -2,7 +2,7 @@
 // further dates of the transfer. The genuine ones add up and their later stamps are
 // later; the forgeries were made up with the bank's kind of writer (no edit in the file
 // to find) from a template whose total or dates the forger did not redo.
-import type { Row, Sheet } from "../src/testing/receipt-factory.ts";
+import type { Row, Sheet } from "@gw/testkit/receipts";
 
 const two = (n: number) => String(n).padStart(2, "0");
 /** "12.03.2026 14:32" in Moscow time, as the banks print it. */

@@ -2,8 +2,8 @@
 // must answer. The split is by writer (and re-saver), fixed before any check was tuned.
 import { readFileSync } from "node:fs";
 import { Decimal } from "@gw/money";
+import { EXPECTED, type Rail } from "@gw/testkit/receipts";
 import type { ReviewInput } from "../src/review/review.ts";
-import { EXPECTED, type Rail } from "../src/testing/receipt-factory.ts";
 
 export type ExpectedClass = "genuine" | "forgery" | "in_progress" | "declined" | "unreadable";
 export type Split = "tuning" | "heldout";

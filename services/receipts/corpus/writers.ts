@@ -1,17 +1,17 @@
 // The programs that write the corpus's receipts. None of them is this project's: each
-// gets the receipt's text (a bank's sheet, src/testing/receipt-factory.ts) and writes
+// gets the receipt's text (a bank's sheet, @gw/testkit/receipts) and writes
 // the PDF as it always does, with its own producer, structure and font handling.
 import { execFileSync } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { join } from "node:path";
+import type { Row, Sheet } from "@gw/testkit/receipts";
 import fontkit from "@pdf-lib/fontkit";
 import { jsPDF } from "jspdf";
 import { PDFDocument, rgb } from "pdf-lib";
 import PDFKit from "pdfkit";
 import pdfmake from "pdfmake";
 import { type Browser, chromium } from "playwright-core";
-import type { Row, Sheet } from "../src/testing/receipt-factory.ts";
 
 const require = createRequire(import.meta.url);
 export const FONT_PATH = require.resolve("dejavu-fonts-ttf/ttf/DejaVuSans.ttf");

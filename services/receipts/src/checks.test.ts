@@ -4,8 +4,6 @@
 
 import { randomUUID } from "node:crypto";
 import { readFileSync, writeFileSync } from "node:fs";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type Harness, startHarness, submission } from "./testing/harness.ts";
 import {
   type Bank,
   buildReceipt,
@@ -18,7 +16,9 @@ import {
   type ReceiptSpec,
   receiptPdf,
   receiptSpec,
-} from "./testing/receipt-factory.ts";
+} from "@gw/testkit/receipts";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type Harness, startHarness, submission } from "./testing/harness.ts";
 import { EDITORS, RESAVERS, replacePageByUpdate, type WriterProfile, writeAs } from "./testing/writers.ts";
 
 interface Case {

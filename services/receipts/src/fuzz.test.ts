@@ -1,10 +1,11 @@
 // Hostile input: receipts mutated at random (bytes flipped, cut, spliced, PDF keywords
 // and lengths garbled) are submitted to the real service. Whatever the file, the service
 // answers a defined verdict and stays up.
+
+import { receiptPdf, receiptSpec } from "@gw/testkit/receipts";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Harness, startHarness, submission } from "./testing/harness.ts";
-import { receiptPdf, receiptSpec } from "./testing/receipt-factory.ts";
 
 const KEYWORDS = [
   "obj",

@@ -1,8 +1,8 @@
 import { randomUUID } from "node:crypto";
 import { errorInfo } from "@gw/rpc";
+import { notPdf, receiptPdf, receiptSpec } from "@gw/testkit/receipts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Harness, OTHER_SHOP, SHOP, startHarness, submission } from "./testing/harness.ts";
-import { notPdf, receiptPdf, receiptSpec } from "./testing/receipt-factory.ts";
 
 /** The public code of a call's failure. */
 async function failureOf(call: Promise<unknown>): Promise<string | undefined> {

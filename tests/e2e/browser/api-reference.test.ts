@@ -1,8 +1,8 @@
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { connect } from "@gw/db";
-import { buildApp } from "@gw/edge/src/app.ts";
-import type { EdgeClients } from "@gw/edge/src/deps.ts";
+import { buildApp } from "@gw/edge";
+import type { EdgeClients } from "@gw/edge/deps";
 import { createLogger } from "@gw/log";
 import { createAdaptorServer } from "@hono/node-server";
 import type { Browser, BrowserContext, Page } from "playwright-core";

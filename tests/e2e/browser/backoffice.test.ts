@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
-import { editAmountIncrementally, receiptSpec } from "@gw/receipts/src/testing/receipt-factory.ts";
 import { startWebhookReceiver, type WebhookReceiver } from "@gw/stack/webhook-receiver";
+import { editAmountIncrementally, receiptSpec } from "@gw/testkit/receipts";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {

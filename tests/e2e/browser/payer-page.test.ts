@@ -1,8 +1,4 @@
-import {
-  editAmountIncrementally,
-  receiptPdf,
-  receiptSpec,
-} from "@gw/receipts/src/testing/receipt-factory.ts";
+import { editAmountIncrementally, receiptPdf, receiptSpec } from "@gw/testkit/receipts";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
@@ -23,7 +19,7 @@ import { startTestStack, type TestStack } from "../../src/stack.ts";
 // under review, declined, expired), a provider payment followed live to paid, the
 // not-found page, and the page's headers. Screenshots at a phone and a desktop width.
 
-/** The requisites the generated receipts show (receipt-factory's defaults). */
+/** The requisites the generated receipts show (`@gw/testkit/receipts`' defaults). */
 const REQUISITES = { card_number: "2202201234567890", holder_name: "Иван Иванович Иванов" };
 const AMOUNT = "1500.00";
 

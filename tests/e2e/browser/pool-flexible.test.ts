@@ -1,5 +1,5 @@
 import { readFileSync } from "node:fs";
-import { receiptPdf, receiptSpec } from "@gw/receipts/src/testing/receipt-factory.ts";
+import { receiptPdf, receiptSpec } from "@gw/testkit/receipts";
 import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { fitsWidth, launchBrowser, newContext, screenshot, unlabelledControls } from "../../src/browser.ts";
@@ -13,7 +13,7 @@ import { startTestStack, type TestStack } from "../../src/stack.ts";
 // taken meanwhile, an expired link). The pool is shared by the stack, so each case uses
 // amounts (and link bounds) that only its own payouts can serve.
 
-/** The requisites the generated receipts show (receipt-factory's defaults). */
+/** The requisites the generated receipts show (`@gw/testkit/receipts`' defaults). */
 const CARD = { number: "2202201234567890", name: "Иван Иванович Иванов" };
 const PHONE = { number: "+79001234567", name: "Иван Иванович Иванов", bankname: "sberbank" };
 /** Long enough to act on a link, short enough to watch one expire. */

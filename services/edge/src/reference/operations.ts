@@ -2,7 +2,7 @@
  * What the API reference says about each operation beyond its route definition: the
  * operationId (every operation), a summary and description where the route has none, and
  * hand-written examples for the merchant API's main calls. Keyed by `METHOD path` as the
- * document spells it; reference.test.ts fails for an operation of the document that has
+ * document spells it; reference.unit.test.ts fails for an operation of the document that has
  * no entry here, so a new route cannot reach /docs undescribed. Kept apart from the route
  * definitions so that the routes' own schemas change without touching this file.
  */

@@ -1,14 +1,6 @@
-import { Code, ConnectError } from "@connectrpc/connect";
+import { configFakes, OP_ID, RECEIPT_FILE, RECEIPT_ID } from "@gw/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import {
-  ADMIN_TOKEN,
-  admin,
-  anOperation,
-  type EdgeTestDatabase,
-  edgeTestDatabase,
-  type FakeServices,
-  testApp,
-} from "../testing.ts";
+import { ADMIN_TOKEN, admin, type EdgeTestDatabase, edgeTestDatabase, testApp } from "../testing.ts";
 import { RECEIPT_FILE_CSP } from "./admin-receipt.ts";
 
 // The admin reads (providers, routes, pricing) and the manual check's receipt file, through `app.request()` on the edge's real database
@@ -22,78 +14,9 @@ afterAll(async () => {
   await database?.close();
 });
 
-const OP_ID = "0191a5e4-7c1b-7b8e-9d4e-3f2a1b0c9d8e";
-const RECEIPT_ID = "0191a5e4-7c1b-7b8e-9d4e-aaaaaaaaaaaa";
-const PDF = new TextEncoder().encode("%PDF-1.4\n% a receipt\n%%EOF\n");
-
-const fakes = (): FakeServices => ({
-  operations: {
-    listProviders: async () => ({
-      providers: [
-        {
-          name: "acme",
-          kind: "sandbox",
-          baseUrl: "https://acme.example.test",
-          methods: ["WT_RUB_C2C"],
-          updatedAt: "2026-11-21T10:00:00.000Z",
-        },
-      ],
-    }),
-    listRoutes: async () => ({
-      routes: [
-        {
-          method: "WT_RUB_PHONE",
-          payin: ["acme", "self_matching"],
-          payout: ["acme"],
-          settlementCurrency: "USDT",
-          updatedAt: "2026-11-21T10:00:00.000Z",
-        },
-      ],
-    }),
-    listManualChecks: async () => ({
-      items: [
-        {
-          shopId: "0191a5e4-7c1b-7b8e-9d4e-bbbbbbbbbbbb",
-          operation: anOperation({
-            operationId: OP_ID,
-            status: "manual_check",
-            manualCheckReason: "potential_fake",
-          }),
-          receiptId: RECEIPT_ID,
-          findings: [{ check: "incremental_update", outcome: "potential_fake", detail: "edited" }],
-        },
-      ],
-    }),
-  },
-  ledger: {
-    listPricing: async () => ({
-      methods: [
-        {
-          method: "WT_RUB_PHONE",
-          payin: [{ minAmount: "100", maxAmount: "50000", percent: "3.25", fixed: "7" }],
-          payout: [],
-        },
-      ],
-    }),
-  },
-  receipts: {
-    getReviewFile: async (req) => {
-      if (req.id.value !== OP_ID) throw new ConnectError("review not found", Code.NotFound);
-      return {
-        file: PDF,
-        contentType: "text/html",
-        fileName: '"><script>.pdf',
-        sha256: "ab",
-        receiptId: RECEIPT_ID,
-        shopId: "x",
-      };
-    },
-  },
-});
-
 describe("admin reads of the configuration", () => {
   it("lists providers without their credentials", async () => {
-    const app = testApp(database, { fakes: fakes() });
+    const app = testApp(database, { fakes: configFakes() });
     const res = await admin(app, "GET", "/admin/v1/providers");
     expect(res.status).toBe(200);
     expect(res.body).toEqual({
@@ -111,7 +34,7 @@ describe("admin reads of the configuration", () => {
   });
 
   it("lists a shop's routes and pricing, and answers 404 for an unknown shop", async () => {
-    const app = testApp(database, { fakes: fakes() });
+    const app = testApp(database, { fakes: configFakes() });
     const m = await admin(app, "POST", "/admin/v1/merchants", { name: "M" });
     const s = await admin(app, "POST", "/admin/v1/shops", { merchant_id: m.body.merchant_id, name: "S" });
     const routes = await admin(app, "GET", `/admin/v1/shops/${s.body.shop_id}/routes`);
@@ -154,7 +77,7 @@ describe("admin reads of the configuration", () => {
 
 describe("the manual check's receipt file", () => {
   it("is served to the admin token only, as an inline PDF in a sandbox, never cached", async () => {
-    const app = testApp(database, { fakes: fakes() });
+    const app = testApp(database, { fakes: configFakes() });
     expect((await app.request(`/admin/v1/manual-checks/${OP_ID}/receipt`)).status).toBe(401);
     const res = await app.request(`/admin/v1/manual-checks/${OP_ID}/receipt`, {
       headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
@@ -164,11 +87,11 @@ describe("the manual check's receipt file", () => {
     expect(res.headers.get("content-disposition")).toBe(`inline; filename="receipt-${RECEIPT_ID}.pdf"`);
     expect(res.headers.get("cache-control")).toBe("private, no-store");
     expect(res.headers.get("content-security-policy")).toBe(`${RECEIPT_FILE_CSP}; frame-ancestors 'none'`);
-    expect(new Uint8Array(await res.arrayBuffer())).toEqual(PDF);
+    expect(new Uint8Array(await res.arrayBuffer())).toEqual(RECEIPT_FILE);
   });
 
   it("answers 404 for a payment without a receipt and 400 for a bad id", async () => {
-    const app = testApp(database, { fakes: fakes() });
+    const app = testApp(database, { fakes: configFakes() });
     const other = await admin(
       app,
       "GET",

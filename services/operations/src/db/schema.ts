@@ -1,6 +1,7 @@
 import { deadLetterTable, inboxTable, outboxTable } from "@gw/db";
 import { sql } from "drizzle-orm";
 import {
+  type AnyPgColumn,
   bigint,
   boolean,
   check,
@@ -14,6 +15,28 @@ import {
   unique,
   uuid,
 } from "drizzle-orm/pg-core";
+
+import { HANDOFF_MACHINE } from "../domain/handoff-states.ts";
+import { LINK_MACHINE } from "../domain/link-states.ts";
+import { OPERATION_STATUSES, OPERATION_TYPES } from "../domain/operation-states.ts";
+import {
+  FACT_DIRECTIONS,
+  FACT_KINDS,
+  FACT_MACHINE,
+  FACT_RESOLUTIONS,
+} from "../domain/provider-fact-states.ts";
+import { WITHDRAWAL_MACHINE } from "../domain/withdrawal-states.ts";
+
+/**
+ * The `CHECK` of a status column: one of the states of its table (the lifecycle's, or a
+ * side machine's in src/domain/), so a status no table has can never be stored, whoever
+ * writes it; the same for the other value sets (an operation's type, a fact's kind). The
+ * values are identifiers (`[a-z_]+`), quoted as literals.
+ */
+const oneOf = (column: AnyPgColumn, values: readonly string[]) => {
+  if (!values.every((s) => /^[a-z_]+$/.test(s))) throw new Error(`not a value name: ${values.join(", ")}`);
+  return sql`${column} in (${sql.raw(values.map((s) => `'${s}'`).join(", "))})`;
+};
 
 /** The operations service owns this schema; no other service reads or writes it. */
 export const operations = pgSchema("operations");
@@ -144,6 +167,8 @@ export const operationsTable = operations.table(
       .on(t.status, t.updatedAt)
       .where(sql`status in ('routing', 'pending', 'awaiting_confirmation')`),
     check("operations_amounts", sql`actual_amount >= 0 and (expected_amount is null or expected_amount > 0)`),
+    check("operations_status", oneOf(t.status, OPERATION_STATUSES)),
+    check("operations_type", oneOf(t.type, OPERATION_TYPES)),
   ],
 );
 
@@ -205,7 +230,8 @@ export const flexibleLinks = operations.table(
     kHash: text("k_hash").notNull(),
     /**
      * deciding (written, not decided yet: an attempt failed or is under way) |
-     * amount_selection | created | rejected (expired is amount_selection past expires_at).
+     * amount_selection | created | rejected (expired is amount_selection past expires_at):
+     * `LINK_MACHINE`.
      */
     status: text("status").notNull(),
     expiresAt: timestamp("expires_at", { withTimezone: true }).notNull(),
@@ -225,7 +251,10 @@ export const flexibleLinks = operations.table(
     createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
     updatedAt: timestamp("updated_at", { withTimezone: true }).notNull().defaultNow(),
   },
-  (t) => [unique("flexible_links_shop_mop").on(t.shopId, t.merchantOperationId)],
+  (t) => [
+    unique("flexible_links_shop_mop").on(t.shopId, t.merchantOperationId),
+    check("flexible_links_status", oneOf(t.status, LINK_MACHINE.states)),
+  ],
 );
 
 export const outbox = outboxTable(operations);
@@ -248,14 +277,20 @@ export const poolHandoffs = operations.table(
     position: integer("position").notNull().default(0),
     /** Unanswered asks of the candidate at `position`. */
     attempts: integer("attempts").notNull().default(0),
-    /** asking | accepted (by `provider`) | exhausted (nobody took it). */
-    status: text("status").notNull().default("asking"),
+    /**
+     * asking | accepted (by `provider`) | exhausted (nobody took it) | superseded (settled
+     * meanwhile by another path): `HANDOFF_MACHINE`.
+     */
+    status: text("status").notNull().default(HANDOFF_MACHINE.initial),
     provider: text("provider"),
     nextAttemptAt: timestamp("next_attempt_at", { withTimezone: true }).notNull().defaultNow(),
     createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
     updatedAt: timestamp("updated_at", { withTimezone: true }).notNull().defaultNow(),
   },
-  (t) => [index("pool_handoffs_due").on(t.nextAttemptAt).where(sql`status = 'asking'`)],
+  (t) => [
+    index("pool_handoffs_due").on(t.nextAttemptAt).where(sql`status = 'asking'`),
+    check("pool_handoffs_status", oneOf(t.status, HANDOFF_MACHINE.states)),
+  ],
 );
 
 /** Events a consumer of this service could not apply after its attempts (libs/events, dead letters). */
@@ -290,8 +325,8 @@ export const providerFacts = operations.table(
      */
     amount: numeric("amount", { precision: 20, scale: 2 }),
     currency: text("currency"),
-    /** open | resolved */
-    status: text("status").notNull().default("open"),
+    /** open | resolved: `FACT_MACHINE`. */
+    status: text("status").notNull().default(FACT_MACHINE.initial),
     /** credit_shop | return_to_payer | debit_shop | write_off, with the operator and the reason: the audit record. */
     resolution: text("resolution"),
     resolvedBy: text("resolved_by"),
@@ -306,6 +341,13 @@ export const providerFacts = operations.table(
     unique("provider_facts_source").on(t.provider, t.reference, t.factKey),
     index("provider_facts_open").on(t.status, t.createdAt),
     check("provider_facts_amount", sql`amount is null or amount > 0`),
+    check("provider_facts_status", oneOf(t.status, FACT_MACHINE.states)),
+    check("provider_facts_kind", oneOf(t.kind, FACT_KINDS)),
+    check("provider_facts_direction", oneOf(t.direction, FACT_DIRECTIONS)),
+    check(
+      "provider_facts_resolution",
+      sql`${t.resolution} is null or ${oneOf(t.resolution, FACT_RESOLUTIONS)}`,
+    ),
   ],
 );
 
@@ -323,8 +365,11 @@ export const withdrawals = operations.table(
     provider: text("provider").notNull(),
     /** Written by a create that passed this provider over (not by a cancel). */
     passedOver: boolean("passed_over").notNull().default(false),
-    /** asking | withdrawn | not_found | final | not_supported | gave_up | held (passed over, then that provider's) */
-    status: text("status").notNull().default("asking"),
+    /**
+     * asking | withdrawn | not_found | final | not_supported | gave_up | held (passed over,
+     * then that provider's): `WITHDRAWAL_MACHINE`.
+     */
+    status: text("status").notNull().default(WITHDRAWAL_MACHINE.initial),
     attempts: integer("attempts").notNull().default(0),
     nextAttemptAt: timestamp("next_attempt_at", { withTimezone: true }).notNull().defaultNow(),
     lastError: text("last_error"),
@@ -334,6 +379,7 @@ export const withdrawals = operations.table(
   (t) => [
     primaryKey({ columns: [t.operationId, t.provider] }),
     index("withdrawals_due").on(t.nextAttemptAt).where(sql`status = 'asking'`),
+    check("withdrawals_status", oneOf(t.status, WITHDRAWAL_MACHINE.states)),
   ],
 );
 

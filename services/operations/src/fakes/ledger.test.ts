@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { createTestDatabase, type TestDatabase } from "@gw/db";
-import { startLedger } from "@gw/ledger/src/app.ts";
-import { configSchema as ledgerConfig } from "@gw/ledger/src/config.ts";
+import { startLedger } from "@gw/ledger";
+import { configSchema as ledgerConfig } from "@gw/ledger/config";
 import { LedgerService } from "@gw/proto/gateway/ledger/v1/ledger_pb";
 import { createServiceClient } from "@gw/rpc";
 import type { RunningService } from "@gw/runtime";

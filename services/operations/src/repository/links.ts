@@ -1,6 +1,8 @@
 import { randomUUID } from "node:crypto";
 import type { Sql } from "@gw/db";
 import type { flexibleLinks } from "../db/schema.ts";
+import { LINK_MACHINE, type LinkState } from "../domain/link-states.ts";
+import { assertMove, fromStates, StateMoveRefusedError } from "../domain/state-machine.ts";
 import type { SnakeKeys } from "../model.ts";
 import type { Db } from "./db.ts";
 
@@ -13,12 +15,15 @@ export type LinkRow = Omit<
   "status" | "expires_at" | "claimed_until" | "created_at" | "updated_at" | "slot_released_at"
 > & {
   /** `deciding`: written, decision not taken yet (an attempt failed or is under way). */
-  status: "deciding" | "amount_selection" | "created" | "rejected";
+  status: LinkState;
   expires_at: Date;
 };
 
 /** The columns a new link is written with (`deciding`, expiring `lifetimeMs` from now by the database's clock). */
 export type NewLink = Omit<LinkRow, "status" | "expires_at" | "claim">;
+
+/** The states a link is not decided in yet (`deciding`, `amount_selection`). */
+const UNDECIDED = LINK_MACHINE.states.filter((s) => !LINK_MACHINE.terminal.has(s));
 
 /** Timestamps come back as text from the driver here: the row with a Date. */
 const hydrate = (row: LinkRow | undefined): LinkRow | undefined =>
@@ -46,7 +51,7 @@ export class LinkRepository {
       values (${link.operation_id}, ${link.shop_id}, ${link.merchant_id}, ${link.merchant_operation_id},
         ${link.request_hash}, ${link.client_id}, ${link.client_ip}, ${link.method}, ${link.currency},
         ${link.recommended_amount}, ${link.min_amount}, ${link.max_amount}, ${link.picker},
-        ${link.k_hash}, 'deciding', now() + ${`${lifetimeMs} milliseconds`}::interval)
+        ${link.k_hash}, ${LINK_MACHINE.initial}, now() + ${`${lifetimeMs} milliseconds`}::interval)
       on conflict do nothing`;
   }
 
@@ -68,15 +73,23 @@ export class LinkRepository {
 
   /**
    * Records the decision of the attempt holding `claim` and ends its claim; false when
-   * its claim lapsed and another attempt took the link (in `tx` when given).
+   * its claim lapsed and another attempt took the link (in `tx` when given). The move is
+   * guarded by the link table (`LINK_MACHINE`): a link this claim holds in a state that
+   * cannot move to `status` is a `StateMoveRefusedError`.
    */
-  async decide(id: string, claim: string, status: LinkRow["status"], tx: Db = this.#sql): Promise<boolean> {
+  async decide(id: string, claim: string, status: LinkState, tx: Db = this.#sql): Promise<boolean> {
+    const from = fromStates(LINK_MACHINE, status);
+    if (from.length === 0) throw new StateMoveRefusedError(LINK_MACHINE.table, "any state", status, id);
     const rows = await tx`
       update operations.flexible_links
       set status = ${status}, claim = null, claimed_until = null, updated_at = now()
-      where operation_id = ${id} and claim = ${claim}
+      where operation_id = ${id} and claim = ${claim} and status = any(${from})
       returning 1`;
-    return rows.length === 1;
+    if (rows.length === 1) return true;
+    const [held] = await tx<{ status: string }[]>`
+      select status from operations.flexible_links where operation_id = ${id} and claim = ${claim}`;
+    if (held) assertMove(LINK_MACHINE, held.status, status, undefined, id);
+    return false;
   }
 
   /**
@@ -88,7 +101,7 @@ export class LinkRepository {
   async undecidedWithoutPayment(stuckMs: number, limit: number): Promise<LinkRow[]> {
     const rows = await this.#sql<LinkRow[]>`
       select * from operations.flexible_links l
-      where l.status in ('deciding', 'amount_selection') and l.slot_released_at is null
+      where l.status = any(${UNDECIDED}) and l.slot_released_at is null
         and (l.claimed_until is null or l.claimed_until <= now())
         and (l.expires_at <= now()
           or (l.status = 'deciding' and l.created_at <= now() - ${`${stuckMs} milliseconds`}::interval))

@@ -1,5 +1,7 @@
 import type { Sql } from "@gw/db";
 import type { providerFacts } from "../db/schema.ts";
+import { FACT_MACHINE, type FactState } from "../domain/provider-fact-states.ts";
+import { assertMove, fromStates } from "../domain/state-machine.ts";
 import type { OperationRow, SnakeKeys } from "../model.ts";
 import type { Db, Tx } from "./db.ts";
 
@@ -12,7 +14,7 @@ export type FactRow = Omit<
   SnakeKeys<typeof providerFacts.$inferSelect>,
   "status" | "resolved_at" | "created_at"
 > & {
-  status: "open" | "resolved";
+  status: FactState;
   resolved_at: string | Date | null;
   created_at: string | Date;
 };
@@ -45,7 +47,8 @@ export class ProviderFactRepository {
   /** Open facts per kind, database-wide. */
   countOpen(): Promise<{ kind: string; n: number }[]> {
     return this.#sql<{ kind: string; n: number }[]>`
-      select kind, count(*)::int as n from operations.provider_facts where status = 'open' group by kind`;
+      select kind, count(*)::int as n from operations.provider_facts
+      where status = ${"open" satisfies FactState} group by kind`;
   }
 
   /** The operator's review queue: open facts first, then the newest. */
@@ -56,7 +59,7 @@ export class ProviderFactRepository {
 
 /** Which facts a list shows: by status, of one operation, how many. */
 export interface FactFilter {
-  status?: "open" | "resolved";
+  status?: FactState;
   operationId?: string;
   limit: number;
 }
@@ -66,10 +69,10 @@ export async function insertFact(tx: Db, fact: NewFact): Promise<FactRow | undef
   const [row] = await tx<FactRow[]>`
     insert into operations.provider_facts
       (id, provider, reference, fact_key, operation_id, shop_id, merchant_id, kind, provider_status,
-       direction, amount, currency)
+       direction, amount, currency, status)
     values (${fact.id}, ${fact.provider}, ${fact.reference}, ${fact.fact_key}, ${fact.operation_id},
       ${fact.shop_id}, ${fact.merchant_id}, ${fact.kind}, ${fact.provider_status},
-      ${fact.direction}, ${fact.amount}, ${fact.currency})
+      ${fact.direction}, ${fact.amount}, ${fact.currency}, ${FACT_MACHINE.initial})
     on conflict (provider, reference, fact_key) do nothing
     returning *`;
   return row;
@@ -92,7 +95,14 @@ export async function lockFact(tx: Tx, id: string): Promise<FactRow | undefined>
   return fact;
 }
 
-/** Writes an operator's resolution of a fact (locked by the caller). */
+/** The states a fact is resolved from (`FACT_MACHINE`): the guard of `markFactResolved`. */
+export const RESOLVE_FROM = fromStates(FACT_MACHINE, "resolved", "operator_resolved");
+
+/**
+ * Writes an operator's resolution of a fact (locked by the caller, who found it open);
+ * undefined when there is no such fact. A fact in a state the table does not resolve from
+ * (resolved already) is a `StateMoveRefusedError`: a resolution is never overwritten.
+ */
 export async function markFactResolved(
   tx: Tx,
   id: string,
@@ -106,13 +116,18 @@ export async function markFactResolved(
   const { figures } = resolution;
   const [resolved] = await tx<FactRow[]>`
     update operations.provider_facts
-    set status = 'resolved', resolution = ${resolution.action}, resolved_by = ${resolution.operator},
+    set status = ${"resolved" satisfies FactState}, resolution = ${resolution.action}, resolved_by = ${resolution.operator},
       resolution_reason = ${resolution.reason}, resolved_at = now(),
       settlement_amount = ${figures?.settlement ?? null}, commission_amount = ${figures?.commission ?? null},
       settlement_currency = ${figures?.currency ?? null}
-    where id = ${id}
+    where id = ${id} and status = any(${RESOLVE_FROM})
     returning *`;
-  return resolved;
+  if (resolved) return resolved;
+  const [found] = await tx<
+    { status: string }[]
+  >`select status from operations.provider_facts where id = ${id}`;
+  if (found) assertMove(FACT_MACHINE, found.status, "resolved", undefined, id);
+  return undefined;
 }
 
 /** The methods a provider is configured for; undefined when it has no configuration. */

@@ -3,7 +3,7 @@ import { fileURLToPath } from "node:url";
 import { connect, createTestDatabase, migrateSchema, type Sql, type TestDatabase } from "@gw/db";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { OperationRow } from "../model.ts";
-import { eventually } from "../test-support.ts";
+import { eventually } from "@gw/testkit";
 import { forceTransition } from "./force-transition.ts";
 import { PgOperationStore } from "./operations.ts";
 import { claimRow, describeOperationStore, inserted } from "./store.contract.ts";

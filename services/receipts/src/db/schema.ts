@@ -2,6 +2,7 @@ import { inboxTable, outboxTable } from "@gw/db";
 import { sql } from "drizzle-orm";
 import {
   bigint,
+  check,
   customType,
   index,
   jsonb,
@@ -49,6 +50,13 @@ export interface ExpectedSnapshot {
 }
 
 /**
+ * The statuses of a receipt review: `reviewing` while the checks run, `abandoned` when its
+ * process died meanwhile, then the verdict (`completed`, `rejected`, `manual_check`).
+ */
+export const REVIEW_STATUSES = ["reviewing", "abandoned", "completed", "rejected", "manual_check"] as const;
+export type ReviewStatus = (typeof REVIEW_STATUSES)[number];
+
+/**
  * One submitted file and its review. `status` is `reviewing` while the checks run (until
  * `review_deadline`; a row still `reviewing` after it belongs to a process that died and
  * is marked `abandoned` by the next submission), then the verdict: `completed`,
@@ -65,7 +73,7 @@ export const receiptReviews = receipts.table(
     sizeBytes: bigint("size_bytes", { mode: "bigint" }).notNull(),
     contentType: text("content_type").notNull(),
     fileName: text("file_name"),
-    status: text("status").notNull(),
+    status: text("status").$type<ReviewStatus>().notNull(),
     manualCheckReason: text("manual_check_reason"),
     actualAmount: numeric("actual_amount"),
     currency: text("currency").notNull(),
@@ -85,6 +93,10 @@ export const receiptReviews = receipts.table(
     index("receipt_reviews_sha256").on(t.sha256),
     index("receipt_reviews_transaction").on(t.transactionId).where(sql`transaction_id is not null`),
     index("receipt_reviews_transfer").on(t.transferKey).where(sql`transfer_key is not null`),
+    check(
+      "receipt_reviews_status",
+      sql`${t.status} in (${sql.raw(REVIEW_STATUSES.map((s) => `'${s}'`).join(", "))})`,
+    ),
   ],
 );
 

@@ -3,7 +3,6 @@
 // rest. Two splits: `tuning` (seed 1) is what the checks may be developed against;
 // `heldout` (seed 2) is only ever scored, never looked at case by case while tuning.
 import { Decimal } from "@gw/money";
-import type { ReviewInput } from "../review/review.ts";
 import {
   type Bank,
   buildReceipt,
@@ -13,7 +12,8 @@ import {
   type Rail,
   type ReceiptSpec,
   receiptSpec,
-} from "./receipt-factory.ts";
+} from "@gw/testkit/receipts";
+import type { ReviewInput } from "../review/review.ts";
 import {
   appendUpdate,
   BANK_WRITERS,

@@ -5,9 +5,9 @@ import { createTestDatabase, type TestDatabase } from "@gw/db";
 import { ReceiptsService } from "@gw/proto/gateway/receipts/v1/receipts_pb";
 import { createServiceClient } from "@gw/rpc";
 import type { RunningService } from "@gw/runtime";
+import { EXPECTED, type Rail } from "@gw/testkit/receipts";
 import { startReceipts } from "../app.ts";
 import { configSchema } from "../config.ts";
-import { EXPECTED, type Rail } from "./receipt-factory.ts";
 
 export const URL_SECRET = "test-secret-of-at-least-thirty-two-characters";
 

@@ -1,6 +1,6 @@
 import { deadLetterTable, inboxTable } from "@gw/db";
 import { sql } from "drizzle-orm";
-import { bigint, index, integer, pgSchema, text, timestamp, uuid } from "drizzle-orm/pg-core";
+import { bigint, check, index, integer, pgSchema, text, timestamp, uuid } from "drizzle-orm/pg-core";
 
 /** The webhooks service owns this schema; no other service reads or writes it. */
 export const webhooks = pgSchema("webhooks");
@@ -61,6 +61,10 @@ export const deliveries = webhooks.table(
       .on(t.operationId, t.operationVersion)
       .where(sql`status = 'pending'`),
     index("deliveries_by_shop").on(t.shopId, t.createdAt),
+    check(
+      "deliveries_status",
+      sql`${t.status} in (${sql.raw(DELIVERY_STATUSES.map((s) => `'${s}'`).join(", "))})`,
+    ),
   ],
 );
 

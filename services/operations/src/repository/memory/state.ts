@@ -1,5 +1,6 @@
 import { Decimal } from "@gw/money";
 import type { ProviderConfig } from "../../connectors/connector.ts";
+import type { WithdrawalState } from "../../domain/withdrawal-states.ts";
 import type { ReconcileRow } from "../../model.ts";
 import type { InsertRow, OperationPatch, ProviderLeg, Route } from "../store.ts";
 
@@ -50,8 +51,7 @@ export interface StoredWithdrawal {
   operation_id: string;
   provider: string;
   passed_over: boolean;
-  /** asking | withdrawn | not_found | final | not_supported | gave_up | held */
-  status: string;
+  status: WithdrawalState;
   attempts: number;
   next_attempt_at: Date;
   last_error: string | null;

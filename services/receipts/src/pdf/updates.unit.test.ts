@@ -1,13 +1,14 @@
 // What a later revision changed: an edit of the page is evidence, a signature or a
 // metadata update is not (src/pdf/updates.ts through scanStructure).
-import { PDFHexString, PDFName } from "pdf-lib";
-import { describe, expect, it } from "vitest";
+
 import {
   appendIncrementalUpdate,
   editAmountIncrementally,
   receiptPdf,
   receiptSpec,
-} from "../testing/receipt-factory.ts";
+} from "@gw/testkit/receipts";
+import { PDFHexString, PDFName } from "pdf-lib";
+import { describe, expect, it } from "vitest";
 import { scanStructure } from "./structure.ts";
 
 const genuine = () => receiptPdf(receiptSpec("sberbank", "card"));

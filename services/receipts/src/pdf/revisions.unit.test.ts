@@ -1,10 +1,5 @@
+import { buildReceipt, editAmountIncrementally, receiptPdf, receiptSpec } from "@gw/testkit/receipts";
 import { describe, expect, it } from "vitest";
-import {
-  buildReceipt,
-  editAmountIncrementally,
-  receiptPdf,
-  receiptSpec,
-} from "../testing/receipt-factory.ts";
 import { replacePageByUpdate } from "../testing/writers.ts";
 import { readRevisions, savesOf, signatureKey } from "./revisions.ts";
 

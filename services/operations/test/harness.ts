@@ -2,29 +2,33 @@ import { randomBytes } from "node:crypto";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Client } from "@connectrpc/connect";
-import { ConnectError } from "@connectrpc/connect";
 import { connect, createTestDatabase, type Sql } from "@gw/db";
-import { startLedger } from "@gw/ledger/src/app.ts";
-import { configSchema as ledgerConfig } from "@gw/ledger/src/config.ts";
+import { startLedger } from "@gw/ledger";
+import { configSchema as ledgerConfig } from "@gw/ledger/config";
 import { createLogger, type Logger } from "@gw/log";
-import { startMatching } from "@gw/matching/src/app.ts";
-import { configSchema as matchingConfig } from "@gw/matching/src/config.ts";
+import { startMatching } from "@gw/matching";
+import { configSchema as matchingConfig } from "@gw/matching/config";
 import { LedgerService } from "@gw/proto/gateway/ledger/v1/ledger_pb";
 import { MatchingService } from "@gw/proto/gateway/matching/v1/matching_pb";
 import { OperationsService } from "@gw/proto/gateway/operations/v1/operations_pb";
 import { ReceiptsService } from "@gw/proto/gateway/receipts/v1/receipts_pb";
-import { startReceipts } from "@gw/receipts/src/app.ts";
-import { configSchema as receiptsConfig } from "@gw/receipts/src/config.ts";
-import { createServiceClient, errorInfo } from "@gw/rpc";
+import { startReceipts } from "@gw/receipts";
+import { configSchema as receiptsConfig } from "@gw/receipts/config";
+import { createServiceClient } from "@gw/rpc";
 import type { RunningService } from "@gw/runtime";
 import { configSchema as sandboxConfig, startSandbox } from "@gw/sandbox-provider";
-import { expect } from "vitest";
-import { startOperations } from "./app.ts";
-import { configSchema, type OperationsConfig } from "./config.ts";
-import { connectorFor } from "./connectors/index.ts";
-import { operationIdFor, parseCreate, requestHash } from "./create.ts";
-import { Reconciler, type ReconcilerOptions, reconcilerOptions } from "./reconciler.ts";
-import { type OperationStore, PgOperationStore } from "./repository/operations.ts";
+import { eventually, failureOf } from "@gw/testkit";
+import { startOperations } from "../src/app.ts";
+import { configSchema, type OperationsConfig } from "../src/config.ts";
+import { connectorFor } from "../src/connectors/index.ts";
+import { operationIdFor, parseCreate, requestHash } from "../src/create.ts";
+import { Reconciler, type ReconcilerOptions, reconcilerOptions } from "../src/reconciler.ts";
+import { type OperationStore, PgOperationStore } from "../src/repository/operations.ts";
+
+// Operations' test harness: its own tests, and other packages through
+// `@gw/operations/testing` (checkout's pages over a real operations).
+
+export { eventually, failureOf };
 
 /** The receipts service's link secret in the harness. */
 export const RECEIPT_URL_SECRET = "operations-test-receipt-url-secret-0123456789";
@@ -270,36 +274,7 @@ export async function startHarness(
   };
 }
 
-/** Awaits a call that must fail with a ConnectError; returns its code and ErrorInfo. */
-export async function failureOf(p: Promise<unknown>) {
-  const err = await p.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(ConnectError);
-  return { code: (err as ConnectError).code, info: errorInfo(err) };
-}
-
-/** Polls until `check` passes or the deadline runs out (then its last failure is thrown). */
-export async function eventually<T>(
-  fn: () => Promise<T>,
-  check: (v: T) => void,
-  timeoutMs = 20_000,
-): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    try {
-      check(v);
-      return v;
-    } catch (err) {
-      if (Date.now() > end) throw err;
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  }
-}
-
-export { forceTransition } from "./repository/force-transition.ts";
+export { forceTransition } from "../src/repository/force-transition.ts";
 
 /**
  * Inserts the `routing` row a create leaves when its process dies mid-routing (no

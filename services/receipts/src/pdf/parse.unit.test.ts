@@ -1,6 +1,6 @@
+import { deflateBombPdf, receiptPdf, receiptSpec } from "@gw/testkit/receipts";
 import { PDFDocument } from "pdf-lib";
 import { describe, expect, it } from "vitest";
-import { deflateBombPdf, receiptPdf, receiptSpec } from "../testing/receipt-factory.ts";
 import { DEFAULT_PARSE_LIMITS, PdfReader } from "./parse.ts";
 
 const failedCheck = (outcome: Awaited<ReturnType<PdfReader["read"]>>) =>

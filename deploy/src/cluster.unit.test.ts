@@ -8,7 +8,7 @@ import { definedMetrics, metricsOf } from "./metric-names.ts";
 // would for the paths each service needs (and some it must not have), PodMonitors over
 // every metrics port, and the PrometheusRule's alerts against the metrics the code
 // registers and the runbook in docs/operations.md. Schema validation of these objects is
-// in manifests.test.ts with the rest.
+// in manifests.unit.test.ts with the rest.
 
 const repo = fileURLToPath(new URL("../../", import.meta.url));
 const k8s = `${repo}deploy/k8s`;

@@ -25,12 +25,19 @@ function simulate(
   budgetMs: number,
   picks: number[],
   costs: number[],
+  notFoundPatience?: number,
 ): Run {
   const answers = new Map<string, CascadeAnswer[]>();
   let budgetLeftMs = budgetMs;
   const steps: Run["steps"] = [];
   for (let i = 0; ; i++) {
-    const action = nextAction({ route, answers, direction, budgetLeftMs });
+    const action = nextAction({
+      route,
+      answers,
+      direction,
+      budgetLeftMs,
+      ...(notFoundPatience === undefined ? {} : { notFoundPatience }),
+    });
     const snapshot = new Map([...answers].map(([k, v]) => [k, [...v]]));
     steps.push({ action, answers: snapshot, budgetLeftMs });
     if (action.kind === "take" || action.kind === "refuse" || action.kind === "unresolved")
@@ -54,6 +61,8 @@ const arbitraries = {
   budget: fc.integer({ min: -5, max: 200 }),
   picks: fc.array(fc.nat(), { minLength: 1, maxLength: 50 }),
   costs: fc.array(fc.integer({ min: 1, max: 40 }), { minLength: 1, maxLength: 20 }),
+  /** A later driver's patience (1) or the create's, or any other. */
+  patience: fc.option(fc.integer({ min: 1, max: 6 }), { nil: undefined }),
 };
 
 const asks = (a: CascadeAction) => a.kind === "create" || a.kind === "status" || a.kind === "withdraw";
@@ -170,5 +179,91 @@ describe("the cascade's routing decision", () => {
       kind: "pass_withdrawing",
       provider: "a",
     });
+  });
+});
+
+describe("the cascade's routing decision, whoever drives it (any not_found patience)", () => {
+  const run = (
+    route: string[],
+    direction: "payin" | "payout",
+    b: number,
+    p: number[],
+    c: number[],
+    patience: number | undefined,
+  ) => simulate(route, direction, b, p, c, patience);
+
+  it("never has a payout live at two providers", () => {
+    fc.assert(
+      fc.property(
+        arbitraries.route,
+        arbitraries.budget,
+        arbitraries.picks,
+        arbitraries.costs,
+        arbitraries.patience,
+        (route, b, p, c, patience) => {
+          const rid = (given: readonly CascadeAnswer[]) =>
+            given.includes("declined") || given.includes("withdrawn");
+          const { steps, end } = run(route, "payout", b, p, c, patience);
+          for (const { action, answers } of [...steps, { action: end, answers: steps.at(-1)?.answers }]) {
+            if (action.kind !== "create" && action.kind !== "take") continue;
+            // Asked or taken: every other provider ever asked is rid of it.
+            for (const [provider, given] of answers ?? [])
+              if (provider !== action.provider) expect(rid(given)).toBe(true);
+          }
+        },
+      ),
+    );
+  });
+
+  it("never asks a provider again once it declined, withdrew, or was passed over unanswered with its withdrawal recorded", () => {
+    fc.assert(
+      fc.property(
+        arbitraries.route,
+        arbitraries.direction,
+        arbitraries.budget,
+        arbitraries.picks,
+        arbitraries.costs,
+        arbitraries.patience,
+        (route, direction, b, p, c, patience) => {
+          const out = new Set<string>();
+          for (const { action, answers } of run(route, direction, b, p, c, patience).steps) {
+            for (const [provider, given] of answers)
+              if (
+                given.includes("declined") ||
+                given.includes("withdrawn") ||
+                given.includes("passed_withdrawing")
+              )
+                out.add(provider);
+            const named = "provider" in action ? action.provider : undefined;
+            if (named !== undefined) expect(out.has(named)).toBe(false);
+            if (action.kind === "pass_withdrawing") out.add(action.provider);
+          }
+        },
+      ),
+    );
+  });
+
+  it("never asks anything once the budget is spent, and ends within a bounded number of asks", () => {
+    fc.assert(
+      fc.property(
+        arbitraries.route,
+        arbitraries.direction,
+        arbitraries.budget,
+        arbitraries.picks,
+        arbitraries.costs,
+        arbitraries.patience,
+        (route, direction, b, p, c, patience) => {
+          const { steps } = run(route, direction, b, p, c, patience);
+          let asked = 0;
+          for (const { action, budgetLeftMs } of steps) {
+            if (!asks(action)) continue;
+            expect(budgetLeftMs).toBeGreaterThan(0);
+            asked++;
+          }
+          // Every ask costs at least 1 ms of the budget: no more asks than it had.
+          expect(asked).toBeLessThanOrEqual(Math.max(0, b));
+        },
+      ),
+    );
   });
 });

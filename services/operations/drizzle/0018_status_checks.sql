@@ -1,0 +1,9 @@
+ALTER TABLE "operations"."flexible_links" ADD CONSTRAINT "flexible_links_status" CHECK ("operations"."flexible_links"."status" in ('deciding', 'amount_selection', 'created', 'rejected'));--> statement-breakpoint
+ALTER TABLE "operations"."operations" ADD CONSTRAINT "operations_status" CHECK ("operations"."operations"."status" in ('routing', 'pending', 'awaiting_confirmation', 'manual_check', 'completed', 'rejected', 'cancelled'));--> statement-breakpoint
+ALTER TABLE "operations"."operations" ADD CONSTRAINT "operations_type" CHECK ("operations"."operations"."type" in ('payment', 'payout'));--> statement-breakpoint
+ALTER TABLE "operations"."pool_handoffs" ADD CONSTRAINT "pool_handoffs_status" CHECK ("operations"."pool_handoffs"."status" in ('asking', 'accepted', 'exhausted', 'superseded'));--> statement-breakpoint
+ALTER TABLE "operations"."provider_facts" ADD CONSTRAINT "provider_facts_status" CHECK ("operations"."provider_facts"."status" in ('open', 'resolved'));--> statement-breakpoint
+ALTER TABLE "operations"."provider_facts" ADD CONSTRAINT "provider_facts_kind" CHECK ("operations"."provider_facts"."kind" in ('late_completion', 'not_routed', 'slot_refused', 'amount_mismatch'));--> statement-breakpoint
+ALTER TABLE "operations"."provider_facts" ADD CONSTRAINT "provider_facts_direction" CHECK ("operations"."provider_facts"."direction" in ('payin', 'payout'));--> statement-breakpoint
+ALTER TABLE "operations"."provider_facts" ADD CONSTRAINT "provider_facts_resolution" CHECK ("operations"."provider_facts"."resolution" is null or "operations"."provider_facts"."resolution" in ('credit_shop', 'return_to_payer', 'debit_shop', 'write_off'));--> statement-breakpoint
+ALTER TABLE "operations"."withdrawals" ADD CONSTRAINT "withdrawals_status" CHECK ("operations"."withdrawals"."status" in ('asking', 'withdrawn', 'not_found', 'final', 'not_supported', 'gave_up', 'held'));

@@ -1,0 +1,1 @@
+ALTER TABLE "receipts"."receipt_reviews" ADD CONSTRAINT "receipt_reviews_status" CHECK ("receipts"."receipt_reviews"."status" in ('reviewing', 'abandoned', 'completed', 'rejected', 'manual_check'));

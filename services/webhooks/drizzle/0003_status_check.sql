@@ -1,0 +1,1 @@
+ALTER TABLE "webhooks"."deliveries" ADD CONSTRAINT "deliveries_status" CHECK ("webhooks"."deliveries"."status" in ('pending', 'delivered', 'failed'));
