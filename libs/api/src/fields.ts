@@ -1,7 +1,7 @@
 /**
  * The rules of the merchant API's identifier and free-text fields, stated once: the edge's
  * request schemas (services/edge/src/validation.ts, routes/flexible.ts) and operations'
- * own checks of a create (services/operations/src/create.ts, flexible.ts, cancel) both
+ * own checks (a create through `createProblem` of create.ts; flexible.ts, cancel) both
  * call `fieldProblem`, and the OpenAPI document describes each field with `fieldRuleText`.
  *
  * Every rule keeps a value storable where it ends up (Postgres `text` columns, the unique

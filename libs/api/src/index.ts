@@ -76,6 +76,25 @@ export function operationStateJson(
   };
 }
 export {
+  amountProblem,
+  type CreateFields,
+  clientIpProblem,
+  createProblem,
+  currencyProblem,
+  methodCurrencyProblem,
+  methodProblem,
+  optionalProblem,
+  type Problem,
+  payoutDestinationProblem,
+  requiredProblem,
+} from "./create.ts";
+export {
+  EDGE_ERROR_CODES,
+  isPublicErrorCode,
+  type PublicErrorCode,
+  SERVICE_ERROR_CODES,
+} from "./errors.ts";
+export {
   FIELD_RULES,
   type FieldRule,
   fieldProblem,

@@ -9,12 +9,9 @@ import {
   type ListDeadLettersRequest,
   type RetryDeadLetterRequest,
 } from "@gw/proto/gateway/deadletters/v1/dead_letters_pb";
-import { Code, failure } from "@gw/rpc";
 import { validate as isUuid } from "uuid";
 import {
   DeadLetterNotFoundError,
-  DeadLetterResolvedError,
-  DeadLetterRetryFailedError,
   type DeadLetterRow,
   discardDeadLetter,
   type EventApplier,
@@ -22,6 +19,7 @@ import {
   listDeadLetters,
   retryDeadLetter,
 } from "./dead-letters.ts";
+import { deadLetterFailure, invalid } from "./errors.ts";
 
 /** The most rows one list answers, and its default. */
 const MAX_LIST = 500;
@@ -30,18 +28,6 @@ const MAX_REASON_BYTES = 2048;
 
 /** RFC 3339 of a timestamp column, which the pool may hand out as a Date or as text. */
 const iso = (value: Date | string) => new Date(value).toISOString();
-
-const invalid = (field: string, message: string) =>
-  failure(Code.InvalidArgument, "validation_failed", message, field);
-
-/** Maps the domain errors of dead letters to their gRPC answer, once. */
-function mapped(err: unknown): unknown {
-  if (err instanceof DeadLetterNotFoundError) return failure(Code.NotFound, err.code, err.message);
-  if (err instanceof DeadLetterResolvedError || err instanceof DeadLetterRetryFailedError) {
-    return failure(Code.FailedPrecondition, err.code, err.message);
-  }
-  return err;
-}
 
 /**
  * The DeadLetterService of one service process: lists its `dead_letters` and lets an
@@ -90,12 +76,12 @@ export class DeadLetterHandlers implements ServiceImpl<typeof DeadLetterService>
   async retryDeadLetter(req: RetryDeadLetterRequest) {
     const { consumer, eventId, operator } = this.#key(req);
     const applier = this.#appliers.get(consumer);
-    if (!applier) throw mapped(new DeadLetterNotFoundError(consumer, eventId));
+    if (!applier) throw deadLetterFailure(new DeadLetterNotFoundError(consumer, eventId));
     try {
       const row = await retryDeadLetter(this.#sql, this.#schema, applier, eventId, operator);
       return { deadLetter: this.#toProto(row) };
     } catch (err) {
-      throw mapped(err);
+      throw deadLetterFailure(err);
     }
   }
 
@@ -111,7 +97,7 @@ export class DeadLetterHandlers implements ServiceImpl<typeof DeadLetterService>
       const row = await discardDeadLetter(this.#sql, this.#schema, consumer, eventId, operator, reason);
       return { deadLetter: this.#toProto(row) };
     } catch (err) {
-      throw mapped(err);
+      throw deadLetterFailure(err);
     }
   }
 

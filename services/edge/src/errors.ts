@@ -1,4 +1,5 @@
 import { Code, ConnectError } from "@connectrpc/connect";
+import { isPublicErrorCode, type PublicErrorCode } from "@gw/api";
 import { errorInfo } from "@gw/rpc";
 import { DrizzleQueryError } from "drizzle-orm";
 import type { Context } from "hono";
@@ -13,6 +14,7 @@ import type { ContentfulStatusCode } from "hono/utils/http-status";
  * Downstream services raise `failure(Code.X, "public_code", message, field?)`; the Connect
  * code picks the status (the spec's Errors table) and the ErrorInfo detail carries the
  * public code and field through unchanged. Errors the edge raises itself are `ApiError`s.
+ * Every code is a `PublicErrorCode` (libs/api errors.ts), the one list of them.
  * Causes of unexpected errors are logged by the error handler, never sent.
  */
 
@@ -40,7 +42,7 @@ export const HTTP_STATUS_BY_CONNECT_CODE: Record<Code, ContentfulStatusCode> = {
 };
 
 /** The public code used when the error carries none of its own. */
-export const DEFAULT_CODE_BY_STATUS: Partial<Record<number, string>> = {
+export const DEFAULT_CODE_BY_STATUS: Partial<Record<number, PublicErrorCode>> = {
   400: "validation_failed",
   401: "unauthorized",
   403: "forbidden",
@@ -66,13 +68,13 @@ const SAFE_MESSAGE_BY_STATUS: Partial<Record<number, string>> = {
  */
 export class ApiError extends Error {
   readonly status: ContentfulStatusCode;
-  readonly code: string;
+  readonly code: PublicErrorCode;
   readonly field: string | undefined;
   readonly retryAfterSeconds: number | undefined;
 
   constructor(
     status: ContentfulStatusCode,
-    code: string,
+    code: PublicErrorCode,
     message: string,
     field?: string,
     options: { retryAfterSeconds?: number } = {},
@@ -149,7 +151,9 @@ export function fromConnectError(err: ConnectError): ApiError {
   if (!info && INTERNAL_AUTH_CODES.has(err.code))
     return new ApiError(500, "internal", SAFE_MESSAGE_BY_STATUS[500]!);
   const status = HTTP_STATUS_BY_CONNECT_CODE[err.code] ?? 500;
-  const code = info?.code || DEFAULT_CODE_BY_STATUS[status] || "internal";
+  // A code the list does not know (a newer peer's) reads as the status's own.
+  const known = info && isPublicErrorCode(info.code) ? info.code : undefined;
+  const code = known ?? DEFAULT_CODE_BY_STATUS[status] ?? "internal";
   // Domain failures carry a message written for the merchant; anything without ErrorInfo
   // on a 5xx is a transport or programming error whose text is a cause, not a message.
   const safe = SAFE_MESSAGE_BY_STATUS[status];
@@ -171,7 +175,8 @@ export function toApiError(err: unknown): { error: ApiError; expected: boolean }
   if (err instanceof HTTPException) {
     const status = err.status as ContentfulStatusCode;
     // Hono raises 400 only when a validator cannot parse the JSON body.
-    const code = status === 400 ? "invalid_json" : (DEFAULT_CODE_BY_STATUS[status] ?? "internal");
+    const code: PublicErrorCode =
+      status === 400 ? "invalid_json" : (DEFAULT_CODE_BY_STATUS[status] ?? "internal");
     const message = status === 400 ? "request body is not valid JSON" : err.message || code;
     return { error: new ApiError(status, code, message), expected: status < 500 };
   }
@@ -186,7 +191,7 @@ export function toApiError(err: unknown): { error: ApiError; expected: boolean }
 
 /** The one JSON error body. */
 export interface ErrorBody {
-  error: { code: string; message: string; field?: string };
+  error: { code: PublicErrorCode; message: string; field?: string };
   request_id: string;
 }
 

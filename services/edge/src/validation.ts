@@ -1,6 +1,18 @@
-import { isIP } from "node:net";
-import { FIELD_RULES, fieldProblem, fieldRuleText, ruleProblem, type TextField } from "@gw/api";
-import { CURRENCIES, isCurrency, isMethod, METHODS, parseRequestAmount } from "@gw/money";
+import {
+  amountProblem,
+  clientIpProblem,
+  currencyProblem,
+  FIELD_RULES,
+  fieldRuleText,
+  methodCurrencyProblem,
+  methodProblem,
+  optionalProblem,
+  payoutDestinationProblem,
+  requiredProblem,
+  ruleProblem,
+  type TextField,
+} from "@gw/api";
+import { CURRENCIES, METHODS } from "@gw/money";
 import { z } from "@hono/zod-openapi";
 import { type ApiError, invalidField } from "./errors.ts";
 import { isUuid } from "./store.ts";
@@ -9,29 +21,34 @@ import { isUuid } from "./store.ts";
  * Request schemas of the `/v1` API, one per spec table. They double as the OpenAPI
  * description of those requests. Each schema reports its first problem with the field
  * named; extra fields (`merchant_id` and `shop_id` among them) are dropped, because scope
- * comes from the API key only.
+ * comes from the API key only. The rules and their messages are libs/api's (create.ts,
+ * fields.ts), which operations' own check of a create calls too.
  */
 
 /** The longest `reason` the cancel endpoint stores, in UTF-8 bytes (not characters). */
 export const CANCEL_REASON_MAX_BYTES = FIELD_RULES.reason.maxBytes ?? 2048;
 
-const typeMessage = (field: string, what: string) => (issue: { input?: unknown }) =>
+/** "is required" when absent, else "must be <what>": the message of a JSON type mismatch. */
+export const typeMessage = (field: string, what: string) => (issue: { input?: unknown }) =>
   issue.input === undefined ? `${field} is required` : `${field} must be ${what}`;
 
-/** A required string that must not be empty. */
-const requiredText = (field: string) =>
-  z.string({ error: typeMessage(field, "a string") }).min(1, { error: `${field} must not be empty` });
+/** A refinement that adds the issue a libs/api rule finds, if any. */
+const rule =
+  <T>(problem: (value: T) => string | undefined) =>
+  (value: T, ctx: z.RefinementCtx) => {
+    const message = problem(value);
+    if (message) ctx.addIssue({ code: "custom", message });
+  };
+
+/** A required string that must not be empty (the OpenAPI document says `minLength: 1`). */
+const requiredText = (field: TextField) =>
+  z
+    .string({ error: typeMessage(field, "a string") })
+    .min(1, { error: requiredProblem(field, "") })
+    .superRefine(rule((value: string) => requiredProblem(field, value)));
 
 /** An optional string; JSON null counts as absent. */
 const optionalText = (field: string) => z.string({ error: typeMessage(field, "a string") }).nullish();
-
-/** The field's length and character rule (libs/api fields.ts), on a string or absent value. */
-function ruleOf(field: TextField) {
-  return (value: string | null | undefined, ctx: z.RefinementCtx) => {
-    const problem = value == null ? undefined : fieldProblem(field, value);
-    if (problem) ctx.addIssue({ code: "custom", message: problem });
-  };
-}
 
 /**
  * An admin API text field's rule (names, operators, reasons): at most `maxChars`
@@ -52,21 +69,43 @@ const ruleDoc = (field: TextField, what: string) => ({
 
 /** A required identifier or text field under its rule. */
 export const requiredField = (field: TextField, what: string) =>
-  requiredText(field).superRefine(ruleOf(field)).openapi(ruleDoc(field, what));
+  requiredText(field).openapi(ruleDoc(field, what));
 
 /** An optional (nullable) identifier or text field under its rule. */
 export const optionalField = (field: TextField, what: string) =>
-  optionalText(field).superRefine(ruleOf(field)).openapi(ruleDoc(field, what));
+  optionalText(field)
+    .superRefine(rule((value: string | null | undefined) => optionalProblem(field, value)))
+    .openapi(ruleDoc(field, what));
 
-const amountText = (field: string) =>
+/** An amount field: a decimal string of scale 2, greater than 0. */
+export const amountText = (field: string) =>
   z
     .string({ error: typeMessage(field, "a decimal string") })
-    .refine((text) => parseRequestAmount(text)?.gt(0) ?? false, {
-      error: `${field} must be a decimal string with two decimal places, greater than 0 (for example "1000.00")`,
-    });
+    .superRefine(rule((text: string) => amountProblem(field, text)));
 
-const methods = Object.keys(METHODS) as [keyof typeof METHODS, ...(keyof typeof METHODS)[]];
-const currencies = Object.keys(CURRENCIES) as [keyof typeof CURRENCIES, ...(keyof typeof CURRENCIES)[]];
+/** The methods and currencies, for the OpenAPI document's enums. */
+export const methods = Object.keys(METHODS) as [keyof typeof METHODS, ...(keyof typeof METHODS)[]];
+export const currencies = Object.keys(CURRENCIES) as [
+  keyof typeof CURRENCIES,
+  ...(keyof typeof CURRENCIES)[],
+];
+
+/** `method`: one of the gateway's methods. */
+export const methodText = () =>
+  z.string({ error: typeMessage("method", "a string") }).superRefine(rule(methodProblem));
+
+/** `currency`: one of the gateway's currencies. */
+export const currencyText = () =>
+  z.string({ error: typeMessage("currency", "a string") }).superRefine(rule(currencyProblem));
+
+/** `client_ip`: absent, or an IPv4 or IPv6 address. */
+export const clientIpText = () => optionalText("client_ip").superRefine(rule(clientIpProblem));
+
+/** The method belongs to the currency: an issue on `method` when it does not. */
+export function methodOfCurrency(body: { method: string; currency: string }, ctx: z.RefinementCtx): void {
+  const message = methodCurrencyProblem(body.method, body.currency);
+  if (message) ctx.addIssue({ code: "custom", path: ["method"], message });
+}
 
 /** The body of `POST /v1/payment`, `/v1/payout` and `/v1/payment/link`. */
 export const createOperationBody = z
@@ -76,18 +115,17 @@ export const createOperationBody = z
       "Idempotency key chosen by the merchant.",
     ).openapi({ example: "order-1001" }),
     client_id: requiredField("client_id", "End-user identifier.").openapi({ example: "user-42" }),
-    client_ip: optionalText("client_ip")
-      .refine((ip) => ip == null || isIP(ip) !== 0, { error: "client_ip must be an IPv4 or IPv6 address" })
-      .openapi({ description: "Client IP address, used for antifraud.", example: "203.0.113.7" }),
-    method: z
-      .string({ error: typeMessage("method", "a string") })
-      .refine(isMethod, { error: `method must be one of ${methods.join(", ")}` })
-      .openapi({ description: "Logical payment method.", enum: methods, example: "WT_RUB_C2C" }),
+    client_ip: clientIpText().openapi({
+      description: "Client IP address, used for antifraud.",
+      example: "203.0.113.7",
+    }),
+    method: methodText().openapi({
+      description: "Logical payment method.",
+      enum: methods,
+      example: "WT_RUB_C2C",
+    }),
     amount: amountText("amount").openapi({ description: "Decimal string, scale 2.", example: "1000.00" }),
-    currency: z
-      .string({ error: typeMessage("currency", "a string") })
-      .refine(isCurrency, { error: `currency must be one of ${currencies.join(", ")}` })
-      .openapi({ description: "ISO 4217 code.", enum: currencies, example: "RUB" }),
+    currency: currencyText().openapi({ description: "ISO 4217 code.", enum: currencies, example: "RUB" }),
     number: optionalField("number", "Destination card or phone number; consulted only for payouts."),
     name: optionalField("name", "Holder or recipient name."),
     bankname: optionalField(
@@ -95,26 +133,14 @@ export const createOperationBody = z
       "Destination bank code; required for WT_RUB_PHONE payouts, ignored for card rails.",
     ),
   })
-  .superRefine((body, ctx) => {
-    const method = METHODS[body.method as keyof typeof METHODS];
-    if (method && isCurrency(body.currency) && method.currency !== body.currency) {
-      ctx.addIssue({
-        code: "custom",
-        path: ["method"],
-        message: `method ${body.method} does not belong to currency ${body.currency}`,
-      });
-    }
-  })
+  .superRefine(methodOfCurrency)
   .openapi("CreateOperationRequest");
 export type CreateOperationBody = z.infer<typeof createOperationBody>;
 
 /** Payout-only rules of the spec's payout table, on top of the shared create schema. */
 export function checkPayoutDestination(body: CreateOperationBody): void {
-  if (!body.number) throw invalidField("number", "number is required for payouts");
-  const rail = METHODS[body.method as keyof typeof METHODS]?.rail;
-  if (rail === "phone" && !body.bankname) {
-    throw invalidField("bankname", `bankname is required for ${body.method} payouts`);
-  }
+  const problem = payoutDestinationProblem(body);
+  if (problem) throw invalidField(problem.field, problem.message);
 }
 
 const operationIdText = z

@@ -3,7 +3,7 @@ import type {
   ListClearingByOperationRequest,
   ListShopTotalsRequest,
 } from "@gw/proto/gateway/ledger/v1/ledger_pb";
-import { invalid } from "./pricing.ts";
+import { invalid } from "./errors.ts";
 
 /**
  * The ledger's admin audit reads: what the money-conservation checker (or an operator)

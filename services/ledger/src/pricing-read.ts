@@ -1,7 +1,7 @@
 import type { Sql } from "@gw/db";
 import { Decimal } from "@gw/money";
 import type { ListPricingRequest } from "@gw/proto/gateway/ledger/v1/ledger_pb";
-import { invalid } from "./pricing.ts";
+import { invalid } from "./errors.ts";
 
 /** Prints a stored figure without exponent or trailing noise. */
 const plain = (value: string) => new Decimal(value).toFixed();

@@ -1,5 +1,5 @@
 import { Decimal } from "@gw/money";
-import { Code, failure } from "@gw/rpc";
+import { invalid } from "./errors.ts";
 
 /** A pricing tier as stored: amounts of the operation currency, fee in settlement currency. */
 export interface Tier {
@@ -28,10 +28,6 @@ const NON_NEGATIVE = /^(0|[1-9]\d{0,19})(\.\d{1,8})?$/;
 export function parseNonNegative(text: string): Decimal | undefined {
   return NON_NEGATIVE.test(text) ? new Decimal(text) : undefined;
 }
-
-/** The INVALID_ARGUMENT every validation failure answers with. */
-export const invalid = (field: string, message: string) =>
-  failure(Code.InvalidArgument, "validation_failed", message, field);
 
 /**
  * Validates one direction's tiers: decimal text, min <= max, percent within 0..100,

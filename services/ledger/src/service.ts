@@ -31,12 +31,12 @@ import type {
   ReleaseRefusedPayoutRequest,
   ReservePayoutRequest,
 } from "@gw/proto/gateway/ledger/v1/ledger_pb";
-import { Code, failure } from "@gw/rpc";
 import type postgres from "postgres";
 import stringify from "safe-stable-stringify";
 import { listClearingByOperation, listShopTotals } from "./audit.ts";
+import { adjustmentConflict, invalid, ledgerInconsistent, pricingRefused } from "./errors.ts";
 import { payoutPending, payoutRefused } from "./events.ts";
-import { invalid, isDirection, validateTiers } from "./pricing.ts";
+import { isDirection, validateTiers } from "./pricing.ts";
 import { listPricing } from "./pricing-read.ts";
 import { type AccountRef, credit, debit, postTransfer } from "./transfers.ts";
 
@@ -184,7 +184,7 @@ export class LedgerHandlers implements ServiceImpl<typeof LedgerService> {
     if (!amount) throw invalid("amount", "amount must be a positive decimal string");
     const { terms } = await readPricingTerms(this.#sql, key);
     const q = priceFromTerms(terms, amount, key.direction);
-    if ("refusal" in q) throw failure(Code.FailedPrecondition, q.refusal, q.message, q.field);
+    if ("refusal" in q) throw pricingRefused(q);
     return q;
   }
 
@@ -230,11 +230,7 @@ export class LedgerHandlers implements ServiceImpl<typeof LedgerService> {
           { accountId: row.id, shopId, balance: row.balance, posted: row.posted },
           "account balance differs from its postings",
         );
-        throw failure(
-          Code.Internal,
-          "ledger_inconsistent",
-          "the accounting position is internally inconsistent",
-        );
+        throw ledgerInconsistent();
       }
       byKey.set(`${row.currency}:${row.kind}`, new Decimal(row.balance));
     }
@@ -398,12 +394,7 @@ export class LedgerHandlers implements ServiceImpl<typeof LedgerService> {
       ),
     );
     if (posted.requestHash !== requestHash) {
-      throw failure(
-        Code.FailedPrecondition,
-        "idempotency_conflict",
-        "adjustment_id was used with a different request",
-        "adjustment_id",
-      );
+      throw adjustmentConflict();
     }
     return { transferId: posted.id };
   }

@@ -4,7 +4,8 @@
  * read, bounded scans whose limits apply before any filtering, and at most 200 merged
  * intervals.
  */
-import { Code, failure } from "@gw/rpc";
+
+import { readBudgetExceeded, readCapacityExhausted } from "./errors.ts";
 import {
   AVAILABILITY_SCAN_ROWS,
   admissibleIntervals,
@@ -125,7 +126,7 @@ export class PoolReads {
    */
   async #read(start: () => PendingScan, limit: number, deadlineMs: number | undefined): Promise<ScanResult> {
     if (!this.#limiter.tryAcquire()) {
-      throw failure(Code.Unavailable, "read_capacity_exhausted", "a pool read is already in progress");
+      throw readCapacityExhausted();
     }
     const budgetMs = deadlineMs === undefined ? this.#budgetMs : Math.min(this.#budgetMs, deadlineMs);
     let query: PendingScan;
@@ -140,7 +141,7 @@ export class PoolReads {
     const timeout = new Promise<never>((_, reject) => {
       timer = setTimeout(() => {
         query.cancel();
-        reject(failure(Code.Unavailable, "dependency_unavailable", "the pool read exceeded its budget"));
+        reject(readBudgetExceeded());
       }, budgetMs);
     });
     // The losing side of the race must not surface as an unhandled rejection.

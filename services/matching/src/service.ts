@@ -12,7 +12,7 @@ import type {
   ReleaseSlotRequest,
   SweepPoolRequest,
 } from "@gw/proto/gateway/matching/v1/matching_pb";
-import { Code, failure } from "@gw/rpc";
+import { invalid, payoutNotInPool, poolRefused } from "./errors.ts";
 import {
   DEFAULT_RECOMMENDATIONS,
   formatCents,
@@ -22,13 +22,7 @@ import {
   MIN_SLOT_LIFETIME_MS,
   toCents,
 } from "./policy.ts";
-import {
-  type ContributionRow,
-  type PoolRefusal,
-  type PoolStore,
-  type SlotRow,
-  toPoolPayoutMessage,
-} from "./pool.ts";
+import { type ContributionRow, type PoolStore, type SlotRow, toPoolPayoutMessage } from "./pool.ts";
 import type { Coverage, PoolReads, ReadResult } from "./reads.ts";
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -37,27 +31,24 @@ const COVERAGES = new Set(["full", "partial", "none"]);
 /** Rows handled per sweep round at most, so one round never holds many locks. */
 export const SWEEP_BATCH = 500;
 
-const invalid = (message: string, field: string) =>
-  failure(Code.InvalidArgument, "validation_failed", message, field);
-
 function uuid(value: string, field: string): string {
-  if (!UUID.test(value)) throw invalid(`${field} must be a UUID`, field);
+  if (!UUID.test(value)) throw invalid(field, `${field} must be a UUID`);
   return value.toLowerCase();
 }
 
 /** The method and currency of a request, checked to belong together. */
 function methodOf(req: { method: string; currency: string }): Method {
-  if (!isCurrency(req.currency)) throw invalid("unknown currency", "currency");
-  if (!isMethod(req.method)) throw invalid("unknown method", "method");
+  if (!isCurrency(req.currency)) throw invalid("currency", "unknown currency");
+  if (!isMethod(req.method)) throw invalid("method", "unknown method");
   if (METHODS[req.method].currency !== req.currency)
-    throw invalid("method does not belong to currency", "method");
+    throw invalid("method", "method does not belong to currency");
   return req.method;
 }
 
 /** A routing generation: 0 (none) or positive, within a safe integer. */
 function generationOf(value: bigint): number {
   if (value < 0n || value > BigInt(Number.MAX_SAFE_INTEGER))
-    throw invalid("generation out of range", "generation");
+    throw invalid("generation", "generation out of range");
   return Number(value);
 }
 
@@ -65,7 +56,7 @@ function generationOf(value: bigint): number {
 function amount(value: string, field: string): string {
   const parsed = parseRequestAmount(value);
   if (parsed === undefined || !parsed.gt(0))
-    throw invalid(`${field} must be a positive amount with two decimals`, field);
+    throw invalid(field, `${field} must be a positive amount with two decimals`);
   return parsed.toFixed(2);
 }
 
@@ -89,33 +80,6 @@ function slotMessage(slot: SlotRow) {
 
 function contributionMessage(c: ContributionRow) {
   return { id: c.id, payinId: c.payin_id, amount: c.amount, completedAt: c.completed_at };
-}
-
-function refusal(r: PoolRefusal) {
-  switch (r.refused) {
-    case "idempotency_conflict":
-      return failure(
-        Code.FailedPrecondition,
-        "idempotency_conflict",
-        "the payout is already in the pool with another shop, method, currency or amount",
-      );
-    case "amount_unavailable":
-      return failure(
-        Code.FailedPrecondition,
-        "amount_unavailable",
-        "no pool payout can take this amount now",
-      );
-    case "not_found":
-      return failure(Code.NotFound, "not_found", "no slot for this payin");
-    case "released":
-      return failure(
-        Code.FailedPrecondition,
-        "slot_settled",
-        "the payin's slot was released by this routing attempt or a newer one",
-      );
-    case "slot_settled":
-      return failure(Code.FailedPrecondition, "slot_settled", `the slot is already ${r.slot.status}`);
-  }
 }
 
 function readResponse(req: { method: string; currency: string; coverage: string }, result: ReadResult) {
@@ -145,8 +109,8 @@ function readInput(req: {
   const method = methodOf(req);
   const lo = toCents(amount(req.minAmount, "min_amount"));
   const hi = toCents(amount(req.maxAmount, "max_amount"));
-  if (lo > hi) throw invalid("min_amount must not exceed max_amount", "min_amount");
-  if (!COVERAGES.has(req.coverage)) throw invalid("coverage must be full, partial or none", "coverage");
+  if (lo > hi) throw invalid("min_amount", "min_amount must not exceed max_amount");
+  if (!COVERAGES.has(req.coverage)) throw invalid("coverage", "coverage must be full, partial or none");
   return {
     method,
     currency: req.currency,
@@ -168,7 +132,7 @@ export class MatchingHandlers implements ServiceImpl<typeof MatchingService> {
   }
 
   async getPoolDepth(req: GetPoolDepthRequest) {
-    if (!isCurrency(req.currency)) throw invalid("unknown currency", "currency");
+    if (!isCurrency(req.currency)) throw invalid("currency", "unknown currency");
     const depth = await this.#store.depth(req.method, req.currency);
     return { payouts: BigInt(depth.payouts), freeAmount: formatCents(toCents(depth.free)) };
   }
@@ -177,9 +141,9 @@ export class MatchingHandlers implements ServiceImpl<typeof MatchingService> {
     const method = methodOf(req);
     const windowEndsAt = Date.parse(req.windowEndsAt);
     if (Number.isNaN(windowEndsAt) || !/^\d{4}-\d{2}-\d{2}T/.test(req.windowEndsAt))
-      throw invalid("window_ends_at must be an RFC 3339 timestamp", "window_ends_at");
+      throw invalid("window_ends_at", "window_ends_at must be an RFC 3339 timestamp");
     const number = req.destination?.number ?? "";
-    if (number === "") throw invalid("destination.number is required", "destination.number");
+    if (number === "") throw invalid("destination.number", "destination.number is required");
     const result = await this.#store.addPayout({
       operationId: uuid(req.operationId, "operation_id"),
       shopId: uuid(req.shopId, "shop_id"),
@@ -191,7 +155,7 @@ export class MatchingHandlers implements ServiceImpl<typeof MatchingService> {
       bankname: req.destination?.bankname ?? null,
       windowEndsAt: new Date(windowEndsAt).toISOString(),
     });
-    if ("refused" in result) throw refusal(result);
+    if ("refused" in result) throw poolRefused(result);
     return { payout: toPoolPayoutMessage(result.payout), created: result.created };
   }
 
@@ -199,7 +163,7 @@ export class MatchingHandlers implements ServiceImpl<typeof MatchingService> {
     const method = methodOf(req);
     const lifetime = Number(req.slotLifetimeMs);
     if (!(lifetime >= MIN_SLOT_LIFETIME_MS && lifetime <= MAX_SLOT_LIFETIME_MS))
-      throw invalid("slot_lifetime_ms must lie between 1 s and 24 h", "slot_lifetime_ms");
+      throw invalid("slot_lifetime_ms", "slot_lifetime_ms must lie between 1 s and 24 h");
     const result = await this.#store.admit({
       payinId: uuid(req.payinId, "payin_id"),
       shopId: uuid(req.shopId, "shop_id"),
@@ -210,19 +174,19 @@ export class MatchingHandlers implements ServiceImpl<typeof MatchingService> {
       slotLifetimeMs: lifetime,
       generation: generationOf(req.generation),
     });
-    if ("refused" in result) throw refusal(result);
+    if ("refused" in result) throw poolRefused(result);
     return { slot: slotMessage(result.slot), created: result.created };
   }
 
   async releaseSlot(req: ReleaseSlotRequest) {
     if (!RELEASE_REASONS.has(req.reason))
-      throw invalid("reason must be expired, rejected or cancelled", "reason");
+      throw invalid("reason", "reason must be expired, rejected or cancelled");
     const result = await this.#store.release(
       uuid(req.payinId, "payin_id"),
       req.reason as "expired" | "rejected" | "cancelled",
       generationOf(req.generation),
     );
-    if ("refused" in result) throw refusal(result);
+    if ("refused" in result) throw poolRefused(result);
     return { slot: slotMessage(result.slot) };
   }
 
@@ -231,7 +195,7 @@ export class MatchingHandlers implements ServiceImpl<typeof MatchingService> {
       uuid(req.payinId, "payin_id"),
       amount(req.actualAmount, "actual_amount"),
     );
-    if ("refused" in result) throw refusal(result);
+    if ("refused" in result) throw poolRefused(result);
     return {
       slot: slotMessage(result.slot),
       contribution: contributionMessage(result.contribution),
@@ -243,7 +207,7 @@ export class MatchingHandlers implements ServiceImpl<typeof MatchingService> {
   async getPoolPayout(req: GetPoolPayoutRequest) {
     const id = uuid(req.operationId, "operation_id");
     const payout = await this.#store.payout(id);
-    if (payout === undefined) throw failure(Code.NotFound, "not_found", "payout not in the pool");
+    if (payout === undefined) throw payoutNotInPool();
     return { payout: toPoolPayoutMessage(payout, await this.#store.contributions(id)) };
   }
 
@@ -264,7 +228,7 @@ export class MatchingHandlers implements ServiceImpl<typeof MatchingService> {
     const input = readInput(req);
     const wanted = toCents(amount(req.amount, "amount"));
     if (req.limit < 0 || req.limit > MAX_RECOMMENDATIONS)
-      throw invalid("limit must lie between 1 and 10", "limit");
+      throw invalid("limit", "limit must lie between 1 and 10");
     const limit = req.limit === 0 ? DEFAULT_RECOMMENDATIONS : req.limit;
     const result = await this.#reads.recommendations({ ...input, amount: wanted, limit }, ctx.timeoutMs());
     return readResponse(req, result);

@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto";
-import { isMethod, METHODS, parseRequestAmount } from "@gw/money";
+import { createProblem } from "@gw/api";
+import { type Decimal, METHODS, type Method, parseRequestAmount } from "@gw/money";
 import type { CreateOperationRequest } from "@gw/proto/gateway/operations/v1/operations_pb";
 import { stringify } from "safe-stable-stringify";
 import { v5 as uuidv5 } from "uuid";
@@ -7,7 +8,6 @@ import { BANKS_BY_CURRENCY } from "./banks.ts";
 import type { ProviderConfig } from "./connectors/connector.ts";
 import type { CreateDeps } from "./create-deps.ts";
 import { ledgerRefusal } from "./dependency-errors.ts";
-import { checkField } from "./field-rules.ts";
 import {
   DependencyUnavailableError,
   IdempotencyConflictError,
@@ -48,42 +48,41 @@ export interface CreateInput {
 
 const invalid = (field: string, message: string) => new ValidationError(message, field);
 
-/** Validates a create request; the edge checks the same, this keeps the service safe on its own. */
+/**
+ * Validates a create request by the merchant API's rules (libs/api create.ts, which the edge
+ * calls too, so both answer a bad request with the same message); this keeps the service
+ * safe on its own. Only the bank dictionary is operations' own.
+ */
 export function parseCreate(req: CreateOperationRequest): CreateInput {
   const shopId = req.scope?.shopId ?? "";
   const merchantId = req.scope?.merchantId ?? "";
   if (!shopId || !merchantId) throw invalid("scope", "scope is required");
   if (req.type !== "payment" && req.type !== "payout")
     throw invalid("type", "type must be payment or payout");
-  if (!req.merchantOperationId) throw invalid("merchant_operation_id", "merchant_operation_id is required");
-  if (!req.clientId) throw invalid("client_id", "client_id is required");
-  checkField("merchant_operation_id", req.merchantOperationId);
-  checkField("client_id", req.clientId);
-  if (!isMethod(req.method)) throw invalid("method", "method is not supported");
-  const amount = parseRequestAmount(req.amount);
-  if (!amount || amount.lte(0))
-    throw invalid("amount", "amount must be a positive decimal string with scale 2");
-  if (METHODS[req.method].currency !== req.currency)
-    throw invalid("currency", "method does not belong to currency");
-  const rail = METHODS[req.method].rail;
+  const problem = createProblem(req.type, {
+    merchant_operation_id: req.merchantOperationId,
+    client_id: req.clientId,
+    client_ip: req.clientIp || undefined,
+    method: req.method,
+    amount: req.amount,
+    currency: req.currency,
+    number: req.number,
+    name: req.name,
+    bankname: req.bankname,
+  });
+  if (problem) throw invalid(problem.field, problem.message);
+  // createProblem has checked the method, the amount and the payout's number and bank.
+  const amount = parseRequestAmount(req.amount) as Decimal;
+  const rail = METHODS[req.method as Method].rail;
   let number: string | undefined;
   let name: string | undefined;
   let bankname: string | undefined;
   if (req.type === "payout") {
-    checkField("number", req.number);
-    checkField("name", req.name);
-    checkField("bankname", req.bankname);
     number = req.number?.trim();
-    if (!number) throw invalid("number", "number is required for payouts");
-    if (rail === "card" && !/^\d{12,19}$/.test(number))
-      throw invalid("number", "number must be a card number");
-    if (rail === "phone" && !/^\+?\d{10,15}$/.test(number))
-      throw invalid("number", "number must be a phone number");
     name = req.name?.trim() || "аноним";
     if (rail === "phone") {
       bankname = req.bankname?.trim();
-      if (!bankname) throw invalid("bankname", "bankname is required for phone payouts");
-      if (!BANKS_BY_CURRENCY[req.currency]?.[bankname])
+      if (!bankname || !BANKS_BY_CURRENCY[req.currency]?.[bankname])
         throw invalid("bankname", "bankname is not a bank code of the method currency");
     }
   }

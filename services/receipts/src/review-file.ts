@@ -1,9 +1,9 @@
 import type { Database } from "@gw/db";
 import type { Logger } from "@gw/log";
 import type { GetReviewFileResponse } from "@gw/proto/gateway/receipts/v1/receipts_pb";
-import { Code, failure } from "@gw/rpc";
 import { and, desc, eq, ne } from "drizzle-orm";
 import { receiptReviews } from "./db/schema.ts";
+import { invalid, notFound, receiptFileUnavailable } from "./errors.ts";
 import type { ReceiptStore } from "./store/receipt-store.ts";
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -24,12 +24,7 @@ export async function getReviewFile(
   req: { id: { case: "operationId" | "receiptId"; value: string } | { case: undefined; value?: undefined } },
 ): Promise<Omit<GetReviewFileResponse, "$typeName" | "$unknown">> {
   if (!req.id.case || !UUID.test(req.id.value))
-    throw failure(
-      Code.InvalidArgument,
-      "validation_failed",
-      "operation_id or receipt_id (a UUID) is required",
-      "id",
-    );
+    throw invalid("id", "operation_id or receipt_id (a UUID) is required");
   const [row] = await d.db
     .select()
     .from(receiptReviews)
@@ -40,11 +35,11 @@ export async function getReviewFile(
     )
     .orderBy(desc(receiptReviews.createdAt), desc(receiptReviews.id))
     .limit(1);
-  if (!row) throw failure(Code.NotFound, "not_found", "review not found");
+  if (!row) throw notFound("review");
   const file = await d.store.get(row.sha256);
   if (!file) {
     d.logger.error({ receiptId: row.id }, "receipt file missing from the store");
-    throw failure(Code.Unavailable, "receipt_evidence_unavailable", "the receipt file is not available");
+    throw receiptFileUnavailable();
   }
   return {
     file,

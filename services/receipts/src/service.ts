@@ -4,9 +4,18 @@ import type { Database } from "@gw/db";
 import type { Logger } from "@gw/log";
 import { CURRENCIES, Decimal, isCurrency } from "@gw/money";
 import type { ReceiptsService } from "@gw/proto/gateway/receipts/v1/receipts_pb";
-import { Code, failure } from "@gw/rpc";
 import { and, desc, eq, inArray, ne, sql } from "drizzle-orm";
 import { type ExpectedSnapshot, receiptResolutions, receiptReviews } from "./db/schema.ts";
+import {
+  invalid,
+  notFound,
+  receiptAlreadyReviewed,
+  receiptFileUnavailable,
+  receiptLinksUnavailable,
+  receiptReviewInProgress,
+  receiptTooLarge,
+  receiptUrlExpired,
+} from "./errors.ts";
 import type { PdfReader } from "./pdf/parse.ts";
 import { decide, type Finding, finding } from "./review/findings.ts";
 import { recordedKeys, reuseKeys } from "./review/reuse.ts";
@@ -33,10 +42,6 @@ export interface ReceiptsDeps {
   logger: Logger;
   storeMaxBytes: number;
 }
-
-const invalid = (field: string, message: string) =>
-  failure(Code.InvalidArgument, "validation_failed", message, field);
-const notFound = (what: string) => failure(Code.NotFound, "not_found", `${what} not found`);
 
 /**
  * The receipts service: stores a payer's receipt durably, reviews it in a bounded
@@ -85,13 +90,7 @@ export class ReceiptsHandlers implements ServiceImpl<typeof ReceiptsService> {
     const createdAt = parseTime(req.createdAt, "created_at");
     const expiresAt = req.expiresAt ? parseTime(req.expiresAt, "expires_at") : undefined;
     if (req.file.length === 0) throw invalid("receipt", "the file is empty");
-    if (req.file.length > this.#d.storeMaxBytes)
-      throw failure(
-        Code.InvalidArgument,
-        "receipt_too_large",
-        `the file is larger than ${this.#d.storeMaxBytes} bytes`,
-        "receipt",
-      );
+    if (req.file.length > this.#d.storeMaxBytes) throw receiptTooLarge(this.#d.storeMaxBytes);
 
     const sha256 = sha256Hex(req.file);
     // A cheap look first, so a refused upload is not stored; the claim below decides under a lock.
@@ -292,18 +291,10 @@ export class ReceiptsHandlers implements ServiceImpl<typeof ReceiptsService> {
             ? amount === null
             : amount !== null && new Decimal(previous.amount).equals(amount));
         if (same) return { row, replayed: true };
-        throw failure(
-          Code.FailedPrecondition,
-          "receipt_already_reviewed",
-          `already resolved: ${previous.decision}`,
-        );
+        throw receiptAlreadyReviewed(`already resolved: ${previous.decision}`);
       }
       if (row.status !== "manual_check")
-        throw failure(
-          Code.FailedPrecondition,
-          "receipt_already_reviewed",
-          `the review is ${row.status}, not manual_check`,
-        );
+        throw receiptAlreadyReviewed(`the review is ${row.status}, not manual_check`);
       await tx.insert(receiptResolutions).values({
         id: randomUUID(),
         reviewId: row.id,
@@ -378,7 +369,7 @@ export class ReceiptsHandlers implements ServiceImpl<typeof ReceiptsService> {
     const file = await this.#d.store.get(row.sha256);
     if (!file) {
       this.#d.logger.error({ receiptId: row.id }, "receipt file missing from the store");
-      throw failure(Code.Unavailable, "receipt_evidence_unavailable", "the receipt file is not available");
+      throw receiptFileUnavailable();
     }
     return {
       file,
@@ -408,18 +399,12 @@ export class ReceiptsHandlers implements ServiceImpl<typeof ReceiptsService> {
     if (req.shopId !== undefined && req.shopId !== row.shopId) throw notFound("receipt");
     const outcome = signer.verify(row.id, row.shopId, Number(req.expires), req.signature);
     if (outcome === "invalid") throw notFound("receipt");
-    if (outcome === "expired")
-      throw failure(Code.PermissionDenied, "receipt_url_expired", "the receipt link has expired");
+    if (outcome === "expired") throw receiptUrlExpired();
     return row;
   }
 
   #signer(): ReceiptUrlSigner {
-    if (!this.#d.signer)
-      throw failure(
-        Code.Unavailable,
-        "receipt_evidence_unavailable",
-        "receipt links cannot be signed (no secret configured)",
-      );
+    if (!this.#d.signer) throw receiptLinksUnavailable();
     return this.#d.signer;
   }
 
@@ -458,18 +443,12 @@ function admit(latest: ReviewRow | undefined, shopId: string, sha256: string, no
   if (latest.shopId !== shopId) throw notFound("operation");
   if (latest.status === "reviewing") {
     if (latest.reviewDeadline.getTime() <= now.getTime()) return { kind: "stale" };
-    throw failure(
-      Code.FailedPrecondition,
-      "receipt_review_in_progress",
-      "a receipt of this operation is being reviewed",
-    );
+    throw receiptReviewInProgress();
   }
   if (latest.sha256 === sha256) return { kind: "replay", row: latest };
   if (latest.status === "manual_check" && latest.manualCheckReason === "not_terminal")
     return { kind: "accept" };
-  throw failure(
-    Code.FailedPrecondition,
-    "receipt_already_reviewed",
+  throw receiptAlreadyReviewed(
     `the operation's receipt is ${latest.status}${latest.manualCheckReason ? `/${latest.manualCheckReason}` : ""}`,
   );
 }

@@ -2,10 +2,10 @@ import type { ServiceImpl } from "@connectrpc/connect";
 import type { Database } from "@gw/db";
 import type { Logger } from "@gw/log";
 import type { ListDeliveriesAuditRequest, WebhooksService } from "@gw/proto/gateway/webhooks/v1/webhooks_pb";
-import { Code, failure } from "@gw/rpc";
 import { and, asc, desc, eq, gt, type SQL, sql } from "drizzle-orm";
 import { deliveries, endpoints } from "./db/schema.ts";
 import { WAKE_CHANNEL } from "./delivery-worker.ts";
+import { deliveryNotFound, endpointNotFound, invalid } from "./errors.ts";
 import { generateSecret } from "./signing.ts";
 import { checkEndpointUrl, TargetRejected } from "./targets.ts";
 
@@ -27,8 +27,7 @@ const AUDIT_PAGE = { default: 500, max: 1000 } as const;
 const DELIVERY_STATUSES = ["pending", "delivered", "failed"];
 
 function requireUuid(value: string, field: string): string {
-  if (!UUID.test(value))
-    throw failure(Code.InvalidArgument, "validation_failed", `${field} must be a UUID`, field);
+  if (!UUID.test(value)) throw invalid(field, `${field} must be a UUID`);
   return value.toLowerCase();
 }
 
@@ -53,8 +52,7 @@ export class WebhooksHandlers implements ServiceImpl<typeof WebhooksService> {
     try {
       url = await checkEndpointUrl(req.url, this.#o.allowPrivateTargets);
     } catch (err) {
-      if (err instanceof TargetRejected)
-        throw failure(Code.InvalidArgument, "validation_failed", err.message, "url");
+      if (err instanceof TargetRejected) throw invalid("url", err.message);
       throw err;
     }
     const secret = generateSecret();
@@ -93,8 +91,7 @@ export class WebhooksHandlers implements ServiceImpl<typeof WebhooksService> {
       })
       .where(eq(endpoints.shopId, shopId))
       .returning({ shopId: endpoints.shopId });
-    if (rows.length === 0)
-      throw failure(Code.NotFound, "not_found", "no webhook endpoint configured for this shop");
+    if (rows.length === 0) throw endpointNotFound();
     this.#o.logger.info({ shopId }, "webhook secret rotated");
     return { secret };
   }
@@ -107,12 +104,7 @@ export class WebhooksHandlers implements ServiceImpl<typeof WebhooksService> {
     const shopId = requireUuid(req.shopId, "shop_id");
     const operationId = req.operationId ? requireUuid(req.operationId, "operation_id") : undefined;
     if (req.limit < 0 || req.limit > MAX_LIST_LIMIT) {
-      throw failure(
-        Code.InvalidArgument,
-        "validation_failed",
-        `limit must be 1 to ${MAX_LIST_LIMIT}`,
-        "limit",
-      );
+      throw invalid("limit", `limit must be 1 to ${MAX_LIST_LIMIT}`);
     }
     const rows = await this.#o.db
       .select()
@@ -161,12 +153,7 @@ export class WebhooksHandlers implements ServiceImpl<typeof WebhooksService> {
     if (req.cursor !== "") where.push(gt(deliveries.eventId, requireUuid(req.cursor, "cursor")));
     if (req.status !== "") {
       if (!DELIVERY_STATUSES.includes(req.status))
-        throw failure(
-          Code.InvalidArgument,
-          "validation_failed",
-          "status must be pending, delivered or failed",
-          "status",
-        );
+        throw invalid("status", "status must be pending, delivered or failed");
       where.push(eq(deliveries.status, req.status as (typeof deliveries.$inferSelect)["status"]));
     }
     if (req.terminalOnly)
@@ -204,7 +191,7 @@ export class WebhooksHandlers implements ServiceImpl<typeof WebhooksService> {
    */
   async redeliver(req: { shopId: string; eventId: string }) {
     const shopId = requireUuid(req.shopId, "shop_id");
-    if (!UUID.test(req.eventId)) throw failure(Code.NotFound, "not_found", "delivery not found");
+    if (!UUID.test(req.eventId)) throw deliveryNotFound();
     const rows = await this.#o.db.transaction(async (tx) => {
       const updated = await tx
         .update(deliveries)
@@ -218,7 +205,7 @@ export class WebhooksHandlers implements ServiceImpl<typeof WebhooksService> {
       if (updated.length > 0) await tx.execute(sql`select pg_notify(${WAKE_CHANNEL}, '')`);
       return updated;
     });
-    if (rows.length === 0) throw failure(Code.NotFound, "not_found", "delivery not found");
+    if (rows.length === 0) throw deliveryNotFound();
     this.#o.logger.info({ shopId, eventId: req.eventId }, "webhook redelivery scheduled");
     return {};
   }

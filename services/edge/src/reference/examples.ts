@@ -1,3 +1,4 @@
+import type { PublicErrorCode } from "@gw/api";
 /**
  * Examples for the API reference, made from the document's own schemas: a value for every
  * property, taken from the schema's `example` when it has one, else from its enum, its
@@ -118,8 +119,12 @@ export class ExampleMaker {
   }
 }
 
-/** The code a merchant most often sees with each error status, for the error examples. */
-const ERROR_EXAMPLES: Record<string, { code: string; message: string; field?: string }> = {
+/**
+ * The code a merchant most often sees with each error status the API declares, for the
+ * error examples: a real code (`PublicErrorCode`), so an example cannot show one the
+ * gateway never answers with.
+ */
+const ERROR_EXAMPLES: Record<string, { code: PublicErrorCode; message: string; field?: string }> = {
   "400": {
     code: "validation_failed",
     message: "amount must be a decimal with at most 2 places",
@@ -129,7 +134,6 @@ const ERROR_EXAMPLES: Record<string, { code: string; message: string; field?: st
   "403": { code: "forbidden", message: "the key may not do this" },
   "404": { code: "operation_not_found", message: "operation not found" },
   "405": { code: "method_not_allowed", message: "GET is not allowed here" },
-  "409": { code: "conflict", message: "the state changed meanwhile" },
   "410": { code: "receipt_url_expired", message: "the receipt link has expired" },
   "412": { code: "idempotency_conflict", message: "merchant_operation_id was used with another body" },
   "413": { code: "payload_too_large", message: "the request body is larger than allowed" },
@@ -140,6 +144,6 @@ const ERROR_EXAMPLES: Record<string, { code: string; message: string; field?: st
 };
 
 export function errorExample(status: string): unknown {
-  const error = ERROR_EXAMPLES[status] ?? { code: "error", message: "error" };
+  const error = ERROR_EXAMPLES[status] ?? ERROR_EXAMPLES["500"];
   return { error, request_id: "0b8f3f0e-6c1e-4a59-a0c3-0d8b3d0a3c11" };
 }

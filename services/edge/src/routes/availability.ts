@@ -1,5 +1,5 @@
 import { create } from "@bufbuild/protobuf";
-import { CURRENCIES, isCurrency, isMethod, METHODS, parseRequestAmount } from "@gw/money";
+import { parseRequestAmount } from "@gw/money";
 import { ScopeSchema } from "@gw/proto/gateway/common/v1/common_pb";
 import type { AmountInterval, Recommendation } from "@gw/proto/gateway/matching/v1/matching_pb";
 import { z } from "@hono/zod-openapi";
@@ -10,7 +10,16 @@ import type { EdgeEnv } from "../env.ts";
 import { ApiError } from "../errors.ts";
 import { requirePermission } from "../middleware/api-key.ts";
 import { TokenBuckets } from "../rate-limit.ts";
-import { parseBody } from "../validation.ts";
+import {
+  amountText,
+  currencies,
+  currencyText,
+  methodOfCurrency,
+  methods,
+  methodText,
+  parseBody,
+  typeMessage,
+} from "../validation.ts";
 
 /**
  * `GET /v1/payment/availability` and `POST /v1/payment/recommendations`: advisory reads of
@@ -27,43 +36,18 @@ export const READ_BUDGET_MS = 2_000;
 /** The spec's request rate: per shop, per edge replica, shared by both endpoints. */
 export const READS_PER_SECOND = 5;
 
-const methods = Object.keys(METHODS) as [string, ...string[]];
-const currencies = Object.keys(CURRENCIES) as [string, ...string[]];
-
-const need = (field: string, what: string) => (issue: { input?: unknown }) =>
-  issue.input === undefined ? `${field} is required` : `${field} must be ${what}`;
-
-const amount = (field: string) =>
-  z
-    .string({ error: need(field, "a decimal string") })
-    .refine((text) => parseRequestAmount(text)?.gt(0) ?? false, {
-      error: `${field} must be a decimal string with two decimal places, greater than 0 (for example "1000.00")`,
-    });
-
 const rangeFields = {
-  method: z
-    .string({ error: need("method", "a string") })
-    .refine(isMethod, { error: `method must be one of ${methods.join(", ")}` })
-    .openapi({ enum: methods, example: "WT_RUB_C2C" }),
-  currency: z
-    .string({ error: need("currency", "a string") })
-    .refine(isCurrency, { error: `currency must be one of ${currencies.join(", ")}` })
-    .openapi({ enum: currencies, example: "RUB" }),
-  min_amount: amount("min_amount").openapi({ example: "500.00" }),
-  max_amount: amount("max_amount").openapi({ example: "5000.00" }),
+  method: methodText().openapi({ enum: methods, example: "WT_RUB_C2C" }),
+  currency: currencyText().openapi({ enum: currencies, example: "RUB" }),
+  min_amount: amountText("min_amount").openapi({ example: "500.00" }),
+  max_amount: amountText("max_amount").openapi({ example: "5000.00" }),
 };
 
 type Range = { method: string; currency: string; min_amount: string; max_amount: string };
 
 /** Rules 1 and 2 of both endpoints, after the field formats. */
 function rangeRules(body: Range, ctx: z.RefinementCtx) {
-  const method = METHODS[body.method as keyof typeof METHODS];
-  if (method && isCurrency(body.currency) && method.currency !== body.currency)
-    ctx.addIssue({
-      code: "custom",
-      path: ["method"],
-      message: `method ${body.method} does not belong to currency ${body.currency}`,
-    });
+  methodOfCurrency(body, ctx);
   const lo = parseRequestAmount(body.min_amount);
   const hi = parseRequestAmount(body.max_amount);
   if (lo && hi && lo.gt(hi))
@@ -77,12 +61,12 @@ export const availabilityQuery = z.object(rangeFields).superRefine(rangeRules).o
 export const recommendationsBody = z
   .object({
     ...rangeFields,
-    amount: amount("amount").openapi({
+    amount: amountText("amount").openapi({
       description: "Desired amount; may lie outside the bounds.",
       example: "1000.00",
     }),
     limit: z
-      .number({ error: need("limit", "an integer from 1 to 10") })
+      .number({ error: typeMessage("limit", "an integer from 1 to 10") })
       .int({ error: "limit must be an integer from 1 to 10" })
       .min(1, { error: "limit must be an integer from 1 to 10" })
       .max(10, { error: "limit must be an integer from 1 to 10" })

@@ -1,7 +1,6 @@
-import { isIP } from "node:net";
 import { create } from "@bufbuild/protobuf";
 import { operationJson } from "@gw/api";
-import { CURRENCIES, isCurrency, isMethod, METHODS, parseRequestAmount } from "@gw/money";
+import { parseRequestAmount } from "@gw/money";
 import { ScopeSchema } from "@gw/proto/gateway/common/v1/common_pb";
 import { z } from "@hono/zod-openapi";
 import { Hono } from "hono";
@@ -10,7 +9,18 @@ import type { EdgeEnv } from "../env.ts";
 import { ApiError } from "../errors.ts";
 import { requirePermission } from "../middleware/api-key.ts";
 import type { EdgeStore } from "../store.ts";
-import { optionalField, parseBody, requiredField } from "../validation.ts";
+import {
+  amountText,
+  clientIpText,
+  currencies,
+  currencyText,
+  methodOfCurrency,
+  methods,
+  methodText,
+  optionalField,
+  parseBody,
+  requiredField,
+} from "../validation.ts";
 
 /**
  * `POST /v1/payment/link/flexible`: rules 1 to 3 here (400), the rest in operations
@@ -20,48 +30,23 @@ import { optionalField, parseBody, requiredField } from "../validation.ts";
  * logged (the request log does not log bodies).
  */
 
-const methods = Object.keys(METHODS) as [string, ...string[]];
-const currencies = Object.keys(CURRENCIES) as [string, ...string[]];
-
-const need = (field: string, what: string) => (issue: { input?: unknown }) =>
-  issue.input === undefined ? `${field} is required` : `${field} must be ${what}`;
-const optionalText = (field: string) => z.string({ error: need(field, "a string") }).nullish();
-const amount = (field: string) =>
-  z.string({ error: need(field, "a decimal string") }).refine((t) => parseRequestAmount(t)?.gt(0) ?? false, {
-    error: `${field} must be a decimal string with two decimal places, greater than 0 (for example "1000.00")`,
-  });
-
 /** The body: `POST /v1/payment` with `amount` replaced by `recommended_amount`, plus the two bounds. */
 export const flexibleLinkBody = z
   .object({
     merchant_operation_id: requiredField("merchant_operation_id", "Idempotency key chosen by the merchant."),
     client_id: requiredField("client_id", "End-user identifier."),
-    client_ip: optionalText("client_ip").refine((ip) => ip == null || isIP(ip) !== 0, {
-      error: "client_ip must be an IPv4 or IPv6 address",
-    }),
-    method: z
-      .string({ error: need("method", "a string") })
-      .refine(isMethod, { error: `method must be one of ${methods.join(", ")}` })
-      .openapi({ enum: methods }),
-    currency: z
-      .string({ error: need("currency", "a string") })
-      .refine(isCurrency, { error: `currency must be one of ${currencies.join(", ")}` })
-      .openapi({ enum: currencies }),
-    recommended_amount: amount("recommended_amount").openapi({ example: "1000.00" }),
-    min_amount: amount("min_amount").nullish().openapi({ example: "500.00" }),
-    max_amount: amount("max_amount").nullish().openapi({ example: "1500.00" }),
+    client_ip: clientIpText(),
+    method: methodText().openapi({ enum: methods }),
+    currency: currencyText().openapi({ enum: currencies }),
+    recommended_amount: amountText("recommended_amount").openapi({ example: "1000.00" }),
+    min_amount: amountText("min_amount").nullish().openapi({ example: "500.00" }),
+    max_amount: amountText("max_amount").nullish().openapi({ example: "1500.00" }),
     number: optionalField("number", "Destination card or phone number; not used for payments."),
     name: optionalField("name", "Holder or payer name."),
     bankname: optionalField("bankname", "Bank code."),
   })
   .superRefine((body, ctx) => {
-    const method = METHODS[body.method as keyof typeof METHODS];
-    if (method && isCurrency(body.currency) && method.currency !== body.currency)
-      ctx.addIssue({
-        code: "custom",
-        path: ["method"],
-        message: `method ${body.method} does not belong to currency ${body.currency}`,
-      });
+    methodOfCurrency(body, ctx);
     const rec = parseRequestAmount(body.recommended_amount);
     const lo = body.min_amount ? parseRequestAmount(body.min_amount) : undefined;
     const hi = body.max_amount ? parseRequestAmount(body.max_amount) : undefined;

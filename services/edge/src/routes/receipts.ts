@@ -127,13 +127,10 @@ export function receiptDownloadRoutes(clients: EdgeClients, store: EdgeStore) {
         { timeoutMs: CALL_TIMEOUT_MS },
       );
     } catch (err) {
-      // The receipts service's own refusal carries ErrorInfo; a refused service token does not.
+      // The receipts service's own refusal (its one PERMISSION_DENIED, `receipt_url_expired`)
+      // carries ErrorInfo; a refused service token does not.
       if (err instanceof ConnectError && err.code === Code.PermissionDenied && errorInfo(err))
-        throw new ApiError(
-          410,
-          errorInfo(err)?.code || "receipt_url_expired",
-          "the receipt link has expired",
-        );
+        throw new ApiError(410, "receipt_url_expired", "the receipt link has expired");
       if (err instanceof ConnectError && err.code === Code.NotFound) throw notFound("receipt not found");
       throw err;
     }

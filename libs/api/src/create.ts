@@ -1,0 +1,114 @@
+import { isIP } from "node:net";
+import { CURRENCIES, isCurrency, isMethod, METHODS, parseRequestAmount } from "@gw/money";
+import { fieldProblem, type TextField } from "./fields.ts";
+
+/**
+ * The rules of a create request (`POST /v1/payment`, `/v1/payout`, the link variants),
+ * each stated once with its message: the edge's request schemas
+ * (services/edge/src/validation.ts, routes/flexible.ts, routes/availability.ts) call the
+ * single rules field by field, and operations' own check of a create
+ * (services/operations/src/create.ts `parseCreate`) calls `createProblem`, which runs them
+ * in the edge's order. So a bad request gets the same `400 validation_failed` message and
+ * field from either. What only JSON has (a number where a string belongs) stays in the
+ * edge's schemas; what only operations knows (the bank dictionary) stays there.
+ */
+
+/** A rule broken: the field at fault and the message of the `400 validation_failed`. */
+export interface Problem {
+  field: string;
+  message: string;
+}
+
+const METHOD_NAMES = Object.keys(METHODS).join(", ");
+const CURRENCY_NAMES = Object.keys(CURRENCIES).join(", ");
+
+/** A required identifier: present, not empty, and under its field rule (fields.ts). */
+export function requiredProblem(field: TextField, value: string | null | undefined): string | undefined {
+  if (value == null) return `${field} is required`;
+  if (value === "") return `${field} must not be empty`;
+  return fieldProblem(field, value);
+}
+
+/** An optional identifier or text: absent, or under its field rule. */
+export const optionalProblem = (field: TextField, value: string | null | undefined): string | undefined =>
+  value == null ? undefined : fieldProblem(field, value);
+
+/** `client_ip`: absent, or an IPv4 or IPv6 address. */
+export const clientIpProblem = (ip: string | null | undefined): string | undefined =>
+  ip == null || isIP(ip) !== 0 ? undefined : "client_ip must be an IPv4 or IPv6 address";
+
+/** `method`: one of the gateway's methods. */
+export const methodProblem = (method: string): string | undefined =>
+  isMethod(method) ? undefined : `method must be one of ${METHOD_NAMES}`;
+
+/** `currency`: one of the gateway's currencies. */
+export const currencyProblem = (currency: string): string | undefined =>
+  isCurrency(currency) ? undefined : `currency must be one of ${CURRENCY_NAMES}`;
+
+/** An amount field: a decimal string of scale 2, greater than 0. */
+export const amountProblem = (field: string, text: string): string | undefined =>
+  (parseRequestAmount(text)?.gt(0) ?? false)
+    ? undefined
+    : `${field} must be a decimal string with two decimal places, greater than 0 (for example "1000.00")`;
+
+/** A known method of another currency than the known one sent (field `method`). */
+export function methodCurrencyProblem(method: string, currency: string): string | undefined {
+  if (!isMethod(method) || !isCurrency(currency) || METHODS[method].currency === currency) return undefined;
+  return `method ${method} does not belong to currency ${currency}`;
+}
+
+/** A card number of the card rail, and a phone number of the phone rail (blanks trimmed). */
+const NUMBER_BY_RAIL = {
+  card: { pattern: /^\d{12,19}$/, message: "number must be a card number" },
+  phone: { pattern: /^\+?\d{10,15}$/, message: "number must be a phone number" },
+} as const;
+
+/** The payout table of the spec: a destination number of the method's rail; a bank for a phone payout. */
+export function payoutDestinationProblem(body: {
+  method: string;
+  number?: string | null | undefined;
+  bankname?: string | null | undefined;
+}): Problem | undefined {
+  const number = body.number?.trim();
+  if (!number) return { field: "number", message: "number is required for payouts" };
+  const rail = isMethod(body.method) ? METHODS[body.method].rail : undefined;
+  if (rail && !NUMBER_BY_RAIL[rail].pattern.test(number))
+    return { field: "number", message: NUMBER_BY_RAIL[rail].message };
+  if (rail === "phone" && !body.bankname?.trim())
+    return { field: "bankname", message: `bankname is required for ${body.method} payouts` };
+  return undefined;
+}
+
+/** A create request's fields, as the merchant API names them. */
+export interface CreateFields {
+  merchant_operation_id?: string | null | undefined;
+  client_id?: string | null | undefined;
+  client_ip?: string | null | undefined;
+  method: string;
+  amount: string;
+  currency: string;
+  number?: string | null | undefined;
+  name?: string | null | undefined;
+  bankname?: string | null | undefined;
+}
+
+/** The first rule a create breaks, in the order of the edge's schema; undefined when none. */
+export function createProblem(type: "payment" | "payout", body: CreateFields): Problem | undefined {
+  const checks: [string, () => string | undefined][] = [
+    ["merchant_operation_id", () => requiredProblem("merchant_operation_id", body.merchant_operation_id)],
+    ["client_id", () => requiredProblem("client_id", body.client_id)],
+    ["client_ip", () => clientIpProblem(body.client_ip)],
+    ["method", () => methodProblem(body.method)],
+    ["amount", () => amountProblem("amount", body.amount)],
+    ["currency", () => currencyProblem(body.currency)],
+    ["number", () => optionalProblem("number", body.number)],
+    ["name", () => optionalProblem("name", body.name)],
+    ["bankname", () => optionalProblem("bankname", body.bankname)],
+    ["method", () => methodCurrencyProblem(body.method, body.currency)],
+  ];
+  for (const [field, check] of checks) {
+    const message = check();
+    if (message) return { field, message };
+  }
+  return type === "payout" ? payoutDestinationProblem(body) : undefined;
+}
