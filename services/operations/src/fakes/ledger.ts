@@ -13,7 +13,7 @@ import {
   type TierTerms,
 } from "@gw/money";
 import { LedgerService } from "@gw/proto/gateway/ledger/v1/ledger_pb";
-import { Code, failure } from "@gw/rpc";
+import { fakeErrors } from "./errors.ts";
 
 /**
  * The ledger as operations uses it, in memory, behind connect's router transport (so
@@ -89,7 +89,7 @@ export class FakeLedger {
     const amount = parseQuoteAmount(req.amount);
     if (!amount) throw invalid("amount", "amount must be a positive decimal string");
     const q = priceFromTerms(this.#pricingTerms(key), amount, key.direction);
-    if ("refusal" in q) throw failure(Code.FailedPrecondition, q.refusal, q.message, q.field);
+    if ("refusal" in q) throw fakeErrors.quoteRefused(q.refusal, q.message, q.field);
     return q;
   }
 
@@ -191,7 +191,7 @@ export class FakeLedger {
   }
 
   async #guard<T>(method: string, fn: () => T): Promise<T> {
-    if (this.down.has(method)) throw failure(Code.Unavailable, "dependency_unavailable", "ledger down");
+    if (this.down.has(method)) throw fakeErrors.unavailable();
     return fn();
   }
 }
@@ -212,8 +212,7 @@ interface TermsRequest {
   settlementCurrency: string;
 }
 
-const invalid = (field: string, message: string) =>
-  failure(Code.InvalidArgument, "validation_failed", message, field);
+const invalid = fakeErrors.validation;
 
 const isDirection = (d: string): d is "payin" | "payout" => d === "payin" || d === "payout";
 

@@ -7,7 +7,7 @@ import {
   type Review,
   ReviewSchema,
 } from "@gw/proto/gateway/receipts/v1/receipts_pb";
-import { Code, failure } from "@gw/rpc";
+import { fakeErrors } from "./errors.ts";
 
 /** A verdict the fake gives a file: what the real service's checks would conclude. */
 export type ScriptedVerdict =
@@ -52,11 +52,7 @@ export class FakeReceipts {
           if (latest?.sha256 === hash && latest.shopId === req.shopId)
             return { review: latest, replayed: true };
           if (latest && !(latest.verdict === "manual_check" && latest.manualCheckReason === "not_terminal"))
-            throw failure(
-              Code.FailedPrecondition,
-              "receipt_already_reviewed",
-              "the receipt was reviewed already",
-            );
+            throw fakeErrors.alreadyReviewed("the receipt was reviewed already");
           const scripted = this.#verdicts.get(hash) ?? { verdict: "manual_check", reason: "not_terminal" };
           const now = new Date().toISOString();
           const review = create(ReviewSchema, {
@@ -103,14 +99,10 @@ export class FakeReceipts {
           if (done) {
             if (done.decision === req.decision && (done.amount ?? "") === (req.amount ?? ""))
               return { review, replayed: true };
-            throw failure(Code.FailedPrecondition, "receipt_already_reviewed", "resolved differently before");
+            throw fakeErrors.alreadyReviewed("resolved differently before");
           }
           if (review.verdict !== "manual_check")
-            throw failure(
-              Code.FailedPrecondition,
-              "receipt_already_reviewed",
-              "the review is not in manual_check",
-            );
+            throw fakeErrors.alreadyReviewed("the review is not in manual_check");
           const resolved = clone(ReviewSchema, review);
           resolved.verdict = req.decision === "approve" ? "completed" : "rejected";
           if (req.decision === "approve") resolved.actualAmount = req.amount;
@@ -147,7 +139,6 @@ export class FakeReceipts {
 
 const sha256 = (file: Uint8Array) => createHash("sha256").update(file).digest("hex");
 
-const invalid = (field: string, message: string) =>
-  failure(Code.InvalidArgument, "validation_failed", message, field);
+const invalid = fakeErrors.validation;
 
-const notFound = () => failure(Code.NotFound, "not_found", "no such review");
+const notFound = () => fakeErrors.notFound("no such review");
