@@ -1,10 +1,9 @@
 import { randomUUID } from "node:crypto";
-import { Socket } from "node:net";
 import { create } from "@bufbuild/protobuf";
 import { createLogger } from "@gw/log";
 import { CreateOperationRequestSchema } from "@gw/proto/gateway/operations/v1/operations_pb";
 import { errorInfo } from "@gw/rpc";
-import { afterAll, describe, expect, it, vi } from "vitest";
+import { describe, expect, it } from "vitest";
 import { type MemoryBehaviour, MemoryConnector } from "./connectors/memory.ts";
 import { type CreateDeps, createOperation, parseCreate } from "./create.ts";
 import { FakeLedger } from "./fakes/ledger.ts";
@@ -12,14 +11,10 @@ import { MemoryOperationStore } from "./repository/memory/store.ts";
 
 /**
  * A create on the in-memory tier: the memory store, memory providers and the fake ledger
- * (each held to its contract with the real one), no socket and no process.
+ * (each held to its contract with the real one); the unit tier refuses any socket or process.
  */
 
 const logger = createLogger("operations-create-unit", "silent");
-
-// The unit tier opens no socket: every dependency here is in memory.
-const connects = vi.spyOn(Socket.prototype, "connect");
-afterAll(() => expect(connects).not.toHaveBeenCalled());
 
 type Providers = Record<string, { payin?: MemoryBehaviour; payout?: MemoryBehaviour } | "unreachable">;
 
