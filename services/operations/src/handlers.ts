@@ -23,6 +23,7 @@ import type {
   ResolveReviewRequest,
 } from "@gw/proto/gateway/operations/v1/operations_pb";
 import type { ListOperatorQueueRequest } from "@gw/proto/gateway/operations/v1/operator_queue_pb";
+import type { OperationStore } from "./repository/operations.ts";
 import type { CreateDeps } from "./steps/create-deps.ts";
 import type { ReceiptDeps } from "./steps/review.ts";
 import { putProvider, putRoute } from "./usecases/admin-config.ts";
@@ -43,6 +44,7 @@ import { handleProviderCallback } from "./usecases/provider-callback.ts";
 import { getShopPage, putShopPage } from "./usecases/shop-pages.ts";
 
 export interface HandlerDeps extends CreateDeps {
+  store: OperationStore;
   prefix: string;
   logger: Logger;
   /** The receipts service: reviews for confirm_payment, operators' decisions, signed links. */

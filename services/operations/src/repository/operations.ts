@@ -10,6 +10,7 @@ import { HandOffRepository } from "./handoffs.ts";
 import * as writes from "./lifecycle-writes.ts";
 import { LinkRepository } from "./links.ts";
 import { OperatorQueueRepository } from "./operator-queue.ts";
+import { enqueueEvent } from "./outbox.ts";
 import { ProviderFactRepository } from "./provider-facts.ts";
 import * as queue from "./reconcile-queue.ts";
 import * as routes from "./routes.ts";
@@ -33,7 +34,7 @@ import type {
 } from "./store.ts";
 import { WithdrawalRepository } from "./withdrawals.ts";
 
-export type { OperationStoreCore } from "./store.ts";
+export type { CreateStore, OperationStoreCore } from "./store.ts";
 export { NON_TERMINAL, UNSETTLED } from "./store.ts";
 export type {
   ClaimRow,
@@ -73,6 +74,10 @@ export class PgOperationStore implements OperationStore {
     this.audit = new AuditRepository(sql);
     this.operatorQueue = new OperatorQueueRepository(sql);
     this.shopPages = new ShopPageRepository(sql);
+  }
+
+  enqueue(tx: Tx, event: { id: string; subject: string; payload: Uint8Array }): Promise<void> {
+    return enqueueEvent(tx, event.id, event.subject, event.payload);
   }
 
   get prefix(): string {

@@ -8,11 +8,12 @@ import {
 } from "../domain/lifecycle/errors.ts";
 import type { OperationRow, ReconcileRow } from "../domain/model.ts";
 import { forceTransition } from "./force-transition.ts";
-import type { ClaimRow, InsertRow, OperationStoreCore } from "./store.ts";
+import type { ClaimRow, CreateStore, InsertRow, OperationStoreCore } from "./store.ts";
+import { describeWithdrawals } from "./withdrawals.contract.ts";
 
 /** A store to check, with what the contract needs to see besides it. */
 export interface StoreUnderTest {
-  store: OperationStoreCore;
+  store: CreateStore;
   /** The subjects of the events the store queued so far, oldest first. */
   events(): Promise<string[]>;
   /** Makes a flexible link hold `row`'s (shop, merchant_operation_id) for the payment `row.id`. */
@@ -473,6 +474,21 @@ export function describeOperationStore(name: string, make: () => Promise<StoreUn
       expect(again).toBe(false);
     });
 
+    it("queues an event of the caller's with its transaction, and none when the transaction throws", async () => {
+      const under = await make();
+      const event = (subject: string) => ({ id: randomUUID(), subject, payload: new Uint8Array([1, 2]) });
+      const prefix = under.store.prefix;
+      await under.store.transaction((tx) => under.store.enqueue(tx, event(`${prefix}.payout.refused`)));
+      const failure = new Error("after the event");
+      await expect(
+        under.store.transaction(async (tx) => {
+          await under.store.enqueue(tx, event(`${prefix}.payment.refused`));
+          throw failure;
+        }),
+      ).rejects.toBe(failure);
+      expect(await under.events()).toEqual([`${prefix}.payout.refused`]);
+    });
+
     it("holds a locked row until the transaction ends: of two cancels, the second sees the first", async () => {
       const under = await make();
       const row = await pending(under.store);
@@ -646,4 +662,5 @@ export function describeOperationStore(name: string, make: () => Promise<StoreUn
       expect(mine(await store.markStuck(5 * MINUTE, 1000), [stuck.id])).toEqual([]);
     });
   });
+  describeWithdrawals(name, make);
 }

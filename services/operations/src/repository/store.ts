@@ -9,7 +9,7 @@ import type { LinkRepository } from "./links.ts";
 import type { OperatorQueueRepository } from "./operator-queue.ts";
 import type { ProviderFactRepository } from "./provider-facts.ts";
 import type { ShopPageRepository } from "./shop-pages.ts";
-import type { WithdrawalRepository } from "./withdrawals.ts";
+import type { Withdrawals } from "./withdrawals.ts";
 
 export interface Route {
   payin: string[];
@@ -153,6 +153,11 @@ export interface OperationStoreCore {
   /** Runs `fn` in one transaction; the methods taking a `tx` join it. */
   transaction<T>(fn: (tx: Tx) => Promise<T>): Promise<T>;
   /**
+   * Queues an event in `tx` besides the one a lifecycle write queues with its own
+   * statement (a refused create's internal event): published after commit.
+   */
+  enqueue(tx: Tx, event: { id: string; subject: string; payload: Uint8Array }): Promise<void>;
+  /**
    * Records a provider callback as seen; false when it was recorded before (a replay,
    * applied then). Inside the transaction that applies it, so a refused apply forgets it.
    */
@@ -280,12 +285,20 @@ export interface OperationStoreCore {
 }
 
 /**
- * Every read and write of the operations schema the service depends on: the core, and
- * the side tables' repositories (Postgres only so far).
+ * What a create (and whoever drives its routing) reads and writes: the core and the
+ * withdrawals of payins it passes over. Both stores keep it (`PgOperationStore`,
+ * `MemoryOperationStore`).
  */
-export interface OperationStore extends OperationStoreCore {
-  /** `operations.withdrawals`: the withdrawals of cancelled payments. */
-  readonly withdrawals: WithdrawalRepository;
+export interface CreateStore extends OperationStoreCore {
+  /** `operations.withdrawals`: the withdrawals of cancelled and passed-over payins. */
+  readonly withdrawals: Withdrawals;
+}
+
+/**
+ * Every read and write of the operations schema the service depends on: the core, and
+ * the side tables' repositories (Postgres only so far, but the withdrawals).
+ */
+export interface OperationStore extends CreateStore {
   /** `operations.pool_handoffs`: the hand-offs of pool payouts' remainders. */
   readonly handoffs: HandOffRepository;
   /** `operations.flexible_links`: flexible payment links. */

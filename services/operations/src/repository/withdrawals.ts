@@ -83,12 +83,35 @@ export async function insertPassedOver(
       and operations.withdrawals.status = any(${WITHDRAWAL_GUARDS.passedOverAgain})`;
 }
 
+/**
+ * `operations.withdrawals` as a create and the withdrawal driver use it: what
+ * `WithdrawalRepository` runs on Postgres and `MemoryWithdrawals` keeps in memory.
+ */
+export interface Withdrawals {
+  /** `insertPassedOver` in the create's transaction `tx` (a memory store's own, there). */
+  passedOver(tx: Tx, operationId: string, provider: string, leaseMs: number): Promise<void>;
+  /** Leases up to `limit` due withdrawals, pushing them `leaseMs` ahead. */
+  lease(leaseMs: number, limit: number): Promise<WithdrawalRow[]>;
+  /** The withdrawal of `operationId` at `provider` if it is still asking. */
+  asking(operationId: string, provider: string): Promise<WithdrawalRow | undefined>;
+  /** The providers of `operationId` a retried create must not ask again (see `WithdrawalRepository`). */
+  notToAskAgain(operationId: string): Promise<string[]>;
+  /** Counts an unanswered ask and schedules the next one `delayMs` ahead, if still asking. */
+  retryLater(w: WithdrawalRow, attempts: number, reason: string, delayMs: number): Promise<void>;
+  /** Ends a withdrawal still asking with `status`, counting the ask; false when it was not asking. */
+  end(w: WithdrawalRow, status: string, error: string | null, tx?: Db): Promise<boolean>;
+}
+
 /** Every query of `operations.withdrawals` the driver runs. */
-export class WithdrawalRepository {
+export class WithdrawalRepository implements Withdrawals {
   readonly #sql: Sql;
 
   constructor(sql: Sql) {
     this.#sql = sql;
+  }
+
+  passedOver(tx: Tx, operationId: string, provider: string, leaseMs: number): Promise<void> {
+    return insertPassedOver(tx, operationId, provider, leaseMs);
   }
 
   /**

@@ -3,7 +3,7 @@ import type { Logger } from "@gw/log";
 import type { LedgerService } from "@gw/proto/gateway/ledger/v1/ledger_pb";
 import type { Connector } from "../connectors/connector.ts";
 import type { OperationRow } from "../domain/model.ts";
-import type { OperationStore } from "../repository/operations.ts";
+import type { CreateStore } from "../repository/operations.ts";
 import type { PoolDeps } from "./pool-deps.ts";
 import type { Pricing } from "./pricing.ts";
 import type { RouteCache } from "./route-cache.ts";
@@ -11,7 +11,7 @@ import type { WithdrawalDriver } from "./withdrawals.ts";
 
 /** What a create (and whoever drives its routing: a retry, the reconciler) works with. */
 export interface CreateDeps {
-  store: OperationStore;
+  store: CreateStore;
   ledger: Client<typeof LedgerService>;
   connectorFor: (kind: string) => Connector | undefined;
   callbackBaseUrl: string;

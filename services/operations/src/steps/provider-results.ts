@@ -4,7 +4,7 @@ import type { ProviderLeg, ProviderResult } from "../connectors/connector.ts";
 import { ConcurrentChangeError, ValidationError } from "../domain/lifecycle/errors.ts";
 import { isTerminal, type OperationRow } from "../domain/model.ts";
 import type { Tx } from "../repository/db.ts";
-import type { OperationStore } from "../repository/operations.ts";
+import type { OperationStoreCore } from "../repository/operations.ts";
 import { legsTotalExcept, mismatchTotal } from "../repository/provider-facts.ts";
 import { recordProviderFact } from "./provider-facts.ts";
 
@@ -21,7 +21,7 @@ export type ApplyOutcome = "applied" | "already_terminal" | "not_routed";
  * completion, the money moved and it is recorded as a provider fact (provider-facts.ts).
  */
 export async function applyProviderResult(
-  deps: { store: OperationStore; logger: Logger },
+  deps: { store: OperationStoreCore; logger: Logger },
   tx: Tx,
   providerName: string,
   result: ProviderResult,
@@ -110,7 +110,7 @@ export async function applyProviderResult(
  * completion without legs holds none, yet the provider's own legs carry the same money.
  */
 async function recordExcess(
-  deps: { store: OperationStore; logger: Logger },
+  deps: { store: OperationStoreCore; logger: Logger },
   tx: Tx,
   providerName: string,
   row: OperationRow,

@@ -59,7 +59,13 @@ export async function persist(
       ? await deps.store.transaction(async (tx) => {
           const moved = await deps.store.applyFact(current, fact, { data: patch, tx });
           if (moved.row)
-            await recordPassedOver(tx, row.id, withdrawAt, withdrawalLeaseMs(deps.attemptTimeoutMs));
+            await recordPassedOver(
+              deps.store,
+              tx,
+              row.id,
+              withdrawAt,
+              withdrawalLeaseMs(deps.attemptTimeoutMs),
+            );
           return moved;
         })
       : await deps.store.applyFact(current, fact, { data: patch });
@@ -100,7 +106,14 @@ export async function record(
         current,
         { routing_deadline: null },
         withdrawAt
-          ? (tx) => recordPassedOver(tx, claimed.id, withdrawAt, withdrawalLeaseMs(deps.attemptTimeoutMs))
+          ? (tx) =>
+              recordPassedOver(
+                deps.store,
+                tx,
+                claimed.id,
+                withdrawAt,
+                withdrawalLeaseMs(deps.attemptTimeoutMs),
+              )
           : undefined,
       );
       if (next && !current.cancel_requested) {

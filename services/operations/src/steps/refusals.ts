@@ -1,8 +1,7 @@
 import { operationEvent } from "../domain/events.ts";
 import type { OperationRow } from "../domain/model.ts";
 import type { Tx } from "../repository/db.ts";
-import type { DataPatch, OperationStore } from "../repository/operations.ts";
-import { enqueueEvent } from "../repository/outbox.ts";
+import type { DataPatch, OperationStoreCore } from "../repository/operations.ts";
 
 /**
  * A create no provider accepted is recorded `rejected` with no provider and no public
@@ -30,7 +29,7 @@ export const PAYMENT_REFUSED = "payment.refused";
  * moved on (re-read and decide).
  */
 export async function recordRefusal(
-  store: OperationStore,
+  store: OperationStoreCore,
   row: OperationRow,
   data: DataPatch,
   onCancelled?: (tx: Tx) => Promise<void>,
@@ -41,7 +40,7 @@ export async function recordRefusal(
     if (next?.status !== "rejected") return next;
     const type = next.type === "payout" ? PAYOUT_REFUSED : PAYMENT_REFUSED;
     const event = operationEvent(store.prefix, next, [], type);
-    await enqueueEvent(tx, event.id, event.subject, event.payload);
+    await store.enqueue(tx, event);
     return next;
   });
 }

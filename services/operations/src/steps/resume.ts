@@ -2,7 +2,7 @@ import type { ProviderConfig } from "../connectors/connector.ts";
 import { type CreateInput, conflict, routeNotConfigured } from "../domain/create-request.ts";
 import { DependencyUnavailableError } from "../domain/lifecycle/errors.ts";
 import type { OperationRow } from "../domain/model.ts";
-import type { OperationStore } from "../repository/operations.ts";
+import type { OperationStore, OperationStoreCore } from "../repository/operations.ts";
 import type { CreateDeps, CreateResult } from "./create-deps.ts";
 import { quoteFor } from "./quote.ts";
 import { notAccepted, record, unresolved } from "./record.ts";
@@ -81,7 +81,7 @@ export async function resume(
  * event). A flexible link's payment is left out: its refusals keep the link's rules (a
  * retry answers the refusal again, and a payment the link announced as rejected is final).
  */
-export async function isRefusedCreate(store: OperationStore, row: OperationRow): Promise<boolean> {
+export async function isRefusedCreate(store: OperationStoreCore, row: OperationRow): Promise<boolean> {
   return (
     row.status === "rejected" &&
     row.provider === null &&

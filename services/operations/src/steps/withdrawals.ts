@@ -15,11 +15,11 @@ import { StillRoutingError } from "../domain/lifecycle/errors.ts";
 import type { Tx } from "../repository/db.ts";
 import type { OperationStore } from "../repository/operations.ts";
 import {
-  insertPassedOver,
   insertWithdrawal,
   providerOfOperation,
   WITHDRAWALS_CHANNEL,
   type WithdrawalRow,
+  type Withdrawals,
 } from "../repository/withdrawals.ts";
 import { NotifiedLoop } from "./notified-loop.ts";
 import { applyProviderResult } from "./provider-results.ts";
@@ -88,13 +88,14 @@ export const withdrawalLeaseMs = (attemptTimeoutMs: number) => attemptTimeoutMs 
  * asks it at once (`WithdrawalDriver.askNow`); should the caller die first, the driver
  * asks once the lease has run out. A row of an earlier pass-over is asked again.
  */
-export async function recordPassedOver(
+export function recordPassedOver(
+  store: { readonly withdrawals: Pick<Withdrawals, "passedOver"> },
   tx: Tx,
   operationId: string,
   provider: string,
   leaseMs: number,
 ): Promise<void> {
-  await insertPassedOver(tx, operationId, provider, leaseMs);
+  return store.withdrawals.passedOver(tx, operationId, provider, leaseMs);
 }
 
 /** Starts the consumer that turns committed cancels into withdrawals. */

@@ -1,7 +1,7 @@
 import type { CreateOperationRequest } from "@gw/proto/gateway/operations/v1/operations_pb";
 import { parseCreate } from "../domain/create-request.ts";
 import { type OperationRow, toOperation } from "../domain/model.ts";
-import type { OperationStore } from "../repository/operations.ts";
+import type { OperationStoreCore } from "../repository/operations.ts";
 import { claimAndRoute } from "../steps/create.ts";
 import type { CreateDeps } from "../steps/create-deps.ts";
 
@@ -22,7 +22,7 @@ export async function createOperation(d: CreateDeps, req: CreateOperationRequest
  * through a link records it as well. A bookkeeping column: no version bump, no event.
  */
 async function markHostedPage(
-  store: OperationStore,
+  store: OperationStoreCore,
   row: Pick<OperationRow, "id" | "type" | "hosted_page">,
   requested: boolean,
 ): Promise<void> {

@@ -1,6 +1,7 @@
 import { Decimal } from "@gw/money";
 import type { ProviderConfig } from "../../connectors/connector.ts";
 import type { ReconcileRow } from "../../domain/model.ts";
+import type { WithdrawalState } from "../../domain/withdrawal-states.ts";
 import type { InsertRow, OperationPatch, ProviderLeg, Route } from "../store.ts";
 
 /** An `operations.operations` row as the memory store keeps it: every column, the bookkeeping too. */
@@ -41,6 +42,20 @@ export interface State {
   /** `operations.config_version`: raised by every write of routes or providers; null: no row. */
   configVersion: bigint | null;
   links: Map<string, LinkKey>;
+  /** `operations.withdrawals`, by (operation, provider). */
+  withdrawals: Map<string, StoredWithdrawal>;
+}
+
+/** An `operations.withdrawals` row. */
+export interface StoredWithdrawal {
+  operation_id: string;
+  provider: string;
+  passed_over: boolean;
+  status: WithdrawalState;
+  attempts: number;
+  next_attempt_at: Date;
+  last_error: string | null;
+  updated_at: Date;
 }
 
 export const emptyState = (): State => ({
@@ -53,6 +68,7 @@ export const emptyState = (): State => ({
   providers: new Map(),
   configVersion: 1n,
   links: new Map(),
+  withdrawals: new Map(),
 });
 
 export const copyState = (s: State): State => ({
@@ -65,6 +81,7 @@ export const copyState = (s: State): State => ({
   providers: new Map(s.providers),
   configVersion: s.configVersion,
   links: new Map(s.links),
+  withdrawals: new Map(s.withdrawals),
 });
 
 export const keyOf = (shopId: string, mop: string) => `${shopId}\u0000${mop}`;

@@ -10,11 +10,11 @@ import type {
   ClaimOutcome,
   ClaimRow,
   CreateContext,
+  CreateStore,
   DataPatch,
   InsertRow,
   NewLeg,
   OperationPatch,
-  OperationStoreCore,
   ProviderLeg,
   ProviderSummary,
   Route,
@@ -35,6 +35,7 @@ import {
   type State,
 } from "./state.ts";
 import * as t from "./tables.ts";
+import { MemoryWithdrawals } from "./withdrawals.ts";
 
 /**
  * The operations store in memory, for tests that need no database: the same contract
@@ -45,10 +46,11 @@ import * as t from "./tables.ts";
  * a read without one sees what is committed. "Now" is `clock()`. Where Postgres would
  * let a write without the `tx` from inside an open transaction run on another
  * connection, this store would wait for itself: it throws instead.
- * Not kept: the side tables (withdrawals, hand-offs, provider facts, shop pages, the
- * operator queue, the audit reads) and flexible links but the keys they hold.
+ * Of the side tables it keeps the withdrawals (`MemoryWithdrawals`), which a create
+ * writes; not kept: hand-offs, provider facts, shop pages, the operator queue, the audit
+ * reads, and flexible links but the keys they hold.
  */
-export class MemoryOperationStore implements OperationStoreCore {
+export class MemoryOperationStore implements CreateStore {
   readonly prefix: string;
   readonly #clock: () => Date;
   #state: State = emptyState();
@@ -56,6 +58,11 @@ export class MemoryOperationStore implements OperationStoreCore {
   readonly #open = new WeakMap<object, State>();
   readonly #inside = new AsyncLocalStorage<object>();
   readonly #listeners = new Map<string, Set<() => void>>();
+  readonly withdrawals = new MemoryWithdrawals({
+    write: (tx, fn) => this.#write(tx as Tx | undefined, fn),
+    read: () => this.#state,
+    clock: () => this.#clock(),
+  });
 
   constructor(prefix = "memory", options: { clock?: () => Date } = {}) {
     this.prefix = prefix;
@@ -100,6 +107,11 @@ export class MemoryOperationStore implements OperationStoreCore {
     });
     this.#tail = run.catch(() => undefined);
     return run;
+  }
+
+  async enqueue(tx: Tx, event: QueuedEvent): Promise<void> {
+    const { id, subject, payload } = event;
+    this.#in(tx).outbox.push({ id, subject, payload });
   }
 
   async recordCallback(tx: Tx, callback: { provider: string; callbackId: string; operationId: string }) {

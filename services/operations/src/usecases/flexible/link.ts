@@ -17,6 +17,7 @@ import {
 import { credentialMatches } from "../../domain/link-credential.ts";
 import { toOperation } from "../../domain/model.ts";
 import type { LinkRow } from "../../repository/links.ts";
+import type { OperationStore } from "../../repository/operations.ts";
 import { type CreateDeps, claimAndRoute } from "../../steps/create.ts";
 import { SELF_MATCHING } from "../../steps/pool.ts";
 
@@ -32,6 +33,7 @@ import { SELF_MATCHING } from "../../steps/pool.ts";
  */
 
 export interface FlexibleDeps extends CreateDeps {
+  store: OperationStore;
   matching: Client<typeof MatchingService>;
   linkLifetimeMs: number;
   /** The HMAC key of `k`. */

@@ -3,10 +3,11 @@ import type { ReceiptsService } from "@gw/proto/gateway/receipts/v1/receipts_pb"
 import { metricsRegistry } from "@gw/rpc";
 import { Gauge } from "prom-client";
 import type { OperationsConfig } from "../../config.ts";
+import type { OperationStore } from "../../repository/operations.ts";
 import type { CreateDeps } from "../../steps/create.ts";
 
 /** What the reconciler needs: a create's dependencies, and the receipts service for reviews it resumes. */
-export type ReconcilerDeps = CreateDeps & { receipts: Client<typeof ReceiptsService> };
+export type ReconcilerDeps = CreateDeps & { store: OperationStore; receipts: Client<typeof ReceiptsService> };
 
 /** Payouts in the operator queue still unresolved; database-wide, so take the max over replicas. */
 export const payoutsAwaitingOperator = new Gauge({

@@ -1,0 +1,4 @@
+import { describeLedgerContract } from "./ledger.contract.ts";
+import { FakeLedger } from "./ledger.ts";
+
+describeLedgerContract("the fake ledger", async () => new FakeLedger().client());
