@@ -1,4 +1,4 @@
-import { describeConnector } from "./connector.contract.ts";
+import { describeConnector } from "../../test/contracts/connector.contract.ts";
 import { MemoryConnector } from "./memory.ts";
 
 describeConnector("MemoryConnector", async () => {

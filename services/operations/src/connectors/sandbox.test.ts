@@ -4,7 +4,7 @@ import type { AddressInfo } from "node:net";
 import { createTestDatabase, type TestDatabase } from "@gw/db";
 import { configSchema, type RunningSandbox, startSandbox } from "@gw/sandbox-provider";
 import { afterAll, beforeAll, expect } from "vitest";
-import { describeConnector } from "./connector.contract.ts";
+import { describeConnector } from "../../test/contracts/connector.contract.ts";
 import type { ProviderConfig } from "./connector.ts";
 import { SandboxConnector, SIGNATURE_HEADER } from "./sandbox.ts";
 

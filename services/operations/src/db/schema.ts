@@ -16,16 +16,17 @@ import {
   uuid,
 } from "drizzle-orm/pg-core";
 
-import { HANDOFF_MACHINE } from "../domain/handoff-states.ts";
-import { LINK_MACHINE } from "../domain/link-states.ts";
-import { OPERATION_STATUSES, OPERATION_TYPES } from "../domain/operation-states.ts";
 import {
   FACT_DIRECTIONS,
   FACT_KINDS,
-  FACT_MACHINE,
   FACT_RESOLUTIONS,
-} from "../domain/provider-fact-states.ts";
-import { WITHDRAWAL_MACHINE } from "../domain/withdrawal-states.ts";
+  FACT_STATES,
+  HANDOFF_STATES,
+  LINK_STATES,
+  OPERATION_STATUSES,
+  OPERATION_TYPES,
+  WITHDRAWAL_STATES,
+} from "./values.ts";
 
 /**
  * The `CHECK` of a status column: one of the states of its table (the lifecycle's, or a
@@ -253,7 +254,7 @@ export const flexibleLinks = operations.table(
   },
   (t) => [
     unique("flexible_links_shop_mop").on(t.shopId, t.merchantOperationId),
-    check("flexible_links_status", oneOf(t.status, LINK_MACHINE.states)),
+    check("flexible_links_status", oneOf(t.status, LINK_STATES)),
   ],
 );
 
@@ -281,7 +282,7 @@ export const poolHandoffs = operations.table(
      * asking | accepted (by `provider`) | exhausted (nobody took it) | superseded (settled
      * meanwhile by another path): `HANDOFF_MACHINE`.
      */
-    status: text("status").notNull().default(HANDOFF_MACHINE.initial),
+    status: text("status").notNull().default("asking"),
     provider: text("provider"),
     nextAttemptAt: timestamp("next_attempt_at", { withTimezone: true }).notNull().defaultNow(),
     createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
@@ -289,7 +290,7 @@ export const poolHandoffs = operations.table(
   },
   (t) => [
     index("pool_handoffs_due").on(t.nextAttemptAt).where(sql`status = 'asking'`),
-    check("pool_handoffs_status", oneOf(t.status, HANDOFF_MACHINE.states)),
+    check("pool_handoffs_status", oneOf(t.status, HANDOFF_STATES)),
   ],
 );
 
@@ -326,7 +327,7 @@ export const providerFacts = operations.table(
     amount: numeric("amount", { precision: 20, scale: 2 }),
     currency: text("currency"),
     /** open | resolved: `FACT_MACHINE`. */
-    status: text("status").notNull().default(FACT_MACHINE.initial),
+    status: text("status").notNull().default("open"),
     /** credit_shop | return_to_payer | debit_shop | write_off, with the operator and the reason: the audit record. */
     resolution: text("resolution"),
     resolvedBy: text("resolved_by"),
@@ -341,7 +342,7 @@ export const providerFacts = operations.table(
     unique("provider_facts_source").on(t.provider, t.reference, t.factKey),
     index("provider_facts_open").on(t.status, t.createdAt),
     check("provider_facts_amount", sql`amount is null or amount > 0`),
-    check("provider_facts_status", oneOf(t.status, FACT_MACHINE.states)),
+    check("provider_facts_status", oneOf(t.status, FACT_STATES)),
     check("provider_facts_kind", oneOf(t.kind, FACT_KINDS)),
     check("provider_facts_direction", oneOf(t.direction, FACT_DIRECTIONS)),
     check(
@@ -369,7 +370,7 @@ export const withdrawals = operations.table(
      * asking | withdrawn | not_found | final | not_supported | gave_up | held (passed over,
      * then that provider's): `WITHDRAWAL_MACHINE`.
      */
-    status: text("status").notNull().default(WITHDRAWAL_MACHINE.initial),
+    status: text("status").notNull().default("asking"),
     attempts: integer("attempts").notNull().default(0),
     nextAttemptAt: timestamp("next_attempt_at", { withTimezone: true }).notNull().defaultNow(),
     lastError: text("last_error"),
@@ -379,7 +380,7 @@ export const withdrawals = operations.table(
   (t) => [
     primaryKey({ columns: [t.operationId, t.provider] }),
     index("withdrawals_due").on(t.nextAttemptAt).where(sql`status = 'asking'`),
-    check("withdrawals_status", oneOf(t.status, WITHDRAWAL_MACHINE.states)),
+    check("withdrawals_status", oneOf(t.status, WITHDRAWAL_STATES)),
   ],
 );
 

@@ -1,8 +1,8 @@
 import type { Sql } from "@gw/db";
-import type { ProviderConfig } from "../connectors/connector.ts";
 import type { EventStatements } from "../domain/events.ts";
 import type { Applied, Fact } from "../domain/lifecycle/apply.ts";
 import type { LegRow, OperationRow, ReconcileRow } from "../domain/model.ts";
+import type { ProviderConfig } from "../domain/providers.ts";
 import { AuditRepository } from "./audit.ts";
 import * as claims from "./claims.ts";
 import type { Db, Tx } from "./db.ts";

@@ -1,5 +1,5 @@
 import type { Sql } from "@gw/db";
-import type { ProviderConfig } from "../connectors/connector.ts";
+import type { ProviderConfig } from "../domain/providers.ts";
 import { builtInProvider } from "../domain/providers.ts";
 import type { Route, RouteSummary, RouteWithProviders } from "./store.ts";
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
+import { claimRow, describeOperationStore } from "../../test/contracts/store.contract.ts";
 import { MemoryOperationStore } from "./memory/store.ts";
-import { claimRow, describeOperationStore } from "./store.contract.ts";
 
 describeOperationStore("the memory store", async () => {
   const store = new MemoryOperationStore(`m${Math.random().toString(36).slice(2, 8)}`);

@@ -3,10 +3,10 @@ import { fileURLToPath } from "node:url";
 import { connect, createTestDatabase, migrateSchema, type Sql, type TestDatabase } from "@gw/db";
 import { eventually } from "@gw/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { claimRow, describeOperationStore, inserted } from "../../test/contracts/store.contract.ts";
 import type { OperationRow } from "../domain/model.ts";
 import { forceTransition } from "./force-transition.ts";
 import { PgOperationStore } from "./operations.ts";
-import { claimRow, describeOperationStore, inserted } from "./store.contract.ts";
 
 const migrationsFolder = fileURLToPath(new URL("../../drizzle", import.meta.url));
 

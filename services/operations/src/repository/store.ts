@@ -1,7 +1,7 @@
-import type { ProviderConfig } from "../connectors/connector.ts";
 import type { EventStatements } from "../domain/events.ts";
 import type { Applied, Fact, LifecyclePatch } from "../domain/lifecycle/apply.ts";
 import type { LegRow, OperationRow, ReconcileRow } from "../domain/model.ts";
+import type { ProviderConfig } from "../domain/providers.ts";
 import type { AuditRepository } from "./audit.ts";
 import type { Db, Tx } from "./db.ts";
 import type { HandOffRepository } from "./handoffs.ts";

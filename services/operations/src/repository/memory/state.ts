@@ -1,6 +1,6 @@
 import { Decimal } from "@gw/money";
-import type { ProviderConfig } from "../../connectors/connector.ts";
 import type { ReconcileRow } from "../../domain/model.ts";
+import type { ProviderConfig } from "../../domain/providers.ts";
 import type { WithdrawalState } from "../../domain/withdrawal-states.ts";
 import type { InsertRow, OperationPatch, ProviderLeg, Route } from "../store.ts";
 

@@ -1,8 +1,8 @@
 import { AsyncLocalStorage } from "node:async_hooks";
-import type { ProviderConfig } from "../../connectors/connector.ts";
 import type { EventStatements } from "../../domain/events.ts";
 import type { Applied, Fact } from "../../domain/lifecycle/apply.ts";
 import type { LegRow, OperationRow, ReconcileRow } from "../../domain/model.ts";
+import type { ProviderConfig } from "../../domain/providers.ts";
 import { builtInProvider } from "../../domain/providers.ts";
 import type { Db, Tx } from "../db.ts";
 import type {

@@ -5,8 +5,8 @@ import {
   type Connector,
   type ProviderConfig,
   type ProviderCreateRequest,
-} from "./connector.ts";
-import type { MemoryBehaviour as ProviderBehaviour } from "./memory.ts";
+} from "../../src/connectors/connector.ts";
+import type { MemoryBehaviour as ProviderBehaviour } from "../../src/connectors/memory.ts";
 
 /** A result callback as the provider sent it. */
 export interface SentCallback {

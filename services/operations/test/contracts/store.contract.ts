@@ -5,10 +5,10 @@ import {
   LegsDisagreeError,
   LifecycleViolationError,
   NotCancellableError,
-} from "../domain/lifecycle/errors.ts";
-import type { OperationRow, ReconcileRow } from "../domain/model.ts";
-import { forceTransition } from "./force-transition.ts";
-import type { ClaimRow, CreateStore, InsertRow, OperationStoreCore } from "./store.ts";
+} from "../../src/domain/lifecycle/errors.ts";
+import type { OperationRow, ReconcileRow } from "../../src/domain/model.ts";
+import { forceTransition } from "../../src/repository/force-transition.ts";
+import type { ClaimRow, CreateStore, InsertRow, OperationStoreCore } from "../../src/repository/store.ts";
 import { describeWithdrawals } from "./withdrawals.contract.ts";
 
 /** A store to check, with what the contract needs to see besides it. */

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { describe, expect, it } from "vitest";
-import type { CreateStore } from "./store.ts";
+import type { CreateStore } from "../../src/repository/store.ts";
 
 const HOUR = 3_600_000;
 
