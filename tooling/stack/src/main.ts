@@ -14,6 +14,7 @@ import {
 import { consoleOutput } from "./log-format.ts";
 import { startStackMetricsServer } from "./metrics.ts";
 import { SERVICES } from "./services.ts";
+import { ownStopSignals } from "./signals.ts";
 import { defaultPorts, type Stack, startStack } from "./stack.ts";
 import { startWebhookReceiver, type WebhookReceiver } from "./webhook-receiver.ts";
 
@@ -33,12 +34,13 @@ async function shutdown(code: number) {
   for (const cleanup of cleanups.reverse()) await cleanup().catch((e) => out.notice(`while stopping: ${e}`));
   process.exit(code);
 }
-process.on("SIGINT", () => void shutdown(0));
-process.on("SIGTERM", () => void shutdown(0));
+const signals = ownStopSignals(() => void shutdown(0));
 
 try {
   const postgres: Infra = await ensurePostgres(DATA_DIR, env.DATABASE_URL);
   cleanups.push(() => postgres.stop());
+  // The embedded Postgres's package hooked the stop signals too; the cleanups stop it last.
+  signals.reclaim();
   out.notice(`postgres: ${postgres.origin}`);
   const nats: Infra = await ensureNats(DATA_DIR, env.NATS_URL);
   cleanups.push(() => nats.stop());
