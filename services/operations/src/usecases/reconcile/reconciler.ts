@@ -15,6 +15,7 @@ import {
   ALERT_BATCH,
   ALERT_EVERY_INTERVALS,
   ALERT_EVERY_MAX_MS,
+  LEASE_MARGIN_MS,
   type Outcome,
   PARALLEL,
   type PassSummary,
@@ -29,8 +30,9 @@ import { resumeReview } from "./under-review.ts";
  * Settles or expires operations that were left without a result, so none stays
  * non-terminal forever without an operator seeing it.
  *
- * Each pass leases a bounded batch of due rows (see `OperationStore.claimDue`): several
- * replicas share the work without picking the same row, and every effect goes through
+ * Each pass leases up to a batch of due rows, a row at a time per worker and each for one
+ * handling (see `OperationStore.claimDue`): several replicas share the work without
+ * picking the same row, and every effect goes through
  * the version-checked `transition()` or the row-locked `applyProviderResult`, so even a
  * lease that ran out while its holder was slow cannot apply anything twice.
  *
@@ -94,33 +96,50 @@ export class Reconciler {
       failed: 0,
       alerted: 0,
     };
-    const rows = await store.claimDue({
-      afterMs: this.#o.afterMs,
-      routingGraceMs: ROUTING_GRACE_MS,
-      leaseMs: this.#leaseMs(),
-      limit: this.#o.batchSize,
-    });
-    summary.claimed = rows.length;
-    const queue = [...rows];
-    const worker = async () => {
-      for (let row = queue.shift(); row; row = queue.shift()) {
-        if (this.#stop.signal.aborted) {
-          // Not handled: due again at once for whoever runs next.
-          await store.scheduleCheck(row.id, 0, false);
-          continue;
+    // Leased a row at a time, each for one handling (`#leaseMs`): a replica that dies
+    // mid-pass delays only the rows in its hands, and only by that much.
+    const claim = (limit: number) =>
+      store.claimDue({
+        afterMs: this.#o.afterMs,
+        routingGraceMs: ROUTING_GRACE_MS,
+        leaseMs: this.#leaseMs(),
+        limit,
+      });
+    const firstLimit = Math.min(PARALLEL, this.#o.batchSize);
+    const first = await claim(firstLimit);
+    summary.claimed = first.length;
+    let moreDue = first.length === firstLimit;
+    const handle = async (row: ReconcileRow) => {
+      if (this.#stop.signal.aborted) {
+        // Not handled: due again at once for whoever runs next.
+        await store.scheduleCheck(row.id, 0, false);
+        return;
+      }
+      let outcome: Outcome;
+      try {
+        outcome = await this.#reconcile(row);
+      } catch (err) {
+        logger.warn({ operationId: row.id, err: String(err) }, "reconcile failed; will retry");
+        await store.scheduleCheck(row.id, this.#backoff(row), false).catch(() => {});
+        outcome = "failed";
+      }
+      summary[outcome]++;
+    };
+    // Each worker leases its next row once its last is handled, up to a batch per pass.
+    const worker = async (row: ReconcileRow | undefined) => {
+      while (row) {
+        await handle(row);
+        row = undefined;
+        if (!moreDue || summary.claimed >= this.#o.batchSize || this.#stop.signal.aborted) break;
+        summary.claimed++;
+        [row] = await claim(1);
+        if (!row) {
+          summary.claimed--;
+          moreDue = false;
         }
-        let outcome: Outcome;
-        try {
-          outcome = await this.#reconcile(row);
-        } catch (err) {
-          logger.warn({ operationId: row.id, err: String(err) }, "reconcile failed; will retry");
-          await store.scheduleCheck(row.id, this.#backoff(row), false).catch(() => {});
-          outcome = "failed";
-        }
-        summary[outcome]++;
       }
     };
-    await Promise.all(Array.from({ length: Math.min(PARALLEL, rows.length) }, worker));
+    await Promise.all(first.map(worker));
     if (this.#deps.pool) await this.#releaseLinkSlots(this.#deps.pool);
     const alertEveryMs = Math.min(this.#o.intervalMs * ALERT_EVERY_INTERVALS, ALERT_EVERY_MAX_MS);
     if (Date.now() - this.#lastAlert >= alertEveryMs) {
@@ -372,12 +391,12 @@ export class Reconciler {
   }
 
   /**
-   * How long a pass holds its rows: long enough for every row of a full batch to be
-   * handled at the slowest (a reroute takes up to the create budget), so no other
-   * replica picks a row still in hand. A crash only delays the rows by this much.
+   * How long a row is held: one handling at the slowest (a reroute takes up to the create
+   * budget; a pending payin past its expiry, a status question and a withdrawal) and a
+   * margin, so no other replica picks a row still in hand. A crash delays only the rows
+   * its replica held, and only by this much, whatever the batch size.
    */
   #leaseMs(): number {
-    const rounds = Math.ceil(this.#o.batchSize / PARALLEL);
-    return rounds * Math.max(this.#deps.budgetMs, this.#deps.attemptTimeoutMs) + 60_000;
+    return Math.max(this.#deps.budgetMs, 2 * this.#deps.attemptTimeoutMs) + LEASE_MARGIN_MS;
   }
 }
