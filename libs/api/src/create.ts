@@ -6,9 +6,10 @@ import { fieldProblem, type TextField } from "./fields.ts";
  * The rules of a create request (`POST /v1/payment`, `/v1/payout`, the link variants),
  * each stated once with its message: the edge's request schemas
  * (services/edge/src/validation.ts, routes/flexible.ts, routes/availability.ts) call the
- * single rules field by field, and operations' own check of a create
- * (services/operations/src/create.ts `parseCreate`) calls `createProblem`, which runs them
- * in the edge's order. So a bad request gets the same `400 validation_failed` message and
+ * single rules field by field, and operations' own checks (`parseCreate` in
+ * services/operations/src/domain/create-request.ts, a flexible link's `parseFlexible` in
+ * usecases/flexible/create-link.ts) call `createProblem` and `flexibleLinkProblem`, which
+ * run them in the edge's order. So a bad request gets the same `400 validation_failed` message and
  * field from either. What only JSON has (a number where a string belongs) stays in the
  * edge's schemas; what only operations knows (the bank dictionary) stays there.
  */
@@ -111,4 +112,90 @@ export function createProblem(type: "payment" | "payout", body: CreateFields): P
     if (message) return { field, message };
   }
   return type === "payout" ? payoutDestinationProblem(body) : undefined;
+}
+
+/** A flexible link's request fields (`POST /v1/payment/link/flexible`), as the merchant API names them. */
+export interface FlexibleLinkFields {
+  merchant_operation_id?: string | null | undefined;
+  client_id?: string | null | undefined;
+  client_ip?: string | null | undefined;
+  method: string;
+  currency: string;
+  recommended_amount: string;
+  min_amount?: string | null | undefined;
+  max_amount?: string | null | undefined;
+}
+
+/** A flexible link's bounds: `min_amount` not above `max_amount`, the recommended amount within them. */
+export function flexibleBoundsProblem(
+  body: Pick<FlexibleLinkFields, "recommended_amount" | "min_amount" | "max_amount">,
+): Problem | undefined {
+  const recommended = parseRequestAmount(body.recommended_amount);
+  const min = body.min_amount ? parseRequestAmount(body.min_amount) : undefined;
+  const max = body.max_amount ? parseRequestAmount(body.max_amount) : undefined;
+  const order = boundsOrderProblem(body);
+  if (order) return order;
+  if (recommended && ((min && recommended.lt(min)) || (max && recommended.gt(max))))
+    return {
+      field: "recommended_amount",
+      message: "recommended_amount must lie within min_amount and max_amount",
+    };
+  return undefined;
+}
+
+/** The first rule a flexible link's request breaks, in the order of the edge's schema; undefined when none. */
+export function flexibleLinkProblem(body: FlexibleLinkFields): Problem | undefined {
+  const optionalAmount = (field: "min_amount" | "max_amount") => {
+    const text = body[field];
+    return text == null ? undefined : amountProblem(field, text);
+  };
+  const checks: [string, () => string | undefined][] = [
+    ["merchant_operation_id", () => requiredProblem("merchant_operation_id", body.merchant_operation_id)],
+    ["client_id", () => requiredProblem("client_id", body.client_id)],
+    ["client_ip", () => clientIpProblem(body.client_ip)],
+    ["method", () => methodProblem(body.method)],
+    ["currency", () => currencyProblem(body.currency)],
+    ["recommended_amount", () => amountProblem("recommended_amount", body.recommended_amount)],
+    ["min_amount", () => optionalAmount("min_amount")],
+    ["max_amount", () => optionalAmount("max_amount")],
+    ["method", () => methodCurrencyProblem(body.method, body.currency)],
+  ];
+  for (const [field, check] of checks) {
+    const message = check();
+    if (message) return { field, message };
+  }
+  return flexibleBoundsProblem(body);
+}
+
+/** Two bounds of a range (a flexible link's, an availability read's): `min_amount` not above `max_amount`. */
+export function boundsOrderProblem(body: {
+  min_amount?: string | null | undefined;
+  max_amount?: string | null | undefined;
+}): Problem | undefined {
+  const min = body.min_amount ? parseRequestAmount(body.min_amount) : undefined;
+  const max = body.max_amount ? parseRequestAmount(body.max_amount) : undefined;
+  return min && max && min.gt(max)
+    ? { field: "min_amount", message: "min_amount must not exceed max_amount" }
+    : undefined;
+}
+
+/** The range of the availability reads (`GET /v1/payment/availability`, `POST /v1/payment/recommendations`), in the edge schema's order. */
+export function rangeProblem(body: {
+  method: string;
+  currency: string;
+  min_amount: string;
+  max_amount: string;
+}): Problem | undefined {
+  const checks: [string, () => string | undefined][] = [
+    ["method", () => methodProblem(body.method)],
+    ["currency", () => currencyProblem(body.currency)],
+    ["min_amount", () => amountProblem("min_amount", body.min_amount)],
+    ["max_amount", () => amountProblem("max_amount", body.max_amount)],
+    ["method", () => methodCurrencyProblem(body.method, body.currency)],
+  ];
+  for (const [field, check] of checks) {
+    const message = check();
+    if (message) return { field, message };
+  }
+  return boundsOrderProblem(body);
 }

@@ -77,15 +77,20 @@ export function operationStateJson(
 }
 export {
   amountProblem,
+  boundsOrderProblem,
   type CreateFields,
   clientIpProblem,
   createProblem,
   currencyProblem,
+  type FlexibleLinkFields,
+  flexibleBoundsProblem,
+  flexibleLinkProblem,
   methodCurrencyProblem,
   methodProblem,
   optionalProblem,
   type Problem,
   payoutDestinationProblem,
+  rangeProblem,
   requiredProblem,
 } from "./create.ts";
 export {

@@ -1,5 +1,5 @@
 import { create } from "@bufbuild/protobuf";
-import { parseRequestAmount } from "@gw/money";
+import { boundsOrderProblem } from "@gw/api";
 import { ScopeSchema } from "@gw/proto/gateway/common/v1/common_pb";
 import type { AmountInterval, Recommendation } from "@gw/proto/gateway/matching/v1/matching_pb";
 import { z } from "@hono/zod-openapi";
@@ -48,10 +48,8 @@ type Range = { method: string; currency: string; min_amount: string; max_amount:
 /** Rules 1 and 2 of both endpoints, after the field formats. */
 function rangeRules(body: Range, ctx: z.RefinementCtx) {
   methodOfCurrency(body, ctx);
-  const lo = parseRequestAmount(body.min_amount);
-  const hi = parseRequestAmount(body.max_amount);
-  if (lo && hi && lo.gt(hi))
-    ctx.addIssue({ code: "custom", path: ["min_amount"], message: "min_amount must not exceed max_amount" });
+  const problem = boundsOrderProblem(body);
+  if (problem) ctx.addIssue({ code: "custom", path: [problem.field], message: problem.message });
 }
 
 /** The query of `GET /v1/payment/availability`. */

@@ -1,6 +1,5 @@
 import { create } from "@bufbuild/protobuf";
-import { operationJson } from "@gw/api";
-import { parseRequestAmount } from "@gw/money";
+import { flexibleBoundsProblem, operationJson } from "@gw/api";
 import { ScopeSchema } from "@gw/proto/gateway/common/v1/common_pb";
 import { z } from "@hono/zod-openapi";
 import { Hono } from "hono";
@@ -47,21 +46,8 @@ export const flexibleLinkBody = z
   })
   .superRefine((body, ctx) => {
     methodOfCurrency(body, ctx);
-    const rec = parseRequestAmount(body.recommended_amount);
-    const lo = body.min_amount ? parseRequestAmount(body.min_amount) : undefined;
-    const hi = body.max_amount ? parseRequestAmount(body.max_amount) : undefined;
-    if (lo && hi && lo.gt(hi))
-      ctx.addIssue({
-        code: "custom",
-        path: ["min_amount"],
-        message: "min_amount must not exceed max_amount",
-      });
-    else if (rec && ((lo && rec.lt(lo)) || (hi && rec.gt(hi))))
-      ctx.addIssue({
-        code: "custom",
-        path: ["recommended_amount"],
-        message: "recommended_amount must lie within min_amount and max_amount",
-      });
+    const problem = flexibleBoundsProblem(body);
+    if (problem) ctx.addIssue({ code: "custom", path: [problem.field], message: problem.message });
   })
   .openapi("FlexibleLinkRequest");
 

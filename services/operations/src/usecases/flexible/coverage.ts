@@ -1,4 +1,4 @@
-import { isMethod, METHODS } from "@gw/money";
+import { rangeProblem } from "@gw/api";
 import type { GetPoolCoverageRequest } from "@gw/proto/gateway/operations/v1/operations_pb";
 import { RouteNotConfiguredError } from "../../domain/lifecycle/errors.ts";
 import type { CreateDeps } from "../../steps/create.ts";
@@ -13,12 +13,15 @@ import { amountOf, coverageOf, invalid, READ_TIMEOUT_MS } from "./link.ts";
 export async function getPoolCoverage(d: CreateDeps, req: GetPoolCoverageRequest) {
   const shopId = req.scope?.shopId ?? "";
   if (!shopId) throw invalid("scope", "scope is required");
-  if (!isMethod(req.method)) throw invalid("method", "method is not supported");
-  if (METHODS[req.method].currency !== req.currency)
-    throw invalid("currency", "method does not belong to currency");
+  const problem = rangeProblem({
+    method: req.method,
+    currency: req.currency,
+    min_amount: req.minAmount,
+    max_amount: req.maxAmount,
+  });
+  if (problem) throw invalid(problem.field, problem.message);
   const lo = amountOf(req.minAmount, "min_amount");
   const hi = amountOf(req.maxAmount, "max_amount");
-  if (lo.gt(hi)) throw invalid("min_amount", "min_amount must not exceed max_amount");
   const routing = await d.store.routeWithProviders(shopId, req.method, "payin");
   if (!routing || routing.names.length === 0) throw new RouteNotConfiguredError("payin", req.method);
   await Promise.all(

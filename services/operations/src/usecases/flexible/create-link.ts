@@ -1,9 +1,8 @@
 import { createHash } from "node:crypto";
-import { isMethod, METHODS } from "@gw/money";
+import { flexibleLinkProblem } from "@gw/api";
 import type { CreateFlexibleLinkRequest } from "@gw/proto/gateway/operations/v1/operations_pb";
 import { stringify } from "safe-stable-stringify";
 import { conflict, operationIdFor } from "../../domain/create-request.ts";
-import { checkField } from "../../domain/field-rules.ts";
 import {
   DependencyUnavailableError,
   FlexibleRouteNotPoolError,
@@ -31,24 +30,25 @@ import {
   waitForClaim,
 } from "./link.ts";
 
-/** Rules 1 to 3 of the spec, and the usual create fields. */
-function parseFlexible(req: CreateFlexibleLinkRequest): FlexibleInput {
+/** Rules 1 to 3 of the spec, and the usual create fields: libs/api's `flexibleLinkProblem`, as the edge checks them. */
+export function parseFlexible(req: CreateFlexibleLinkRequest): FlexibleInput {
   const shopId = req.scope?.shopId ?? "";
   const merchantId = req.scope?.merchantId ?? "";
   if (!shopId || !merchantId) throw invalid("scope", "scope is required");
-  if (!req.merchantOperationId) throw invalid("merchant_operation_id", "merchant_operation_id is required");
-  if (!req.clientId) throw invalid("client_id", "client_id is required");
-  checkField("merchant_operation_id", req.merchantOperationId);
-  checkField("client_id", req.clientId);
-  if (!isMethod(req.method)) throw invalid("method", "method is not supported");
-  if (METHODS[req.method].currency !== req.currency)
-    throw invalid("currency", "method does not belong to currency");
+  const problem = flexibleLinkProblem({
+    merchant_operation_id: req.merchantOperationId,
+    client_id: req.clientId,
+    client_ip: req.clientIp || undefined,
+    method: req.method,
+    currency: req.currency,
+    recommended_amount: req.recommendedAmount,
+    min_amount: req.minAmount,
+    max_amount: req.maxAmount,
+  });
+  if (problem) throw invalid(problem.field, problem.message);
   const recommended = amountOf(req.recommendedAmount, "recommended_amount");
   const min = req.minAmount === undefined ? undefined : amountOf(req.minAmount, "min_amount");
   const max = req.maxAmount === undefined ? undefined : amountOf(req.maxAmount, "max_amount");
-  if (min && max && min.gt(max)) throw invalid("min_amount", "min_amount must not exceed max_amount");
-  if ((min && recommended.lt(min)) || (max && recommended.gt(max)))
-    throw invalid("recommended_amount", "recommended_amount must lie within min_amount and max_amount");
   return {
     shopId,
     merchantId,

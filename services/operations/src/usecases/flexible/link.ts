@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { Client } from "@connectrpc/connect";
+import { amountProblem } from "@gw/api";
 import { type Decimal, parseRequestAmount } from "@gw/money";
 import type { MatchingService } from "@gw/proto/gateway/matching/v1/matching_pb";
 import type {
@@ -49,11 +50,11 @@ export const READ_TIMEOUT_MS = 2_500;
 
 export const invalid = (field: string, message: string) => new ValidationError(message, field);
 
+/** An amount field under libs/api's rule (`amountProblem`), its message included. */
 export function amountOf(text: string | undefined, field: string): Decimal {
-  const parsed = text === undefined ? undefined : parseRequestAmount(text);
-  if (!parsed?.gt(0))
-    throw invalid(field, `${field} must be a decimal string with two decimal places, greater than 0`);
-  return parsed;
+  const problem = amountProblem(field, text ?? "");
+  if (problem) throw invalid(field, problem);
+  return parseRequestAmount(text ?? "") as Decimal;
 }
 
 /** The coverage of a payin route by the pool: `full` only the pool, `partial` the pool and others, `none` no pool. */
