@@ -13,7 +13,7 @@ export {
   resolvedDeadLetterRetention,
 } from "./retention.ts";
 export { deadLetterTable, inboxTable, outboxTable } from "./tables.ts";
-export { createTestDatabase, type TestDatabase } from "./test-database.ts";
+export { checkConstraintValues, createTestDatabase, type TestDatabase } from "./test-database.ts";
 export {
   DatabaseUnavailableError,
   DEFAULT_WAIT,

@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
 import postgres from "postgres";
+import type { Sql } from "./connect.ts";
 
 export interface TestDatabase {
   url: string;
@@ -27,4 +28,16 @@ export async function createTestDatabase(
       await a.end();
     },
   };
+}
+
+/**
+ * The values a `CHECK (col in (...))` constraint of the migrated schema lists, in order:
+ * what tests compare with the code's own list of the column's values.
+ */
+export async function checkConstraintValues(sql: Sql, schema: string, constraint: string): Promise<string[]> {
+  const [row] = await sql<{ def: string }[]>`
+    select pg_get_constraintdef(c.oid) as def from pg_constraint c
+    join pg_namespace n on n.oid = c.connamespace
+    where n.nspname = ${schema} and c.conname = ${constraint} and c.contype = 'c'`;
+  return [...(row?.def ?? "").matchAll(/'([a-z_]+)'/g)].map((m) => m[1] as string);
 }

@@ -1,6 +1,13 @@
 import { randomUUID } from "node:crypto";
 import { fileURLToPath } from "node:url";
-import { connect, createTestDatabase, migrateSchema, type Sql, type TestDatabase } from "@gw/db";
+import {
+  checkConstraintValues,
+  connect,
+  createTestDatabase,
+  migrateSchema,
+  type Sql,
+  type TestDatabase,
+} from "@gw/db";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { HANDOFF_MACHINE } from "../domain/handoff-states.ts";
 import { LINK_MACHINE } from "../domain/link-states.ts";
@@ -137,13 +144,7 @@ describe("the guards of the side state machines", () => {
 
 describe("the status CHECKs", () => {
   /** The states a status CHECK of the migrated schema lists. */
-  async function checked(name: string): Promise<string[]> {
-    const [row] = await sql<{ def: string }[]>`
-      select pg_get_constraintdef(c.oid) as def from pg_constraint c
-      join pg_namespace n on n.oid = c.connamespace
-      where n.nspname = 'operations' and c.conname = ${name} and c.contype = 'c'`;
-    return [...(row?.def ?? "").matchAll(/'([a-z_]+)'/g)].map((m) => m[1] as string);
-  }
+  const checked = (name: string) => checkConstraintValues(sql, "operations", name);
 
   it("list each table's states (and the other value sets) in the database", async () => {
     expect(await checked("operations_status")).toEqual([...OPERATION_STATUSES]);

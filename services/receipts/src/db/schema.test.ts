@@ -1,6 +1,13 @@
 import { randomUUID } from "node:crypto";
 import { fileURLToPath } from "node:url";
-import { connect, createTestDatabase, migrateSchema, type Sql, type TestDatabase } from "@gw/db";
+import {
+  checkConstraintValues,
+  connect,
+  createTestDatabase,
+  migrateSchema,
+  type Sql,
+  type TestDatabase,
+} from "@gw/db";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { REVIEW_STATUSES } from "./schema.ts";
 
@@ -26,11 +33,9 @@ afterAll(async () => {
 
 describe("the receipt reviews status CHECK", () => {
   it("lists exactly the review statuses", async () => {
-    const [row] = await sql<{ def: string }[]>`
-      select pg_get_constraintdef(c.oid) as def from pg_constraint c
-      join pg_namespace n on n.oid = c.connamespace
-      where n.nspname = 'receipts' and c.conname = 'receipt_reviews_status' and c.contype = 'c'`;
-    expect([...(row?.def ?? "").matchAll(/'([a-z_]+)'/g)].map((m) => m[1])).toEqual([...REVIEW_STATUSES]);
+    expect(await checkConstraintValues(sql, "receipts", "receipt_reviews_status")).toEqual([
+      ...REVIEW_STATUSES,
+    ]);
   });
 
   it("refuses a status that is not one of them", async () => {

@@ -1,6 +1,13 @@
 import { randomUUID } from "node:crypto";
 import { fileURLToPath } from "node:url";
-import { connect, createTestDatabase, migrateSchema, type Sql, type TestDatabase } from "@gw/db";
+import {
+  checkConstraintValues,
+  connect,
+  createTestDatabase,
+  migrateSchema,
+  type Sql,
+  type TestDatabase,
+} from "@gw/db";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DELIVERY_STATUSES } from "./schema.ts";
 
@@ -26,11 +33,7 @@ afterAll(async () => {
 
 describe("the deliveries status CHECK", () => {
   it("lists exactly the delivery statuses", async () => {
-    const [row] = await sql<{ def: string }[]>`
-      select pg_get_constraintdef(c.oid) as def from pg_constraint c
-      join pg_namespace n on n.oid = c.connamespace
-      where n.nspname = 'webhooks' and c.conname = 'deliveries_status' and c.contype = 'c'`;
-    expect([...(row?.def ?? "").matchAll(/'([a-z_]+)'/g)].map((m) => m[1])).toEqual([...DELIVERY_STATUSES]);
+    expect(await checkConstraintValues(sql, "webhooks", "deliveries_status")).toEqual([...DELIVERY_STATUSES]);
   });
 
   it("refuses a status that is not one of them", async () => {
