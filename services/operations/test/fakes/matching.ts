@@ -29,6 +29,8 @@ export class FakeMatching {
   #seq = 0;
   /** Calls to answer with UNAVAILABLE from now on, by method name (`admit`, `releaseSlot`...). */
   readonly down = new Set<string>();
+  /** Calls whose answer is lost from now on: the call takes effect, then answers UNAVAILABLE. */
+  readonly lost = new Set<string>();
 
   constructor(options: { clock?: () => Date } = {}) {
     this.#clock = options.clock ?? (() => new Date());
@@ -285,7 +287,9 @@ export class FakeMatching {
 
   async #guard<T>(method: string, fn: () => T): Promise<T> {
     if (this.down.has(method)) throw fakeErrors.unavailable();
-    return fn();
+    const answer = fn();
+    if (this.lost.has(method)) throw fakeErrors.unavailable();
+    return answer;
   }
 }
 
