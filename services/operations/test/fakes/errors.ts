@@ -3,7 +3,8 @@ import { Code, failure } from "@gw/rpc";
 /**
  * The other services' refusals as the fakes raise them, each named once with the Connect
  * and public codes the real service answers with (services/ledger/src/errors.ts,
- * services/receipts/src/errors.ts); the contracts hold the fakes to them.
+ * services/receipts/src/errors.ts, services/matching/src/errors.ts); the contracts hold
+ * the fakes to them.
  */
 export const fakeErrors = {
   /** INVALID_ARGUMENT `validation_failed`, naming the field. */
@@ -18,4 +19,16 @@ export const fakeErrors = {
   alreadyReviewed: (message: string) => failure(Code.FailedPrecondition, "receipt_already_reviewed", message),
   /** NOT_FOUND `not_found`. */
   notFound: (message: string) => failure(Code.NotFound, "not_found", message),
+  /** Matching's FAILED_PRECONDITION `amount_unavailable`: no open payout takes the amount now. */
+  amountUnavailable: () =>
+    failure(Code.FailedPrecondition, "amount_unavailable", "no pool payout can take this amount now"),
+  /** Matching's FAILED_PRECONDITION `slot_settled`: the slot is confirmed or released, or its attempt was withdrawn. */
+  slotSettled: (message: string) => failure(Code.FailedPrecondition, "slot_settled", message),
+  /** Matching's FAILED_PRECONDITION `idempotency_conflict`: the payout is in the pool with other terms. */
+  idempotencyConflict: () =>
+    failure(
+      Code.FailedPrecondition,
+      "idempotency_conflict",
+      "the payout is already in the pool with another shop, method, currency or amount",
+    ),
 };
