@@ -112,7 +112,7 @@ export class PoolConnector implements Connector {
       // carries the payin's version now, above its withdrawn attempt's: should that
       // attempt's Admit reach matching after this, it reserves nothing.
       const op = await this.#pool.store.findAnyById(operationId);
-      await releaseSlot(this.#pool, operationId, "cancelled", op?.version ?? "0", signal);
+      await releaseSlot(this.#pool, operationId, "cancelled", op?.version, signal);
       return { outcome: "withdrawn" };
     } catch (err) {
       return { outcome: "unknown", reason: `matching did not answer: ${String(err)}` };

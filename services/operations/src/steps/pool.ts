@@ -55,7 +55,7 @@ export async function poolAnswer(
         currency: row.currency ?? "",
         amount: row.expected_amount ?? "",
         slotLifetimeMs: BigInt(pool.slotLifetimeMs),
-        generation: BigInt(row.version),
+        generation: slotGeneration(row.version),
       },
       { signal, timeoutMs: MATCHING_TIMEOUT_MS },
     );
@@ -96,21 +96,32 @@ export async function addPayout(pool: PoolDeps, row: PoolEntry): Promise<PoolPay
 }
 
 /**
+ * The generation matching knows a payin's routing attempt by: its version plus one.
+ * Matching lets generation 0 pass every check (a flexible link's own Admit, which no
+ * version orders, and a release with no payment row to name), so the first attempt of a
+ * payin, at version 0, must not be sent as 0: a late copy of its Admit would then reserve
+ * a slot after the attempt's withdrawal released it, and hold the payout's remainder.
+ */
+export const slotGeneration = (version: string): bigint => BigInt(version) + 1n;
+
+/**
  * Frees a payin's slot at once. Unknown slots are fine; a confirmed one is logged (money
- * moved). `generation` is the payin's version the caller acts on: matching remembers the
- * release with it, so an Admit of that routing attempt or an older one that arrives later
- * reserves nothing, while a slot a newer attempt holds is left alone.
+ * moved). `version` is the payin's version the caller acts on: matching remembers the
+ * release at its generation (`slotGeneration`), so an Admit of that routing attempt or an
+ * older one that arrives later reserves nothing, while a slot a newer attempt holds is
+ * left alone. Undefined (no payment row: a flexible link's attempt that never wrote one)
+ * releases whatever slot the id holds.
  */
 export async function releaseSlot(
   pool: PoolDeps,
   payinId: string,
   reason: "expired" | "rejected" | "cancelled",
-  generation: string,
+  version: string | undefined,
   signal?: AbortSignal,
 ): Promise<void> {
   try {
     await pool.matching.releaseSlot(
-      { payinId, reason, generation: BigInt(generation) },
+      { payinId, reason, generation: version === undefined ? 0n : slotGeneration(version) },
       { timeoutMs: MATCHING_TIMEOUT_MS, ...(signal ? { signal } : {}) },
     );
   } catch (err) {

@@ -5,6 +5,7 @@ import {
   ConfirmPaymentRequestSchema,
   CreateOperationRequestSchema,
 } from "@gw/proto/gateway/operations/v1/operations_pb";
+import { errorInfo } from "@gw/rpc";
 import { describe, expect, it } from "vitest";
 import { FakeLedger } from "../../test/fakes/ledger.ts";
 import { FakeMatching } from "../../test/fakes/matching.ts";
@@ -49,9 +50,18 @@ async function world(payin: string[], payout: string[] = [SELF_MATCHING]) {
   const ledgerClient = ledger.client();
   const tier = { minAmount: "1", maxAmount: "1000000", percent: "0", fixed: "0" };
   await ledgerClient.putPricing({ shopId, method: "WT_RUB_C2C", payin: [tier], payout: [tier] });
+  // Every Admit operations sends, as sent: a late copy of one can be replayed.
+  const matchingClient = matching.client();
+  const admits: Parameters<typeof matchingClient.admit>[0][] = [];
   const pool: PoolDeps = {
     store: poolStore,
-    matching: matching.client(),
+    matching: {
+      ...matchingClient,
+      admit: (req, options) => {
+        admits.push(req);
+        return matchingClient.admit(req, options);
+      },
+    },
     connectorFor: (kind) => connectorFor(kind),
     callbackBaseUrl: "http://edge.invalid",
     attemptTimeoutMs: 200,
@@ -115,7 +125,17 @@ async function world(payin: string[], payout: string[] = [SELF_MATCHING]) {
   const poolPayout = async (id: string) => (await pool.matching.getPoolPayout({ operationId: id })).payout;
   const rub = async () =>
     (await ledgerClient.getBalances({ shopId })).balances.find((b) => b.currency === "RUB");
-  return { store, matching, pool, create: createOperation, payByReceipt, poolPayout, rub };
+  return {
+    store,
+    matching,
+    matchingClient,
+    admits,
+    pool,
+    create: createOperation,
+    payByReceipt,
+    poolPayout,
+    rub,
+  };
 }
 
 describe("the self-matching pool on the in-memory tier", () => {
@@ -190,5 +210,23 @@ describe("the self-matching pool on the in-memory tier", () => {
     expect(await w.store.withdrawals.asking(pay.id, SELF_MATCHING)).toBeUndefined();
     expect(await w.poolPayout(out.id)).toMatchObject({ freeAmount: "1000.00", reservedAmount: "0.00" });
     expect((await w.create("payment", "1000.00")).provider).toBe(SELF_MATCHING);
+  });
+
+  it("reserves nothing for a late copy of a payin's first Admit that reaches matching after its withdrawal", async () => {
+    const w = await world([SELF_MATCHING, "acme"]);
+    const out = await w.create("payout", "1000.00");
+    w.matching.lost.add("admit");
+    const pay = await w.create("payment", "1000.00");
+    w.matching.lost.delete("admit");
+    expect(pay.provider).toBe("acme");
+    const first = w.admits.find((a) => a.payinId === pay.id);
+    expect(first).toBeDefined();
+    // The same request again, as a copy delayed in the network or a queue would arrive.
+    const late = await w.matchingClient.admit(first ?? {}).then(
+      (res) => res.slot?.status,
+      (err: unknown) => errorInfo(err)?.code,
+    );
+    expect(late).toBe("slot_settled");
+    expect(await w.poolPayout(out.id)).toMatchObject({ freeAmount: "1000.00", reservedAmount: "0.00" });
   });
 });

@@ -20,7 +20,7 @@ import { toOperation } from "../../domain/model.ts";
 import type { LinkRow } from "../../repository/links.ts";
 import type { OperationStore } from "../../repository/operations.ts";
 import { type CreateDeps, claimAndRoute } from "../../steps/create.ts";
-import { SELF_MATCHING } from "../../steps/pool.ts";
+import { SELF_MATCHING, slotGeneration } from "../../steps/pool.ts";
 
 /**
  * Flexible payment links (`POST /v1/payment/link/flexible`) and the pool coverage the
@@ -233,7 +233,11 @@ export async function createOrRelease(d: FlexibleDeps, input: CreateInput, signa
     if (op && op.provider !== SELF_MATCHING && ["rejected", "cancelled"].includes(op.status))
       await d.matching
         .releaseSlot(
-          { payinId: op.id, reason: op.status as "rejected" | "cancelled", generation: BigInt(op.version) },
+          {
+            payinId: op.id,
+            reason: op.status as "rejected" | "cancelled",
+            generation: slotGeneration(op.version),
+          },
           { timeoutMs: READ_TIMEOUT_MS },
         )
         .catch((e: unknown) =>

@@ -289,7 +289,7 @@ export class Reconciler {
           const op = await store.findAnyById(link.operation_id);
           if (op && (op.provider === SELF_MATCHING || !["rejected", "cancelled"].includes(op.status)))
             continue;
-          await releaseSlot(pool, link.operation_id, "expired", op?.version ?? "0");
+          await releaseSlot(pool, link.operation_id, "expired", op?.version);
           await store.links.slotReleased(link.operation_id, held.claim);
         } finally {
           await store.links.release(link.operation_id, held.claim);
