@@ -1138,7 +1138,10 @@ export interface components {
         };
         Error: {
             error: {
-                /** @example validation_failed */
+                /**
+                 * @description The error's code. Documented today (info.description, Errors): `validation_failed`, `idempotency_conflict`, `operation_not_found`, `not_cancellable`, `route_not_configured`, `pricing_not_configured`, `fx_rate_missing`, `no_provider_accepted`, `ledger_inconsistent`, `receipt_evidence_unavailable`, `receipt_too_large`, `receipt_already_reviewed`, `receipt_review_in_progress`, `receipt_url_expired`, `not_awaiting_confirmation`, `dependency_unavailable`, `not_found`, `slot_settled`, `read_capacity_exhausted`, `flexible_route_not_pool`, `internal`, `invalid_json`, `invalid_form`, `unauthorized`, `api_key_required`, `invalid_api_key`, `key_not_authorized`, `forbidden`, `method_not_allowed`, `precondition_failed`, `payload_too_large`, `unsupported_media_type`, `rate_limited`, `overloaded`, `incompatible_version`, `not_in_manual_check`, `dead_letter_not_found`, `dead_letter_resolved`, `dead_letter_retry_failed`, `provider_fact_not_found`, `provider_fact_already_resolved`, `provider_fact_not_creditable`. Not a closed list: a newer gateway may answer another code; act on the status then.
+                 * @example validation_failed
+                 */
                 code: string;
                 /** @example amount is required */
                 message: string;
