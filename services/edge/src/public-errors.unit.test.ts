@@ -1,10 +1,17 @@
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { basename, join, relative, resolve } from "node:path";
 import { Code } from "@connectrpc/connect";
-import { isPublicErrorCode, PUBLIC_ERRORS, type PublicErrorCode, type PublicErrorSpec } from "@gw/api";
+import {
+  isPublicErrorCode,
+  PUBLIC_ERRORS,
+  type PublicErrorCode,
+  type PublicErrorSpec,
+  reaches,
+} from "@gw/api";
 import ts from "typescript";
 import { describe, expect, it } from "vitest";
 import { DEFAULT_CODE_BY_STATUS, HTTP_STATUS_BY_CONNECT_CODE } from "./errors.ts";
+import { errorExample } from "./reference/examples.ts";
 
 // libs/api's PUBLIC_ERRORS states each code's status once; this reads where the codes are
 // really raised, without booting anything, and checks the table against it:
@@ -197,6 +204,14 @@ describe("the public error table (libs/api PUBLIC_ERRORS)", () => {
         edge.some((e) => e.code === code && e.status === spec.status),
         code,
       ).toBe(true);
+    }
+  });
+
+  it("shows in the document's error examples a code a merchant gets with that status", () => {
+    for (const status of [400, 401, 403, 404, 405, 410, 412, 413, 415, 429, 500, 503]) {
+      const { code } = (errorExample(String(status)) as { error: { code: PublicErrorCode } }).error;
+      expect(tableStatuses(code), `${status} ${code}`).toContain(status);
+      expect(reaches(code, "merchant"), `${status} ${code}`).toBe(true);
     }
   });
 });

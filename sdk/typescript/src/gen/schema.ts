@@ -1915,7 +1915,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": {
-                     *         "code": "unauthorized",
+                     *         "code": "invalid_api_key",
                      *         "message": "invalid api key"
                      *       },
                      *       "request_id": "0b8f3f0e-6c1e-4a59-a0c3-0d8b3d0a3c11"
@@ -2097,7 +2097,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": {
-                     *         "code": "unauthorized",
+                     *         "code": "invalid_api_key",
                      *         "message": "invalid api key"
                      *       },
                      *       "request_id": "0b8f3f0e-6c1e-4a59-a0c3-0d8b3d0a3c11"
@@ -2276,7 +2276,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": {
-                     *         "code": "unauthorized",
+                     *         "code": "invalid_api_key",
                      *         "message": "invalid api key"
                      *       },
                      *       "request_id": "0b8f3f0e-6c1e-4a59-a0c3-0d8b3d0a3c11"
@@ -2455,7 +2455,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": {
-                     *         "code": "unauthorized",
+                     *         "code": "invalid_api_key",
                      *         "message": "invalid api key"
                      *       },
                      *       "request_id": "0b8f3f0e-6c1e-4a59-a0c3-0d8b3d0a3c11"
@@ -2578,7 +2578,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": {
-                     *         "code": "unauthorized",
+                     *         "code": "invalid_api_key",
                      *         "message": "invalid api key"
                      *       },
                      *       "request_id": "0b8f3f0e-6c1e-4a59-a0c3-0d8b3d0a3c11"
@@ -2682,7 +2682,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": {
-                     *         "code": "unauthorized",
+                     *         "code": "invalid_api_key",
                      *         "message": "invalid api key"
                      *       },
                      *       "request_id": "0b8f3f0e-6c1e-4a59-a0c3-0d8b3d0a3c11"
@@ -2796,7 +2796,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": {
-                     *         "code": "unauthorized",
+                     *         "code": "invalid_api_key",
                      *         "message": "invalid api key"
                      *       },
                      *       "request_id": "0b8f3f0e-6c1e-4a59-a0c3-0d8b3d0a3c11"
@@ -2814,8 +2814,8 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": {
-                     *         "code": "forbidden",
-                     *         "message": "the key may not do this"
+                     *         "code": "key_not_authorized",
+                     *         "message": "this api key is not authorized for the availability endpoints"
                      *       },
                      *       "request_id": "0b8f3f0e-6c1e-4a59-a0c3-0d8b3d0a3c11"
                      *     }
@@ -2979,7 +2979,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": {
-                     *         "code": "unauthorized",
+                     *         "code": "invalid_api_key",
                      *         "message": "invalid api key"
                      *       },
                      *       "request_id": "0b8f3f0e-6c1e-4a59-a0c3-0d8b3d0a3c11"
@@ -2997,8 +2997,8 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": {
-                     *         "code": "forbidden",
-                     *         "message": "the key may not do this"
+                     *         "code": "key_not_authorized",
+                     *         "message": "this api key is not authorized for the availability endpoints"
                      *       },
                      *       "request_id": "0b8f3f0e-6c1e-4a59-a0c3-0d8b3d0a3c11"
                      *     }
@@ -3179,7 +3179,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": {
-                     *         "code": "unauthorized",
+                     *         "code": "invalid_api_key",
                      *         "message": "invalid api key"
                      *       },
                      *       "request_id": "0b8f3f0e-6c1e-4a59-a0c3-0d8b3d0a3c11"
@@ -3197,8 +3197,8 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": {
-                     *         "code": "forbidden",
-                     *         "message": "the key may not do this"
+                     *         "code": "key_not_authorized",
+                     *         "message": "this api key is not authorized for the availability endpoints"
                      *       },
                      *       "request_id": "0b8f3f0e-6c1e-4a59-a0c3-0d8b3d0a3c11"
                      *     }
@@ -3365,7 +3365,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": {
-                     *         "code": "unauthorized",
+                     *         "code": "invalid_api_key",
                      *         "message": "invalid api key"
                      *       },
                      *       "request_id": "0b8f3f0e-6c1e-4a59-a0c3-0d8b3d0a3c11"
@@ -3500,7 +3500,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": {
-                     *         "code": "unauthorized",
+                     *         "code": "invalid_api_key",
                      *         "message": "invalid api key"
                      *       },
                      *       "request_id": "0b8f3f0e-6c1e-4a59-a0c3-0d8b3d0a3c11"
@@ -3639,7 +3639,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": {
-                     *         "code": "unauthorized",
+                     *         "code": "invalid_api_key",
                      *         "message": "invalid api key"
                      *       },
                      *       "request_id": "0b8f3f0e-6c1e-4a59-a0c3-0d8b3d0a3c11"
@@ -3715,7 +3715,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": {
-                     *         "code": "unauthorized",
+                     *         "code": "invalid_api_key",
                      *         "message": "invalid api key"
                      *       },
                      *       "request_id": "0b8f3f0e-6c1e-4a59-a0c3-0d8b3d0a3c11"
@@ -3766,7 +3766,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": {
-                     *         "code": "unauthorized",
+                     *         "code": "invalid_api_key",
                      *         "message": "invalid api key"
                      *       },
                      *       "request_id": "0b8f3f0e-6c1e-4a59-a0c3-0d8b3d0a3c11"
@@ -3939,7 +3939,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": {
-                     *         "code": "unauthorized",
+                     *         "code": "invalid_api_key",
                      *         "message": "invalid api key"
                      *       },
                      *       "request_id": "0b8f3f0e-6c1e-4a59-a0c3-0d8b3d0a3c11"
@@ -4048,7 +4048,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": {
-                     *         "code": "unauthorized",
+                     *         "code": "invalid_api_key",
                      *         "message": "invalid api key"
                      *       },
                      *       "request_id": "0b8f3f0e-6c1e-4a59-a0c3-0d8b3d0a3c11"
@@ -4144,7 +4144,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": {
-                     *         "code": "unauthorized",
+                     *         "code": "invalid_api_key",
                      *         "message": "invalid api key"
                      *       },
                      *       "request_id": "0b8f3f0e-6c1e-4a59-a0c3-0d8b3d0a3c11"
@@ -4219,7 +4219,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": {
-                     *         "code": "unauthorized",
+                     *         "code": "invalid_api_key",
                      *         "message": "invalid api key"
                      *       },
                      *       "request_id": "0b8f3f0e-6c1e-4a59-a0c3-0d8b3d0a3c11"
@@ -4322,7 +4322,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": {
-                     *         "code": "unauthorized",
+                     *         "code": "invalid_api_key",
                      *         "message": "invalid api key"
                      *       },
                      *       "request_id": "0b8f3f0e-6c1e-4a59-a0c3-0d8b3d0a3c11"
@@ -4391,7 +4391,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": {
-                     *         "code": "unauthorized",
+                     *         "code": "invalid_api_key",
                      *         "message": "invalid api key"
                      *       },
                      *       "request_id": "0b8f3f0e-6c1e-4a59-a0c3-0d8b3d0a3c11"
@@ -4461,7 +4461,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": {
-                     *         "code": "unauthorized",
+                     *         "code": "invalid_api_key",
                      *         "message": "invalid api key"
                      *       },
                      *       "request_id": "0b8f3f0e-6c1e-4a59-a0c3-0d8b3d0a3c11"
@@ -4564,7 +4564,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": {
-                     *         "code": "unauthorized",
+                     *         "code": "invalid_api_key",
                      *         "message": "invalid api key"
                      *       },
                      *       "request_id": "0b8f3f0e-6c1e-4a59-a0c3-0d8b3d0a3c11"
@@ -4647,7 +4647,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": {
-                     *         "code": "unauthorized",
+                     *         "code": "invalid_api_key",
                      *         "message": "invalid api key"
                      *       },
                      *       "request_id": "0b8f3f0e-6c1e-4a59-a0c3-0d8b3d0a3c11"
@@ -4782,7 +4782,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": {
-                     *         "code": "unauthorized",
+                     *         "code": "invalid_api_key",
                      *         "message": "invalid api key"
                      *       },
                      *       "request_id": "0b8f3f0e-6c1e-4a59-a0c3-0d8b3d0a3c11"
@@ -4867,7 +4867,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": {
-                     *         "code": "unauthorized",
+                     *         "code": "invalid_api_key",
                      *         "message": "invalid api key"
                      *       },
                      *       "request_id": "0b8f3f0e-6c1e-4a59-a0c3-0d8b3d0a3c11"
@@ -4984,7 +4984,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": {
-                     *         "code": "unauthorized",
+                     *         "code": "invalid_api_key",
                      *         "message": "invalid api key"
                      *       },
                      *       "request_id": "0b8f3f0e-6c1e-4a59-a0c3-0d8b3d0a3c11"
@@ -5081,7 +5081,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": {
-                     *         "code": "unauthorized",
+                     *         "code": "invalid_api_key",
                      *         "message": "invalid api key"
                      *       },
                      *       "request_id": "0b8f3f0e-6c1e-4a59-a0c3-0d8b3d0a3c11"
@@ -5213,7 +5213,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": {
-                     *         "code": "unauthorized",
+                     *         "code": "invalid_api_key",
                      *         "message": "invalid api key"
                      *       },
                      *       "request_id": "0b8f3f0e-6c1e-4a59-a0c3-0d8b3d0a3c11"
@@ -5327,7 +5327,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": {
-                     *         "code": "unauthorized",
+                     *         "code": "invalid_api_key",
                      *         "message": "invalid api key"
                      *       },
                      *       "request_id": "0b8f3f0e-6c1e-4a59-a0c3-0d8b3d0a3c11"
@@ -5425,7 +5425,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": {
-                     *         "code": "unauthorized",
+                     *         "code": "invalid_api_key",
                      *         "message": "invalid api key"
                      *       },
                      *       "request_id": "0b8f3f0e-6c1e-4a59-a0c3-0d8b3d0a3c11"
@@ -5531,7 +5531,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": {
-                     *         "code": "unauthorized",
+                     *         "code": "invalid_api_key",
                      *         "message": "invalid api key"
                      *       },
                      *       "request_id": "0b8f3f0e-6c1e-4a59-a0c3-0d8b3d0a3c11"
@@ -5702,7 +5702,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": {
-                     *         "code": "unauthorized",
+                     *         "code": "invalid_api_key",
                      *         "message": "invalid api key"
                      *       },
                      *       "request_id": "0b8f3f0e-6c1e-4a59-a0c3-0d8b3d0a3c11"
@@ -5830,7 +5830,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": {
-                     *         "code": "unauthorized",
+                     *         "code": "invalid_api_key",
                      *         "message": "invalid api key"
                      *       },
                      *       "request_id": "0b8f3f0e-6c1e-4a59-a0c3-0d8b3d0a3c11"
@@ -5965,7 +5965,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": {
-                     *         "code": "unauthorized",
+                     *         "code": "invalid_api_key",
                      *         "message": "invalid api key"
                      *       },
                      *       "request_id": "0b8f3f0e-6c1e-4a59-a0c3-0d8b3d0a3c11"
@@ -6073,7 +6073,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": {
-                     *         "code": "unauthorized",
+                     *         "code": "invalid_api_key",
                      *         "message": "invalid api key"
                      *       },
                      *       "request_id": "0b8f3f0e-6c1e-4a59-a0c3-0d8b3d0a3c11"
@@ -6218,7 +6218,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": {
-                     *         "code": "unauthorized",
+                     *         "code": "invalid_api_key",
                      *         "message": "invalid api key"
                      *       },
                      *       "request_id": "0b8f3f0e-6c1e-4a59-a0c3-0d8b3d0a3c11"
@@ -6358,7 +6358,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": {
-                     *         "code": "unauthorized",
+                     *         "code": "invalid_api_key",
                      *         "message": "invalid api key"
                      *       },
                      *       "request_id": "0b8f3f0e-6c1e-4a59-a0c3-0d8b3d0a3c11"
@@ -6472,7 +6472,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": {
-                     *         "code": "unauthorized",
+                     *         "code": "invalid_api_key",
                      *         "message": "invalid api key"
                      *       },
                      *       "request_id": "0b8f3f0e-6c1e-4a59-a0c3-0d8b3d0a3c11"
@@ -6581,7 +6581,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": {
-                     *         "code": "unauthorized",
+                     *         "code": "invalid_api_key",
                      *         "message": "invalid api key"
                      *       },
                      *       "request_id": "0b8f3f0e-6c1e-4a59-a0c3-0d8b3d0a3c11"
@@ -6658,7 +6658,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": {
-                     *         "code": "unauthorized",
+                     *         "code": "invalid_api_key",
                      *         "message": "invalid api key"
                      *       },
                      *       "request_id": "0b8f3f0e-6c1e-4a59-a0c3-0d8b3d0a3c11"
@@ -6761,7 +6761,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": {
-                     *         "code": "unauthorized",
+                     *         "code": "invalid_api_key",
                      *         "message": "invalid api key"
                      *       },
                      *       "request_id": "0b8f3f0e-6c1e-4a59-a0c3-0d8b3d0a3c11"
@@ -6856,7 +6856,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": {
-                     *         "code": "unauthorized",
+                     *         "code": "invalid_api_key",
                      *         "message": "invalid api key"
                      *       },
                      *       "request_id": "0b8f3f0e-6c1e-4a59-a0c3-0d8b3d0a3c11"
@@ -6984,7 +6984,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": {
-                     *         "code": "unauthorized",
+                     *         "code": "invalid_api_key",
                      *         "message": "invalid api key"
                      *       },
                      *       "request_id": "0b8f3f0e-6c1e-4a59-a0c3-0d8b3d0a3c11"
@@ -7082,7 +7082,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": {
-                     *         "code": "unauthorized",
+                     *         "code": "invalid_api_key",
                      *         "message": "invalid api key"
                      *       },
                      *       "request_id": "0b8f3f0e-6c1e-4a59-a0c3-0d8b3d0a3c11"
@@ -7178,7 +7178,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": {
-                     *         "code": "unauthorized",
+                     *         "code": "invalid_api_key",
                      *         "message": "invalid api key"
                      *       },
                      *       "request_id": "0b8f3f0e-6c1e-4a59-a0c3-0d8b3d0a3c11"
@@ -7259,7 +7259,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": {
-                     *         "code": "unauthorized",
+                     *         "code": "invalid_api_key",
                      *         "message": "invalid api key"
                      *       },
                      *       "request_id": "0b8f3f0e-6c1e-4a59-a0c3-0d8b3d0a3c11"
@@ -7362,7 +7362,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": {
-                     *         "code": "unauthorized",
+                     *         "code": "invalid_api_key",
                      *         "message": "invalid api key"
                      *       },
                      *       "request_id": "0b8f3f0e-6c1e-4a59-a0c3-0d8b3d0a3c11"
@@ -7428,7 +7428,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": {
-                     *         "code": "unauthorized",
+                     *         "code": "invalid_api_key",
                      *         "message": "invalid api key"
                      *       },
                      *       "request_id": "0b8f3f0e-6c1e-4a59-a0c3-0d8b3d0a3c11"
