@@ -1,5 +1,14 @@
 import { describe, expect, expectTypeOf, it } from "vitest";
-import { EDGE_ERROR_CODES, isPublicErrorCode, type PublicErrorCode, SERVICE_ERROR_CODES } from "./errors.ts";
+import {
+  EDGE_ERROR_CODES,
+  errorCodesFor,
+  isPublicErrorCode,
+  PUBLIC_ERRORS,
+  type PublicErrorCode,
+  type PublicErrorSpec,
+  SERVICE_ERROR_CODES,
+  statusesOf,
+} from "./errors.ts";
 
 describe("the public error codes", () => {
   it("are each listed once, in one of the two lists", () => {
@@ -21,5 +30,29 @@ describe("the public error codes", () => {
     // @ts-expect-error: a typo is no public error code.
     const typo: PublicErrorCode = "validation_faild";
     expect(isPublicErrorCode(typo)).toBe(false);
+  });
+
+  it("are the table's codes, split by who raises them", () => {
+    expect([...SERVICE_ERROR_CODES, ...EDGE_ERROR_CODES].sort()).toEqual(Object.keys(PUBLIC_ERRORS).sort());
+    for (const code of SERVICE_ERROR_CODES) expect(PUBLIC_ERRORS[code].from).toBe("service");
+    for (const code of EDGE_ERROR_CODES) expect(PUBLIC_ERRORS[code].from).toBe("edge");
+  });
+
+  it("each have one status per row, an audience and a meaning", () => {
+    for (const [code, spec] of Object.entries(PUBLIC_ERRORS) as [PublicErrorCode, PublicErrorSpec][]) {
+      const statuses = statusesOf(code);
+      expect(new Set(statuses).size, code).toBe(statuses.length);
+      if (spec.rewrittenFrom !== undefined) expect(statuses, code).not.toContain(spec.rewrittenFrom);
+      expect(spec.audience === "any" || spec.audience.length > 0, code).toBe(true);
+      expect(spec.meaning, code).not.toBe("");
+    }
+  });
+
+  it("reach the merchant API when they reach any route, never the services-only audience", () => {
+    expect(errorCodesFor("merchant")).toContain("not_found");
+    expect(errorCodesFor("admin")).toContain("internal");
+    expect(errorCodesFor("merchant")).toContain("rate_limited");
+    expect(errorCodesFor("admin")).not.toContain("rate_limited");
+    expect(errorCodesFor("internal")).not.toContain("internal");
   });
 });

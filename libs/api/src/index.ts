@@ -95,9 +95,18 @@ export {
 } from "./create.ts";
 export {
   EDGE_ERROR_CODES,
+  type EdgeErrorCode,
+  type ErrorAudience,
+  type ErrorStatus,
+  errorCodesFor,
   isPublicErrorCode,
+  PUBLIC_ERRORS,
   type PublicErrorCode,
+  type PublicErrorSpec,
+  reaches,
   SERVICE_ERROR_CODES,
+  type ServiceErrorCode,
+  statusesOf,
 } from "./errors.ts";
 export {
   FIELD_RULES,

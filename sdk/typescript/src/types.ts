@@ -46,40 +46,47 @@ export type ConfirmResult = Success<"/v1/confirm_payment", "post">;
 export type ErrorBody = components["schemas"]["Error"];
 
 /**
- * The error codes the gateway documents (OpenAPI description, "Errors"). A code not in
- * this list may still arrive from a newer gateway, so `GatewayError.code` is any string.
+ * The error codes the gateway documents for the merchant API (OpenAPI description,
+ * "Errors"; `info["x-error-codes"].merchant`, which types.unit.test.ts holds this list to).
+ * A code not in this list may still arrive from a newer gateway, so `GatewayError.code` is
+ * any string.
  */
 export const KNOWN_ERROR_CODES = [
   "validation_failed",
+  "idempotency_conflict",
+  "operation_not_found",
+  "not_cancellable",
+  "route_not_configured",
+  "pricing_not_configured",
+  "fx_rate_missing",
+  "no_provider_accepted",
+  "ledger_inconsistent",
+  "receipt_evidence_unavailable",
+  "receipt_too_large",
+  "receipt_already_reviewed",
+  "receipt_review_in_progress",
+  "receipt_url_expired",
+  "not_awaiting_confirmation",
+  "dependency_unavailable",
+  "not_found",
+  "slot_settled",
+  "read_capacity_exhausted",
+  "flexible_route_not_pool",
+  "internal",
   "invalid_json",
   "invalid_form",
   "unauthorized",
   "api_key_required",
   "invalid_api_key",
+  "key_not_authorized",
   "forbidden",
-  "operation_not_found",
-  "not_found",
   "method_not_allowed",
   "precondition_failed",
-  "idempotency_conflict",
-  "not_cancellable",
-  "route_not_configured",
-  "pricing_not_configured",
-  "fx_rate_missing",
-  "not_awaiting_confirmation",
-  "receipt_already_reviewed",
-  "receipt_review_in_progress",
-  "receipt_url_expired",
   "payload_too_large",
-  "receipt_too_large",
   "unsupported_media_type",
   "rate_limited",
-  "internal",
-  "ledger_inconsistent",
-  "no_provider_accepted",
-  "dependency_unavailable",
-  "receipt_evidence_unavailable",
   "overloaded",
+  "incompatible_version",
 ] as const;
 /** One of the documented error codes. */
 export type KnownErrorCode = (typeof KNOWN_ERROR_CODES)[number];

@@ -1,3 +1,11 @@
+import {
+  type ErrorAudience,
+  type ErrorStatus,
+  errorCodesFor,
+  PUBLIC_ERRORS,
+  type PublicErrorCode,
+  statusesOf,
+} from "@gw/api";
 import type { OpenAPIHono } from "@hono/zod-openapi";
 import { z } from "@hono/zod-openapi";
 import type { EdgeEnv } from "./env.ts";
@@ -132,26 +140,78 @@ export function describeUnmanagedRoutes(app: OpenAPIHono<EdgeEnv>): void {
   }
 }
 
+/** A status and a code, one row of an audience's table. */
+type ErrorRow = { status: ErrorStatus; code: PublicErrorCode };
+
+/** The rows of `audience`'s codes, by status: a code raised with two statuses has two rows. */
+function errorRows(audience: ErrorAudience): ErrorRow[] {
+  const rows = errorCodesFor(audience).flatMap((code) =>
+    statusesOf(code).map((status) => ({ status, code })),
+  );
+  // Stable: within a status, the table's order.
+  return rows.sort((a, b) => a.status - b.status);
+}
+
+/** One markdown table of an audience's codes: status, code, meaning. */
+function errorTable(audience: ErrorAudience): string[] {
+  return [
+    "| Status | Code | Meaning |",
+    "| --- | --- | --- |",
+    ...errorRows(audience).map(
+      ({ status, code }) =>
+        `| ${status} | \`${code}\` | ${PUBLIC_ERRORS[code].meaning.replaceAll("|", "\\|")} |`,
+    ),
+  ];
+}
+
+/** "`code` (status)" for each code of `audience` that `keep` keeps, by status, in one line. */
+function codeList(audience: ErrorAudience, keep: (code: PublicErrorCode) => boolean): string {
+  return errorRows(audience)
+    .filter(({ code }) => keep(code))
+    .map(({ status, code }) => `\`${code}\` (${status})`)
+    .join(", ");
+}
+
+/** Whether every route may answer `code`. */
+const anyRoute = (code: PublicErrorCode) => PUBLIC_ERRORS[code].audience === "any";
+
+/**
+ * The description's "Errors" section, generated from libs/api's `PUBLIC_ERRORS` (the one
+ * table of codes, statuses and audiences): the merchant API's codes by status, then the
+ * admin API's.
+ */
+export function errorsSection(): string[] {
+  return [
+    "## Errors",
+    'Every error has one body: `{"error": {"code": "...", "message": "...", "field": "..."}, "request_id": "..."}`',
+    "(`field` only when the error is about one request field). Statuses follow the spec's Errors table.",
+    "A newer gateway may add codes: a client should act on the status for a code it does not know.",
+    "The codes below are also in `info.x-error-codes` (`merchant`, `admin`).",
+    "",
+    "### Merchant API (`/v1`, receipt links)",
+    ...errorTable("merchant"),
+    "",
+    "### Admin API (`/admin/v1`)",
+    ...errorTable("admin"),
+    "",
+    `Provider callbacks also answer ${codeList("provider", (c) => !anyRoute(c))}; the probes`,
+    `${codeList("probe", (c) => !anyRoute(c))}. Any route may answer ${codeList("merchant", anyRoute)}.`,
+    "",
+  ];
+}
+
 /** The OpenAPI 3.1 document's header. */
 export const OPENAPI_INFO = {
   openapi: "3.1.0",
   info: {
     title: "Payment gateway",
     version: "1.0.0",
+    // The codes of the Errors section as data, for clients and the SDK's check of its list.
+    "x-error-codes": { merchant: errorCodesFor("merchant"), admin: errorCodesFor("admin") },
     description: [
       "The merchant API (`/v1`, `X-API-Key`), the admin API (`/admin/v1`, bearer token) and probes.",
       "",
-      "## Errors",
-      'Every error has one body: `{"error": {"code": "...", "message": "...", "field": "..."}, "request_id": "..."}`',
-      "(`field` only when the error is about one request field). Statuses follow the spec's Errors table.",
-      "Codes: `validation_failed` / `invalid_json` (400), `unauthorized` (401: the x-api-key header is required,",
-      "or invalid api key), `operation_not_found` (404), `idempotency_conflict`, `not_cancellable`,",
-      "`route_not_configured`, `pricing_not_configured`, `fx_rate_missing`, `not_awaiting_confirmation`,",
-      "`receipt_already_reviewed`, `receipt_review_in_progress` (412), `payload_too_large`, `receipt_too_large` (413),",
-      "`receipt_url_expired` (410), `receipt_evidence_unavailable` (503),",
-      "`unsupported_media_type` (415), `ledger_inconsistent` (500), `no_provider_accepted`,",
-      "`dependency_unavailable` (503).",
-      "",
+      ...errorsSection(),
       "## Limits",
       "Every route has a body limit, checked before the credentials and while the body is read (a declared",
       "`Content-Length` and the bytes received, chunked too): `413 payload_too_large` past it (`receipt_too_large`",

@@ -1,3 +1,4 @@
+import { errorCodesFor } from "@gw/api";
 import { OpenAPIHono, z } from "@hono/zod-openapi";
 import type { EdgeEnv } from "./env.ts";
 import { validationError } from "./validation.ts";
@@ -7,10 +8,23 @@ import { validationError } from "./validation.ts";
  * runtime renders responses with `@gw/api`; these schemas describe that output.
  */
 
+/**
+ * The codes of the merchant and admin APIs, named in the `code` property's description and
+ * deliberately not an `enum`: a newer gateway may add codes, and a client generated from a
+ * closed enum would reject them (the SDK types `code` as any string for the same reason).
+ */
+const DOCUMENTED_CODES = [...new Set([...errorCodesFor("merchant"), ...errorCodesFor("admin")])];
+
 export const ErrorBodySchema = z
   .object({
     error: z.object({
-      code: z.string().openapi({ example: "validation_failed" }),
+      code: z.string().openapi({
+        description:
+          "The error's code. Documented today (info.description, Errors): " +
+          `${DOCUMENTED_CODES.map((c) => `\`${c}\``).join(", ")}. ` +
+          "Not a closed list: a newer gateway may answer another code; act on the status then.",
+        example: "validation_failed",
+      }),
       message: z.string().openapi({ example: "amount is required" }),
       field: z.string().optional().openapi({ example: "amount" }),
     }),

@@ -1138,7 +1138,10 @@ export interface components {
         };
         Error: {
             error: {
-                /** @example validation_failed */
+                /**
+                 * @description The error's code. Documented today (info.description, Errors): `validation_failed`, `idempotency_conflict`, `operation_not_found`, `not_cancellable`, `route_not_configured`, `pricing_not_configured`, `fx_rate_missing`, `no_provider_accepted`, `ledger_inconsistent`, `receipt_evidence_unavailable`, `receipt_too_large`, `receipt_already_reviewed`, `receipt_review_in_progress`, `receipt_url_expired`, `not_awaiting_confirmation`, `dependency_unavailable`, `not_found`, `slot_settled`, `read_capacity_exhausted`, `flexible_route_not_pool`, `internal`, `invalid_json`, `invalid_form`, `unauthorized`, `api_key_required`, `invalid_api_key`, `key_not_authorized`, `forbidden`, `method_not_allowed`, `precondition_failed`, `payload_too_large`, `unsupported_media_type`, `rate_limited`, `overloaded`, `incompatible_version`, `not_in_manual_check`, `dead_letter_not_found`, `dead_letter_resolved`, `dead_letter_retry_failed`, `provider_fact_not_found`, `provider_fact_already_resolved`, `provider_fact_not_creditable`. Not a closed list: a newer gateway may answer another code; act on the status then.
+                 * @example validation_failed
+                 */
                 code: string;
                 /** @example amount is required */
                 message: string;
@@ -1912,7 +1915,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": {
-                     *         "code": "unauthorized",
+                     *         "code": "invalid_api_key",
                      *         "message": "invalid api key"
                      *       },
                      *       "request_id": "0b8f3f0e-6c1e-4a59-a0c3-0d8b3d0a3c11"
@@ -2094,7 +2097,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": {
-                     *         "code": "unauthorized",
+                     *         "code": "invalid_api_key",
                      *         "message": "invalid api key"
                      *       },
                      *       "request_id": "0b8f3f0e-6c1e-4a59-a0c3-0d8b3d0a3c11"
@@ -2273,7 +2276,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": {
-                     *         "code": "unauthorized",
+                     *         "code": "invalid_api_key",
                      *         "message": "invalid api key"
                      *       },
                      *       "request_id": "0b8f3f0e-6c1e-4a59-a0c3-0d8b3d0a3c11"
@@ -2452,7 +2455,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": {
-                     *         "code": "unauthorized",
+                     *         "code": "invalid_api_key",
                      *         "message": "invalid api key"
                      *       },
                      *       "request_id": "0b8f3f0e-6c1e-4a59-a0c3-0d8b3d0a3c11"
@@ -2575,7 +2578,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": {
-                     *         "code": "unauthorized",
+                     *         "code": "invalid_api_key",
                      *         "message": "invalid api key"
                      *       },
                      *       "request_id": "0b8f3f0e-6c1e-4a59-a0c3-0d8b3d0a3c11"
@@ -2679,7 +2682,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": {
-                     *         "code": "unauthorized",
+                     *         "code": "invalid_api_key",
                      *         "message": "invalid api key"
                      *       },
                      *       "request_id": "0b8f3f0e-6c1e-4a59-a0c3-0d8b3d0a3c11"
@@ -2793,7 +2796,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": {
-                     *         "code": "unauthorized",
+                     *         "code": "invalid_api_key",
                      *         "message": "invalid api key"
                      *       },
                      *       "request_id": "0b8f3f0e-6c1e-4a59-a0c3-0d8b3d0a3c11"
@@ -2811,8 +2814,8 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": {
-                     *         "code": "forbidden",
-                     *         "message": "the key may not do this"
+                     *         "code": "key_not_authorized",
+                     *         "message": "this api key is not authorized for the availability endpoints"
                      *       },
                      *       "request_id": "0b8f3f0e-6c1e-4a59-a0c3-0d8b3d0a3c11"
                      *     }
@@ -2976,7 +2979,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": {
-                     *         "code": "unauthorized",
+                     *         "code": "invalid_api_key",
                      *         "message": "invalid api key"
                      *       },
                      *       "request_id": "0b8f3f0e-6c1e-4a59-a0c3-0d8b3d0a3c11"
@@ -2994,8 +2997,8 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": {
-                     *         "code": "forbidden",
-                     *         "message": "the key may not do this"
+                     *         "code": "key_not_authorized",
+                     *         "message": "this api key is not authorized for the availability endpoints"
                      *       },
                      *       "request_id": "0b8f3f0e-6c1e-4a59-a0c3-0d8b3d0a3c11"
                      *     }
@@ -3176,7 +3179,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": {
-                     *         "code": "unauthorized",
+                     *         "code": "invalid_api_key",
                      *         "message": "invalid api key"
                      *       },
                      *       "request_id": "0b8f3f0e-6c1e-4a59-a0c3-0d8b3d0a3c11"
@@ -3194,8 +3197,8 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": {
-                     *         "code": "forbidden",
-                     *         "message": "the key may not do this"
+                     *         "code": "key_not_authorized",
+                     *         "message": "this api key is not authorized for the availability endpoints"
                      *       },
                      *       "request_id": "0b8f3f0e-6c1e-4a59-a0c3-0d8b3d0a3c11"
                      *     }
@@ -3362,7 +3365,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": {
-                     *         "code": "unauthorized",
+                     *         "code": "invalid_api_key",
                      *         "message": "invalid api key"
                      *       },
                      *       "request_id": "0b8f3f0e-6c1e-4a59-a0c3-0d8b3d0a3c11"
@@ -3497,7 +3500,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": {
-                     *         "code": "unauthorized",
+                     *         "code": "invalid_api_key",
                      *         "message": "invalid api key"
                      *       },
                      *       "request_id": "0b8f3f0e-6c1e-4a59-a0c3-0d8b3d0a3c11"
@@ -3636,7 +3639,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": {
-                     *         "code": "unauthorized",
+                     *         "code": "invalid_api_key",
                      *         "message": "invalid api key"
                      *       },
                      *       "request_id": "0b8f3f0e-6c1e-4a59-a0c3-0d8b3d0a3c11"
@@ -3712,7 +3715,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": {
-                     *         "code": "unauthorized",
+                     *         "code": "invalid_api_key",
                      *         "message": "invalid api key"
                      *       },
                      *       "request_id": "0b8f3f0e-6c1e-4a59-a0c3-0d8b3d0a3c11"
@@ -3763,7 +3766,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": {
-                     *         "code": "unauthorized",
+                     *         "code": "invalid_api_key",
                      *         "message": "invalid api key"
                      *       },
                      *       "request_id": "0b8f3f0e-6c1e-4a59-a0c3-0d8b3d0a3c11"
@@ -3936,7 +3939,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": {
-                     *         "code": "unauthorized",
+                     *         "code": "invalid_api_key",
                      *         "message": "invalid api key"
                      *       },
                      *       "request_id": "0b8f3f0e-6c1e-4a59-a0c3-0d8b3d0a3c11"
@@ -4045,7 +4048,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": {
-                     *         "code": "unauthorized",
+                     *         "code": "invalid_api_key",
                      *         "message": "invalid api key"
                      *       },
                      *       "request_id": "0b8f3f0e-6c1e-4a59-a0c3-0d8b3d0a3c11"
@@ -4141,7 +4144,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": {
-                     *         "code": "unauthorized",
+                     *         "code": "invalid_api_key",
                      *         "message": "invalid api key"
                      *       },
                      *       "request_id": "0b8f3f0e-6c1e-4a59-a0c3-0d8b3d0a3c11"
@@ -4216,7 +4219,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": {
-                     *         "code": "unauthorized",
+                     *         "code": "invalid_api_key",
                      *         "message": "invalid api key"
                      *       },
                      *       "request_id": "0b8f3f0e-6c1e-4a59-a0c3-0d8b3d0a3c11"
@@ -4319,7 +4322,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": {
-                     *         "code": "unauthorized",
+                     *         "code": "invalid_api_key",
                      *         "message": "invalid api key"
                      *       },
                      *       "request_id": "0b8f3f0e-6c1e-4a59-a0c3-0d8b3d0a3c11"
@@ -4388,7 +4391,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": {
-                     *         "code": "unauthorized",
+                     *         "code": "invalid_api_key",
                      *         "message": "invalid api key"
                      *       },
                      *       "request_id": "0b8f3f0e-6c1e-4a59-a0c3-0d8b3d0a3c11"
@@ -4458,7 +4461,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": {
-                     *         "code": "unauthorized",
+                     *         "code": "invalid_api_key",
                      *         "message": "invalid api key"
                      *       },
                      *       "request_id": "0b8f3f0e-6c1e-4a59-a0c3-0d8b3d0a3c11"
@@ -4561,7 +4564,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": {
-                     *         "code": "unauthorized",
+                     *         "code": "invalid_api_key",
                      *         "message": "invalid api key"
                      *       },
                      *       "request_id": "0b8f3f0e-6c1e-4a59-a0c3-0d8b3d0a3c11"
@@ -4644,7 +4647,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": {
-                     *         "code": "unauthorized",
+                     *         "code": "invalid_api_key",
                      *         "message": "invalid api key"
                      *       },
                      *       "request_id": "0b8f3f0e-6c1e-4a59-a0c3-0d8b3d0a3c11"
@@ -4779,7 +4782,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": {
-                     *         "code": "unauthorized",
+                     *         "code": "invalid_api_key",
                      *         "message": "invalid api key"
                      *       },
                      *       "request_id": "0b8f3f0e-6c1e-4a59-a0c3-0d8b3d0a3c11"
@@ -4864,7 +4867,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": {
-                     *         "code": "unauthorized",
+                     *         "code": "invalid_api_key",
                      *         "message": "invalid api key"
                      *       },
                      *       "request_id": "0b8f3f0e-6c1e-4a59-a0c3-0d8b3d0a3c11"
@@ -4981,7 +4984,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": {
-                     *         "code": "unauthorized",
+                     *         "code": "invalid_api_key",
                      *         "message": "invalid api key"
                      *       },
                      *       "request_id": "0b8f3f0e-6c1e-4a59-a0c3-0d8b3d0a3c11"
@@ -5078,7 +5081,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": {
-                     *         "code": "unauthorized",
+                     *         "code": "invalid_api_key",
                      *         "message": "invalid api key"
                      *       },
                      *       "request_id": "0b8f3f0e-6c1e-4a59-a0c3-0d8b3d0a3c11"
@@ -5210,7 +5213,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": {
-                     *         "code": "unauthorized",
+                     *         "code": "invalid_api_key",
                      *         "message": "invalid api key"
                      *       },
                      *       "request_id": "0b8f3f0e-6c1e-4a59-a0c3-0d8b3d0a3c11"
@@ -5324,7 +5327,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": {
-                     *         "code": "unauthorized",
+                     *         "code": "invalid_api_key",
                      *         "message": "invalid api key"
                      *       },
                      *       "request_id": "0b8f3f0e-6c1e-4a59-a0c3-0d8b3d0a3c11"
@@ -5422,7 +5425,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": {
-                     *         "code": "unauthorized",
+                     *         "code": "invalid_api_key",
                      *         "message": "invalid api key"
                      *       },
                      *       "request_id": "0b8f3f0e-6c1e-4a59-a0c3-0d8b3d0a3c11"
@@ -5528,7 +5531,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": {
-                     *         "code": "unauthorized",
+                     *         "code": "invalid_api_key",
                      *         "message": "invalid api key"
                      *       },
                      *       "request_id": "0b8f3f0e-6c1e-4a59-a0c3-0d8b3d0a3c11"
@@ -5699,7 +5702,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": {
-                     *         "code": "unauthorized",
+                     *         "code": "invalid_api_key",
                      *         "message": "invalid api key"
                      *       },
                      *       "request_id": "0b8f3f0e-6c1e-4a59-a0c3-0d8b3d0a3c11"
@@ -5827,7 +5830,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": {
-                     *         "code": "unauthorized",
+                     *         "code": "invalid_api_key",
                      *         "message": "invalid api key"
                      *       },
                      *       "request_id": "0b8f3f0e-6c1e-4a59-a0c3-0d8b3d0a3c11"
@@ -5962,7 +5965,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": {
-                     *         "code": "unauthorized",
+                     *         "code": "invalid_api_key",
                      *         "message": "invalid api key"
                      *       },
                      *       "request_id": "0b8f3f0e-6c1e-4a59-a0c3-0d8b3d0a3c11"
@@ -6070,7 +6073,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": {
-                     *         "code": "unauthorized",
+                     *         "code": "invalid_api_key",
                      *         "message": "invalid api key"
                      *       },
                      *       "request_id": "0b8f3f0e-6c1e-4a59-a0c3-0d8b3d0a3c11"
@@ -6215,7 +6218,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": {
-                     *         "code": "unauthorized",
+                     *         "code": "invalid_api_key",
                      *         "message": "invalid api key"
                      *       },
                      *       "request_id": "0b8f3f0e-6c1e-4a59-a0c3-0d8b3d0a3c11"
@@ -6355,7 +6358,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": {
-                     *         "code": "unauthorized",
+                     *         "code": "invalid_api_key",
                      *         "message": "invalid api key"
                      *       },
                      *       "request_id": "0b8f3f0e-6c1e-4a59-a0c3-0d8b3d0a3c11"
@@ -6469,7 +6472,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": {
-                     *         "code": "unauthorized",
+                     *         "code": "invalid_api_key",
                      *         "message": "invalid api key"
                      *       },
                      *       "request_id": "0b8f3f0e-6c1e-4a59-a0c3-0d8b3d0a3c11"
@@ -6578,7 +6581,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": {
-                     *         "code": "unauthorized",
+                     *         "code": "invalid_api_key",
                      *         "message": "invalid api key"
                      *       },
                      *       "request_id": "0b8f3f0e-6c1e-4a59-a0c3-0d8b3d0a3c11"
@@ -6655,7 +6658,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": {
-                     *         "code": "unauthorized",
+                     *         "code": "invalid_api_key",
                      *         "message": "invalid api key"
                      *       },
                      *       "request_id": "0b8f3f0e-6c1e-4a59-a0c3-0d8b3d0a3c11"
@@ -6758,7 +6761,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": {
-                     *         "code": "unauthorized",
+                     *         "code": "invalid_api_key",
                      *         "message": "invalid api key"
                      *       },
                      *       "request_id": "0b8f3f0e-6c1e-4a59-a0c3-0d8b3d0a3c11"
@@ -6853,7 +6856,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": {
-                     *         "code": "unauthorized",
+                     *         "code": "invalid_api_key",
                      *         "message": "invalid api key"
                      *       },
                      *       "request_id": "0b8f3f0e-6c1e-4a59-a0c3-0d8b3d0a3c11"
@@ -6981,7 +6984,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": {
-                     *         "code": "unauthorized",
+                     *         "code": "invalid_api_key",
                      *         "message": "invalid api key"
                      *       },
                      *       "request_id": "0b8f3f0e-6c1e-4a59-a0c3-0d8b3d0a3c11"
@@ -7079,7 +7082,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": {
-                     *         "code": "unauthorized",
+                     *         "code": "invalid_api_key",
                      *         "message": "invalid api key"
                      *       },
                      *       "request_id": "0b8f3f0e-6c1e-4a59-a0c3-0d8b3d0a3c11"
@@ -7175,7 +7178,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": {
-                     *         "code": "unauthorized",
+                     *         "code": "invalid_api_key",
                      *         "message": "invalid api key"
                      *       },
                      *       "request_id": "0b8f3f0e-6c1e-4a59-a0c3-0d8b3d0a3c11"
@@ -7256,7 +7259,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": {
-                     *         "code": "unauthorized",
+                     *         "code": "invalid_api_key",
                      *         "message": "invalid api key"
                      *       },
                      *       "request_id": "0b8f3f0e-6c1e-4a59-a0c3-0d8b3d0a3c11"
@@ -7359,7 +7362,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": {
-                     *         "code": "unauthorized",
+                     *         "code": "invalid_api_key",
                      *         "message": "invalid api key"
                      *       },
                      *       "request_id": "0b8f3f0e-6c1e-4a59-a0c3-0d8b3d0a3c11"
@@ -7425,7 +7428,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": {
-                     *         "code": "unauthorized",
+                     *         "code": "invalid_api_key",
                      *         "message": "invalid api key"
                      *       },
                      *       "request_id": "0b8f3f0e-6c1e-4a59-a0c3-0d8b3d0a3c11"

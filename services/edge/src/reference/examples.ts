@@ -130,8 +130,11 @@ const ERROR_EXAMPLES: Record<string, { code: PublicErrorCode; message: string; f
     message: "amount must be a decimal with at most 2 places",
     field: "amount",
   },
-  "401": { code: "unauthorized", message: "invalid api key" },
-  "403": { code: "forbidden", message: "the key may not do this" },
+  "401": { code: "invalid_api_key", message: "invalid api key" },
+  "403": {
+    code: "key_not_authorized",
+    message: "this api key is not authorized for the availability endpoints",
+  },
   "404": { code: "operation_not_found", message: "operation not found" },
   "405": { code: "method_not_allowed", message: "GET is not allowed here" },
   "410": { code: "receipt_url_expired", message: "the receipt link has expired" },
