@@ -124,4 +124,24 @@ describe("the reconciler's lease", () => {
     expect({ claimed: next.claimed, routed: next.routed }).toEqual({ claimed: 8, routed: 8 });
     expect(new Set(await w.statuses())).toEqual(new Set(["pending"]));
   });
+
+  it("ends its pass with the rows in hand when leasing the next one fails, and leases none after it returned", async () => {
+    const w = await world(40);
+    let claims = 0;
+    const flaky = new Proxy(w.deps.store, {
+      get(target, prop) {
+        const value = Reflect.get(target, prop, target);
+        if (prop === "claimDue")
+          return (o: Parameters<OperationStore["claimDue"]>[0]) =>
+            ++claims === 2 ? Promise.reject(new Error("connection reset")) : value.call(target, o);
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+    const pass = await new Reconciler({ ...w.deps, store: flaky }, w.options).runOnce();
+    const claimsAtReturn = claims;
+    // Whatever it leased, it handled, before answering.
+    expect(pass.routed).toBe(pass.claimed);
+    await new Promise((r) => setTimeout(r, 100));
+    expect(claims).toBe(claimsAtReturn);
+  });
 });

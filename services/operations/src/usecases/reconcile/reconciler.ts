@@ -132,7 +132,13 @@ export class Reconciler {
         row = undefined;
         if (!moreDue || summary.claimed >= this.#o.batchSize || this.#stop.signal.aborted) break;
         summary.claimed++;
-        [row] = await claim(1);
+        try {
+          [row] = await claim(1);
+        } catch (err) {
+          // The pass ends with what its workers hold; the next pass claims again.
+          logger.warn({ err: String(err) }, "reconcile: leasing the next row failed");
+          row = undefined;
+        }
         if (!row) {
           summary.claimed--;
           moreDue = false;
