@@ -1,3 +1,4 @@
+import { isRefusal } from "../domain/claim-decision.ts";
 import { operationEvent } from "../domain/events.ts";
 import type { OperationRow } from "../domain/model.ts";
 import type { Tx } from "../repository/db.ts";
@@ -43,4 +44,13 @@ export async function recordRefusal(
     await store.enqueue(tx, event);
     return next;
   });
+}
+
+/**
+ * A create that no provider accepted: `rejected` with no provider, never announced (no
+ * event). A flexible link's payment is left out: its refusals keep the link's rules (a
+ * retry answers the refusal again, and a payment the link announced as rejected is final).
+ */
+export async function isRefusedCreate(store: OperationStoreCore, row: OperationRow): Promise<boolean> {
+  return isRefusal(row) && !(await store.isFlexiblePayment(row.id));
 }
