@@ -73,11 +73,11 @@ export async function claimAndRoute(
   } = {},
 ): Promise<CreateResult> {
   const c: Create = {
+    deadline: Date.now() + deps.budgetMs,
     input,
     hash: requestHash(input),
     direction: input.type === "payment" ? "payin" : "payout",
     forLink: options.forLink === true,
-    deadline: Date.now() + deps.budgetMs,
     signal,
     // One NATS round trip brings the route and pricing caches up to date (both subscribe on
     // the same connection); without a route cache it overlaps the read.
