@@ -11,7 +11,7 @@ import { DependencyUnavailableError } from "../domain/lifecycle/errors.ts";
 import type { OperationRow } from "../domain/model.ts";
 import type { ClaimRow, RouteWithProviders } from "../repository/operations.ts";
 import type { CreateDeps, CreateResult } from "./create-deps.ts";
-import { quoteFor, quoteInput, storedQuote } from "./quote.ts";
+import { cachedQuoteFor, quoteFor, type StoredQuote } from "./quote.ts";
 import { notAccepted, unresolved } from "./record.ts";
 import { isRefusedCreate } from "./refusals.ts";
 import { drive, ROUTING_GRACE_MS } from "./resume.ts";
@@ -165,11 +165,9 @@ async function claimFromCache(deps: CreateDeps, c: Create): Promise<Loaded | und
   if (c.barrier === undefined) return undefined;
   const cached = await deps.routes?.get(c.input.shopId, c.input.method, c.direction, c.barrier);
   if (!cached || cached.names.length === 0) return undefined;
-  const quote = await deps.pricing
-    ?.quoteIfCached(quoteInput(c.input, cached.route.settlementCurrency), c.barrier)
-    .catch(() => undefined);
+  const quote = await cachedQuoteFor(deps, c.input, cached.route.settlementCurrency, c.barrier);
   if (!quote) return undefined;
-  const claim = await deps.store.claim(claimRow(c, storedQuote(quote)), {
+  const claim = await deps.store.claim(claimRow(c, quote), {
     budgetMs: deps.budgetMs,
     forLink: c.forLink,
     configVersion: cached.configVersion,
@@ -245,7 +243,7 @@ async function routeClaimed(
 }
 
 /** The row a create claims: the request, its hash and its quote. */
-function claimRow(c: Create, quote: ReturnType<typeof storedQuote>): ClaimRow {
+function claimRow(c: Create, quote: StoredQuote): ClaimRow {
   const { input } = c;
   return {
     id: operationIdFor(input.shopId, input.mop),

@@ -21,6 +21,9 @@ export const quoteInput = (input: CreateInput, settlementCurrency: string): Quot
 });
 
 /** The commission and FX figures of a quote, as the row stores them. */
+export type StoredQuote = ReturnType<typeof storedQuote>;
+
+/** The commission and FX figures of a quote, as the row stores them. */
 export const storedQuote = (quote: Quoted) => ({
   settlement_currency: quote.settlementCurrency,
   fx_rate: quote.fxRate ?? null,
@@ -29,6 +32,24 @@ export const storedQuote = (quote: Quoted) => ({
   commission_fixed: quote.tier?.fixed ?? "0",
   pricing_version: quote.pricingVersion,
 });
+
+/**
+ * The commission and FX figures of a create priced from cached terms
+ * (`Pricing.quoteIfCached`), as the row stores them; undefined when the terms are not
+ * cached or refuse the amount (the create then prices on its read path, `quoteFor`).
+ */
+export async function cachedQuoteFor(
+  deps: Pick<CreateDeps, "pricing">,
+  input: CreateInput,
+  settlementCurrency: string,
+  /** A pricing round trip the create started after it began (`Pricing.barrier`). */
+  barrier: Promise<void>,
+): Promise<StoredQuote | undefined> {
+  const quote = await deps.pricing
+    ?.quoteIfCached(quoteInput(input, settlementCurrency), barrier)
+    .catch(() => undefined);
+  return quote && storedQuote(quote);
+}
 
 /** The commission and FX figures of a create, as the row stores them. */
 export async function quoteFor(
