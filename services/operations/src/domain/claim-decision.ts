@@ -41,7 +41,10 @@ export type ClaimFound =
       kind: "row";
       /** The key's row, as last read. */
       row: SeenRow;
-      /** A create no provider accepted, that a retry may route again (`isRefusal`, and no flexible link's payment). */
+      /**
+       * A create no provider accepted, that a retry may route again: `rejected` with no
+       * provider, with a request, and no flexible link's payment (`isRefusedCreate`).
+       */
       refusedCreate: boolean;
       /**
        * The row is `routing`, and its take-over was just refused: by the database's clock
@@ -179,14 +182,6 @@ function decideRow(facts: ClaimFacts, found: Found<ClaimFound, "row">): ClaimAct
   if (facts.waited || outOfTime || !found.refusedCreate) return { kind: "not_accepted" };
   return { kind: "retry_refused", found };
 }
-
-/**
- * Whether `row` looks like a create that no provider accepted: `rejected` with no
- * provider, never announced (no event), with a request. A flexible link's payment looks
- * so too but is none: its refusals keep the link's rules (`isRefusedCreate` asks).
- */
-export const isRefusal = (row: SeenRow) =>
-  row.status === "rejected" && row.provider === null && row.request_hash !== null;
 
 /** Whether a route can take a create: configured, and naming a provider for the direction. */
 export const isRouteConfigured = <R extends { names: readonly string[] }>(

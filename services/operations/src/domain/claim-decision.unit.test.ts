@@ -5,7 +5,6 @@ import {
   type ClaimFacts,
   type ClaimFound,
   decideClaim,
-  isRefusal,
   isRouteConfigured,
   type SeenRow,
 } from "./claim-decision.ts";
@@ -164,13 +163,6 @@ describe("the claim decision", () => {
   });
 
   describe("its helpers", () => {
-    it("tells a refusal by its row", () => {
-      expect(isRefusal({ status: "rejected", provider: null, request_hash: HASH })).toBe(true);
-      expect(isRefusal({ status: "rejected", provider: "p1", request_hash: HASH })).toBe(false);
-      expect(isRefusal({ status: "rejected", provider: null, request_hash: null })).toBe(false);
-      expect(isRefusal({ status: "cancelled", provider: null, request_hash: HASH })).toBe(false);
-    });
-
     it("tells a route that can take a create", () => {
       expect(isRouteConfigured(undefined)).toBe(false);
       expect(isRouteConfigured({ names: [] })).toBe(false);

@@ -1,4 +1,3 @@
-import { isRefusal } from "../domain/claim-decision.ts";
 import { operationEvent } from "../domain/events.ts";
 import type { OperationRow } from "../domain/model.ts";
 import type { Tx } from "../repository/db.ts";
@@ -52,5 +51,10 @@ export async function recordRefusal(
  * retry answers the refusal again, and a payment the link announced as rejected is final).
  */
 export async function isRefusedCreate(store: OperationStoreCore, row: OperationRow): Promise<boolean> {
-  return isRefusal(row) && !(await store.isFlexiblePayment(row.id));
+  return (
+    row.status === "rejected" &&
+    row.provider === null &&
+    row.request_hash !== null &&
+    !(await store.isFlexiblePayment(row.id))
+  );
 }
