@@ -23,6 +23,8 @@ export type { CreateDeps, CreateResult } from "./create-deps.ts";
 interface Create {
   input: CreateInput;
   hash: string;
+  /** The operation's id, a UUID v5 of (shop, merchant_operation_id): every racer, a retry and a cancel agree on it. */
+  id: string;
   direction: "payin" | "payout";
   /** The create of a flexible link's own payment, which may use the key its link holds. */
   forLink: boolean;
@@ -76,6 +78,7 @@ export async function claimAndRoute(
     deadline: Date.now() + deps.budgetMs,
     input,
     hash: requestHash(input),
+    id: operationIdFor(input.shopId, input.mop),
     direction: input.type === "payment" ? "payin" : "payout",
     forLink: options.forLink === true,
     signal,
@@ -246,7 +249,7 @@ async function routeClaimed(
 function claimRow(c: Create, quote: StoredQuote): ClaimRow {
   const { input } = c;
   return {
-    id: operationIdFor(input.shopId, input.mop),
+    id: c.id,
     shop_id: input.shopId,
     merchant_id: input.merchantId,
     merchant_operation_id: input.mop,
