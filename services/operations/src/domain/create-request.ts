@@ -6,6 +6,7 @@ import { stringify } from "safe-stable-stringify";
 import { v5 as uuidv5 } from "uuid";
 import { BANKS_BY_CURRENCY } from "./banks.ts";
 import { IdempotencyConflictError, RouteNotConfiguredError, ValidationError } from "./lifecycle/errors.ts";
+import type { OperationRow } from "./model.ts";
 
 /** Namespace of operation ids derived from (shop, merchant_operation_id). */
 const OPERATION_NAMESPACE = "6f1c2a7e-3b5d-4c1a-9e8f-0a1b2c3d4e5f";
@@ -96,6 +97,43 @@ export function requestHash(input: CreateInput): string {
     .update(stringify(body) ?? "")
     .digest("hex");
 }
+
+/** The columns of a create's row that its request gives: the key, the id, the hash and the request. */
+export type RequestColumns = Pick<
+  OperationRow,
+  | "id"
+  | "shop_id"
+  | "merchant_id"
+  | "merchant_operation_id"
+  | "request_hash"
+  | "type"
+  | "method"
+  | "currency"
+  | "expected_amount"
+  | "client_id"
+  | "client_ip"
+  | "number"
+  | "name"
+  | "bankname"
+>;
+
+/** The columns of the row a create claims that its request gives (its quote adds the rest). */
+export const requestColumns = (input: CreateInput, hash: string): RequestColumns => ({
+  id: operationIdFor(input.shopId, input.mop),
+  shop_id: input.shopId,
+  merchant_id: input.merchantId,
+  merchant_operation_id: input.mop,
+  request_hash: hash,
+  type: input.type,
+  method: input.method,
+  currency: input.currency,
+  expected_amount: input.amount,
+  client_id: input.clientId,
+  client_ip: input.clientIp ?? null,
+  number: input.type === "payout" ? (input.number ?? null) : null,
+  name: input.type === "payout" ? (input.name ?? null) : null,
+  bankname: input.type === "payout" ? (input.bankname ?? null) : null,
+});
 
 export const conflict = () =>
   new IdempotencyConflictError(

@@ -1,15 +1,25 @@
+import { setTimeout as sleep } from "node:timers/promises";
+import { decideClaim } from "../domain/claim-decision.ts";
 import {
   type CreateInput,
   conflict,
-  operationIdFor,
+  requestColumns,
   requestHash,
   routeNotConfigured,
 } from "../domain/create-request.ts";
 import { DependencyUnavailableError } from "../domain/lifecycle/errors.ts";
-import type { ClaimRow } from "../repository/operations.ts";
+import {
+  adoptCancelled,
+  type Create,
+  claimFresh,
+  type Loaded,
+  loadClaim,
+  readKey,
+  retryRefused,
+} from "./claim.ts";
 import type { CreateDeps, CreateResult } from "./create-deps.ts";
-import { quoteFor, quoteInput, storedQuote } from "./quote.ts";
-import { resume } from "./resume.ts";
+import { notAccepted, unresolved } from "./record.ts";
+import { drive, ROUTING_GRACE_MS } from "./resume.ts";
 import { route } from "./routing.ts";
 
 export type { CreateDeps, CreateResult } from "./create-deps.ts";
@@ -19,6 +29,12 @@ export type { CreateDeps, CreateResult } from "./create-deps.ts";
  * one budget, then one statement that records the outcome with its event. A create that
  * no provider accepted is recorded as rejected (no event) and answered with an error, never
  * as a synthetic pending; a retry with the same body routes again (`retryRefused`).
+ *
+ * It reads top to bottom: one load (`loadClaim`: the cached claim, else the read), the
+ * claim decision (`decideClaim`, domain/claim-decision.ts), its action (the key's reads and
+ * writes are steps/claim.ts's), and for a create that holds the key the cascade (`route`,
+ * steps/routing.ts), which records the outcome. An action that reads the key again (a
+ * wait, a lost race, a lost retry) decides again on what it read.
  */
 export async function claimAndRoute(
   deps: CreateDeps,
@@ -31,127 +47,102 @@ export async function claimAndRoute(
 ): Promise<CreateResult> {
   const deadline = Date.now() + deps.budgetMs;
   const hash = requestHash(input);
-  const direction = input.type === "payment" ? "payin" : "payout";
-  const forLink = options.forLink === true;
-  // One NATS round trip brings the route and pricing caches up to date (both subscribe on
-  // the same connection); without a route cache it overlaps the read below.
-  const barrier = deps.routes?.barrier() ?? deps.pricing?.barrier();
-  const claimedFromCache = await claimFromCache(
-    deps,
+  const c: Create = {
     input,
     hash,
-    direction,
-    forLink,
-    barrier,
+    request: requestColumns(input, hash),
+    direction: input.type === "payment" ? "payin" : "payout",
+    forLink: options.forLink === true,
     deadline,
     signal,
-  );
-  if (claimedFromCache) return claimedFromCache;
-
-  // No cached route or terms (none configured, NATS down, no cache), a refused quote, or a
-  // configuration changed since it was cached: every read in one statement first (a replay
-  // wastes the route and the deadline, which are cheap), so a replay never waits on the ledger.
-  const {
-    existing,
-    routing,
-    deadline: storedDeadline,
-    linkHoldsKey,
-  } = await deps.store.createContext(input.shopId, input.mop, input.method, direction, deps.budgetMs);
-  if (existing) return resume(deps, input, hash, existing, deadline, signal);
-  // A flexible link holds its key (in amount_selection there is no operation row yet):
-  // another request under it is another body for the same key (the spec's 412), except
-  // for the link's own payment.
-  if (linkHoldsKey && !forLink) throw conflict();
-  if (!routing || routing.names.length === 0) throw routeNotConfigured(direction, input.method);
-  const quote = await quoteFor(deps, input, routing.route.settlementCurrency, deadline, signal, barrier);
-  const claimed = await deps.store.insert({
-    ...claimRow(input, hash, quote),
-    status: "routing",
-    // By the database's clock: other replicas compare it with `now()` to take over.
-    routing_deadline: storedDeadline,
-  });
-  if (!claimed) return resumeWinner(deps, input, hash, deadline, signal);
-  return {
-    row: await route(deps, claimed, routing.providers, routing.names, deadline, signal, !forLink),
-    replayed: false,
+    // One NATS round trip brings the route and pricing caches up to date (both subscribe on
+    // the same connection); without a route cache it overlaps the read.
+    barrier: deps.routes?.barrier() ?? deps.pricing?.barrier(),
   };
-}
-
-/**
- * A create whose route (`RouteCache`) and pricing terms are both cached claims its key with
- * its first statement, which answers a replay too (`existing`). Undefined: the create takes
- * the read path, when either is not cached (so a replay never waits on the ledger), when
- * the cached terms refuse the amount (the read answers a replay before the refusal), or
- * when the routing configuration changed since the route was cached (its invalidation was
- * lost or is late: this replica forgets its routes, and the read routes by the new one).
- */
-async function claimFromCache(
-  deps: CreateDeps,
-  input: CreateInput,
-  hash: string,
-  direction: "payin" | "payout",
-  forLink: boolean,
-  barrier: Promise<void> | undefined,
-  deadline: number,
-  signal: AbortSignal,
-): Promise<CreateResult | undefined> {
-  // No round trip to wait for: the caches are unusable (NATS down), and the read path
-  // costs fewer statements than a route loaded here and read again there.
-  if (barrier === undefined) return undefined;
-  const cached = await deps.routes?.get(input.shopId, input.method, direction, barrier);
-  if (!cached || cached.names.length === 0) return undefined;
-  const quote = await deps.pricing
-    ?.quoteIfCached(quoteInput(input, cached.route.settlementCurrency), barrier)
-    .catch(() => undefined);
-  if (!quote) return undefined;
-  const claim = await deps.store.claim(claimRow(input, hash, storedQuote(quote)), {
-    budgetMs: deps.budgetMs,
-    forLink,
-    configVersion: cached.configVersion,
-  });
-  if (claim.claimed)
-    return {
-      // A flexible link's payment may hold the Admit its link made (`forLink`).
-      row: await route(deps, claim.claimed, cached.providers, cached.names, deadline, signal, !forLink),
-      replayed: false,
-    };
-  if (claim.configStale) deps.routes?.forget();
-  if (claim.existing) return resume(deps, input, hash, claim.existing, deadline, signal);
-  if (claim.linkHoldsKey && !forLink) throw conflict();
-  if (claim.configStale) return undefined;
-  return resumeWinner(deps, input, hash, deadline, signal);
-}
-
-/** The row a create claims: the request, its hash and its quote. */
-function claimRow(input: CreateInput, hash: string, quote: ReturnType<typeof storedQuote>): ClaimRow {
-  return {
-    id: operationIdFor(input.shopId, input.mop),
-    shop_id: input.shopId,
-    merchant_id: input.merchantId,
-    merchant_operation_id: input.mop,
-    request_hash: hash,
-    type: input.type,
-    method: input.method,
-    currency: input.currency,
-    expected_amount: input.amount,
-    client_id: input.clientId,
-    client_ip: input.clientIp ?? null,
-    number: input.type === "payout" ? (input.number ?? null) : null,
-    name: input.type === "payout" ? (input.name ?? null) : null,
-    bankname: input.type === "payout" ? (input.bankname ?? null) : null,
-    ...quote,
-  };
-}
-
-/** A concurrent request (or a cancel) claimed the key between our read and our claim: answer as it does. */
-async function resumeWinner(
-  deps: CreateDeps,
-  input: CreateInput,
-  hash: string,
-  deadline: number,
-  signal: AbortSignal,
-): Promise<CreateResult> {
-  const winner = await deps.store.findByMop(input.shopId, input.mop);
-  if (!winner) throw new DependencyUnavailableError("create raced; retry");
-  return resume(deps, input, hash, winner, deadline, signal);
+  // The route from the cache, once the round trip is done. None when the caches are
+  // unusable (NATS down): there is no round trip to wait for, and the read path costs fewer
+  // statements than a route loaded here and read again there.
+  const cached = c.barrier && (await deps.routes?.get(input.shopId, input.method, c.direction, c.barrier));
+  let seen: Loaded = await loadClaim(deps, c, cached);
+  let waited = false;
+  for (;;) {
+    const action = decideClaim({
+      requestHash: c.hash,
+      type: input.type,
+      forLink: c.forLink,
+      found: seen,
+      waited,
+      timeLeftMs: deadline - Date.now(),
+      aborted: signal.aborted,
+    });
+    switch (action.kind) {
+      case "route_claimed": {
+        const { claimed, routing } = action.found;
+        // A flexible link's payment may hold the Admit its link made (`forLink`): no first attempt.
+        const row = await route(
+          deps,
+          claimed,
+          routing.providers,
+          routing.names,
+          deadline,
+          signal,
+          !c.forLink,
+        );
+        return { row, replayed: false };
+      }
+      case "route_new": {
+        const claimed = await claimFresh(deps, c, action.found);
+        const { routing } = action.found;
+        if (claimed)
+          return {
+            row: await route(deps, claimed, routing.providers, routing.names, deadline, signal, !c.forLink),
+            replayed: false,
+          };
+        seen = await readKey(deps, c);
+        break;
+      }
+      case "read_context":
+        seen = await loadClaim(deps, c, undefined);
+        break;
+      case "read_winner":
+        seen = await readKey(deps, c);
+        break;
+      case "raced":
+        throw new DependencyUnavailableError("create raced; retry");
+      case "conflict":
+        throw conflict();
+      case "route_not_configured":
+        throw routeNotConfigured(c.direction, input.method);
+      case "adopt_cancelled":
+        return { row: await adoptCancelled(deps, c, action.found.row), replayed: false };
+      case "take_over": {
+        const taken = await deps.store.takeOverRouting(
+          action.found.row,
+          Math.max(0, deadline - Date.now()),
+          ROUTING_GRACE_MS,
+        );
+        if (taken) return { row: await drive(deps, taken, deadline, signal), replayed: false };
+        seen = { ...action.found, takeOverRefused: true };
+        break;
+      }
+      case "wait":
+        waited = true;
+        await sleep(50);
+        seen = await readKey(deps, c, action.found.row);
+        break;
+      case "unresolved":
+        throw unresolved();
+      case "replay":
+        return { row: action.found.row, replayed: true };
+      case "not_accepted":
+        throw notAccepted();
+      case "retry_refused": {
+        const retried = await retryRefused(deps, c, action.found.row);
+        if (retried) return { row: retried, replayed: false };
+        // Another retry (or a cancel) changed the row first: answer as it stands now.
+        seen = await readKey(deps, c, action.found.row);
+        break;
+      }
+    }
+  }
 }

@@ -20,36 +20,74 @@ export const quoteInput = (input: CreateInput, settlementCurrency: string): Quot
   settlementCurrency,
 });
 
-/** The commission and FX figures of a quote, as the row stores them. */
-export const storedQuote = (quote: Quoted) => ({
-  settlement_currency: quote.settlementCurrency,
-  fx_rate: quote.fxRate ?? null,
-  fx_source: quote.fxSource ?? null,
-  commission_percent: quote.tier?.percent ?? "0",
-  commission_fixed: quote.tier?.fixed ?? "0",
-  pricing_version: quote.pricingVersion,
-});
-
 /** The commission and FX figures of a create, as the row stores them. */
+export interface StoredQuote {
+  settlement_currency: string;
+  fx_rate: string | null;
+  fx_source: string | null;
+  commission_percent: string;
+  commission_fixed: string;
+  pricing_version: string | null;
+}
+
+/** How a create is priced: from cached terms only, or by whatever answers (the ledger's Quote if need be). */
+export type QuoteHow =
+  /** After this round trip (`Pricing.barrier`), from cached terms only (`Pricing.quoteIfCached`). */
+  | { cachedAfter: Promise<void> }
+  | {
+      deadline: number;
+      signal: AbortSignal;
+      /** A pricing round trip the create started after it began (`Pricing.barrier`). */
+      barrier?: Promise<void>;
+    };
+
+/**
+ * The commission and FX figures of a create, as the row stores them. From cached terms
+ * only (`cachedAfter`): undefined when the terms are not cached or refuse the amount (the
+ * create then prices on its read path). Otherwise the cached terms or the ledger's Quote,
+ * whose failure is translated (`passThrough`).
+ */
 export async function quoteFor(
-  deps: CreateDeps,
+  deps: Pick<CreateDeps, "ledger" | "pricing">,
   input: CreateInput,
   settlementCurrency: string,
-  deadline: number,
-  signal: AbortSignal,
-  /** A pricing round trip the create started after it began (`Pricing.barrier`). */
-  barrier?: Promise<void>,
-) {
-  const quote = await pricingOf(deps)
-    .quote(
-      quoteInput(input, settlementCurrency),
-      { signal, timeoutMs: Math.max(1, deadline - Date.now()) },
-      barrier,
-    )
-    .catch((err: unknown) => {
-      throw passThrough(err);
-    });
-  return storedQuote(quote);
+  how: { cachedAfter: Promise<void> },
+): Promise<StoredQuote | undefined>;
+export async function quoteFor(
+  deps: Pick<CreateDeps, "ledger" | "pricing">,
+  input: CreateInput,
+  settlementCurrency: string,
+  how: Exclude<QuoteHow, { cachedAfter: Promise<void> }>,
+): Promise<StoredQuote>;
+export async function quoteFor(
+  deps: Pick<CreateDeps, "ledger" | "pricing">,
+  input: CreateInput,
+  settlementCurrency: string,
+  how: QuoteHow,
+): Promise<StoredQuote | undefined> {
+  const asked = quoteInput(input, settlementCurrency);
+  const quote: Quoted | undefined =
+    "cachedAfter" in how
+      ? await deps.pricing?.quoteIfCached(asked, how.cachedAfter).catch(() => undefined)
+      : await pricingOf(deps)
+          .quote(
+            asked,
+            { signal: how.signal, timeoutMs: Math.max(1, how.deadline - Date.now()) },
+            how.barrier,
+          )
+          .catch((err: unknown) => {
+            throw passThrough(err);
+          });
+  return (
+    quote && {
+      settlement_currency: quote.settlementCurrency,
+      fx_rate: quote.fxRate ?? null,
+      fx_source: quote.fxSource ?? null,
+      commission_percent: quote.tier?.percent ?? "0",
+      commission_fixed: quote.tier?.fixed ?? "0",
+      pricing_version: quote.pricingVersion,
+    }
+  );
 }
 
 /**

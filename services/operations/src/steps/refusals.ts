@@ -44,3 +44,17 @@ export async function recordRefusal(
     return next;
   });
 }
+
+/**
+ * A create that no provider accepted: `rejected` with no provider, never announced (no
+ * event). A flexible link's payment is left out: its refusals keep the link's rules (a
+ * retry answers the refusal again, and a payment the link announced as rejected is final).
+ */
+export async function isRefusedCreate(store: OperationStoreCore, row: OperationRow): Promise<boolean> {
+  return (
+    row.status === "rejected" &&
+    row.provider === null &&
+    row.request_hash !== null &&
+    !(await store.isFlexiblePayment(row.id))
+  );
+}

@@ -5,7 +5,7 @@ import { DependencyUnavailableError, OperationNotFoundError } from "../domain/li
 import { isTerminal, toOperation } from "../domain/model.ts";
 import type { OperationStore } from "../repository/operations.ts";
 import { findOperation } from "../steps/find-operation.ts";
-import { isRefusedCreate } from "../steps/resume.ts";
+import { isRefusedCreate } from "../steps/refusals.ts";
 
 /** Bounded: each attempt lost a race to a concurrent writer; ten in a row means "retry later". */
 const ATTEMPTS = 10;

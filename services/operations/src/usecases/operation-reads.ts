@@ -3,7 +3,7 @@ import { OperationNotFoundError } from "../domain/lifecycle/errors.ts";
 import { toOperation } from "../domain/model.ts";
 import { findOperation } from "../steps/find-operation.ts";
 import { receiptEvidence } from "../steps/receipt-evidence.ts";
-import { isRefusedCreate } from "../steps/resume.ts";
+import { isRefusedCreate } from "../steps/refusals.ts";
 import type { ReceiptDeps } from "../steps/review.ts";
 
 /**
