@@ -43,7 +43,8 @@ export type ClaimFound =
       row: SeenRow;
       /**
        * A create no provider accepted, that a retry may route again: `rejected` with no
-       * provider, with a request, and no flexible link's payment (`isRefusedCreate`).
+       * provider, with this request's body, and no flexible link's payment (the loader
+       * asks the store only then).
        */
       refusedCreate: boolean;
       /**

@@ -65,8 +65,8 @@ export type Loaded =
  * that refuse the amount, so the read answers a replay before the refusal; or no `cached`
  * given, after a stale claim), every read in one statement (`createContext`): a replay
  * wastes the route and the deadline, which are cheap, so a replay never waits on the
- * ledger. A row under the key says whether it is a refused create (`isRefusedCreate`, a
- * question to the store only for a refusal).
+ * ledger. A row under the key says whether it is a refused create of this request's body
+ * (`retryable`).
  */
 export async function loadClaim(
   deps: CreateDeps,
@@ -88,7 +88,7 @@ export async function loadClaim(
         return {
           kind: "row",
           row,
-          refusedCreate: await isRefusedCreate(deps.store, row),
+          refusedCreate: await retryable(deps, c, row),
           takeOverRefused: false,
         };
       return { kind: "unclaimed", linkHoldsKey: claim.linkHoldsKey, configStale: claim.configStale };
@@ -105,7 +105,7 @@ export async function loadClaim(
     return {
       kind: "row",
       row: existing,
-      refusedCreate: await isRefusedCreate(deps.store, existing),
+      refusedCreate: await retryable(deps, c, existing),
       takeOverRefused: false,
     };
   return isRouteConfigured(routing)
@@ -121,8 +121,16 @@ export async function loadClaim(
 export async function readKey(deps: CreateDeps, c: Create, current?: OperationRow): Promise<Loaded> {
   const row = (await deps.store.findByMop(c.input.shopId, c.input.mop)) ?? current;
   if (!row) return { kind: "gone" };
-  return { kind: "row", row, refusedCreate: await isRefusedCreate(deps.store, row), takeOverRefused: false };
+  return { kind: "row", row, refusedCreate: await retryable(deps, c, row), takeOverRefused: false };
 }
+
+/**
+ * Whether a row under the key is a refused create this request may route again: its own
+ * body (another body is the 412 whatever the row is, so the store is not asked), and a
+ * refusal (`isRefusedCreate`, a question to the store only for a refusal).
+ */
+const retryable = (deps: CreateDeps, c: Create, row: OperationRow) =>
+  row.request_hash === c.hash ? isRefusedCreate(deps.store, row) : Promise.resolve(false);
 
 /** The read path's claim: the quote, then the key claimed in `routing`; undefined when another request got there first. */
 export async function claimFresh(
