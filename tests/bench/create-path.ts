@@ -91,6 +91,8 @@ const profDir = process.env.PROF_DIR;
 const stack = await startTestStack({
   extraEnv: {
     LOG_LEVEL: "warn",
+    // One key drives every level: its in-flight limit (16 by default) must not be what is measured.
+    MAX_IN_FLIGHT_PER_KEY: String(Math.max(...levels)),
     ...(profDir ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${profDir}` } : {}),
   },
 });
