@@ -73,9 +73,6 @@ export type Outcome = Exclude<keyof PassSummary, "claimed" | "alerted">;
 /** Operations of one pass handled at once: bounds the provider calls in flight. */
 export const PARALLEL = 8;
 
-/** A row's lease beyond its slowest handling: a slow write or a stalled event loop. */
-export const LEASE_MARGIN_MS = 30_000;
-
 /** Warnings raised by one pass at most; the rest follow in the next passes. */
 export const ALERT_BATCH = 100;
 

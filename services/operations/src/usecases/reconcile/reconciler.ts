@@ -11,11 +11,11 @@ import { reconcilePooled, releaseSlot, SELF_MATCHING } from "../../steps/pool.ts
 import type { PoolDeps } from "../../steps/pool-deps.ts";
 import { applyProviderResult } from "../../steps/provider-results.ts";
 import { ROUTING_GRACE_MS, reroute } from "../../steps/resume.ts";
+import { leaseAndHandle, rowLeaseMs } from "./leasing.ts";
 import {
   ALERT_BATCH,
   ALERT_EVERY_INTERVALS,
   ALERT_EVERY_MAX_MS,
-  LEASE_MARGIN_MS,
   type Outcome,
   PARALLEL,
   type PassSummary,
@@ -96,56 +96,22 @@ export class Reconciler {
       failed: 0,
       alerted: 0,
     };
-    // Leased a row at a time, each for one handling (`#leaseMs`): a replica that dies
-    // mid-pass delays only the rows in its hands, and only by that much.
-    const claim = (limit: number) =>
-      store.claimDue({
-        afterMs: this.#o.afterMs,
-        routingGraceMs: ROUTING_GRACE_MS,
-        leaseMs: this.#leaseMs(),
-        limit,
-      });
-    const firstLimit = Math.min(PARALLEL, this.#o.batchSize);
-    const first = await claim(firstLimit);
-    summary.claimed = first.length;
-    let moreDue = first.length === firstLimit;
-    const handle = async (row: ReconcileRow) => {
-      if (this.#stop.signal.aborted) {
-        // Not handled: due again at once for whoever runs next.
-        await store.scheduleCheck(row.id, 0, false);
-        return;
-      }
-      let outcome: Outcome;
-      try {
-        outcome = await this.#reconcile(row);
-      } catch (err) {
-        logger.warn({ operationId: row.id, err: String(err) }, "reconcile failed; will retry");
-        await store.scheduleCheck(row.id, this.#backoff(row), false).catch(() => {});
-        outcome = "failed";
-      }
-      summary[outcome]++;
-    };
-    // Each worker leases its next row once its last is handled, up to a batch per pass.
-    const worker = async (row: ReconcileRow | undefined) => {
-      while (row) {
-        await handle(row);
-        row = undefined;
-        if (!moreDue || summary.claimed >= this.#o.batchSize || this.#stop.signal.aborted) break;
-        summary.claimed++;
-        try {
-          [row] = await claim(1);
-        } catch (err) {
-          // The pass ends with what its workers hold; the next pass claims again.
-          logger.warn({ err: String(err) }, "reconcile: leasing the next row failed");
-          row = undefined;
-        }
-        if (!row) {
-          summary.claimed--;
-          moreDue = false;
-        }
-      }
-    };
-    await Promise.all(first.map(worker));
+    summary.claimed = await leaseAndHandle({
+      limit: this.#o.batchSize,
+      parallel: PARALLEL,
+      lease: (limit) =>
+        store.claimDue({
+          afterMs: this.#o.afterMs,
+          routingGraceMs: ROUTING_GRACE_MS,
+          leaseMs: this.#leaseMs(),
+          limit,
+        }),
+      handle: async (row) => {
+        summary[await this.#handle(row)]++;
+      },
+      stopped: () => this.#stop.signal.aborted,
+      onLeaseError: (err) => logger.warn({ err: String(err) }, "reconcile: leasing the next row failed"),
+    });
     if (this.#deps.pool) await this.#releaseLinkSlots(this.#deps.pool);
     const alertEveryMs = Math.min(this.#o.intervalMs * ALERT_EVERY_INTERVALS, ALERT_EVERY_MAX_MS);
     if (Date.now() - this.#lastAlert >= alertEveryMs) {
@@ -167,6 +133,23 @@ export class Reconciler {
       }
       // A full batch means more are due: go on at once; otherwise wait for the next round.
       if (!full) await sleep(this.#o.intervalMs, undefined, { signal }).catch(() => {});
+    }
+  }
+
+  /** One leased row: reconciled, or released at once when the reconciler is stopping. */
+  async #handle(row: ReconcileRow): Promise<Outcome> {
+    const { store, logger } = this.#deps;
+    if (this.#stop.signal.aborted) {
+      // Not handled: due again at once for whoever runs next.
+      await store.scheduleCheck(row.id, 0, false);
+      return "unchanged";
+    }
+    try {
+      return await this.#reconcile(row);
+    } catch (err) {
+      logger.warn({ operationId: row.id, err: String(err) }, "reconcile failed; will retry");
+      await store.scheduleCheck(row.id, this.#backoff(row), false).catch(() => {});
+      return "failed";
     }
   }
 
@@ -396,13 +379,8 @@ export class Reconciler {
     return Math.min(this.#o.backoffMaxMs, this.#o.backoffMs * 2 ** exponent);
   }
 
-  /**
-   * How long a row is held: one handling at the slowest (a reroute takes up to the create
-   * budget; a pending payin past its expiry, a status question and a withdrawal) and a
-   * margin, so no other replica picks a row still in hand. A crash delays only the rows
-   * its replica held, and only by this much, whatever the batch size.
-   */
+  /** A row's lease (`rowLeaseMs`). */
   #leaseMs(): number {
-    return Math.max(this.#deps.budgetMs, 2 * this.#deps.attemptTimeoutMs) + LEASE_MARGIN_MS;
+    return rowLeaseMs(this.#deps.budgetMs, this.#deps.attemptTimeoutMs);
   }
 }
