@@ -1,3 +1,4 @@
+import type { RequestColumns } from "../domain/create-request.ts";
 import type { EventStatements } from "../domain/events.ts";
 import type { Applied, Fact, LifecyclePatch } from "../domain/lifecycle/apply.ts";
 import type { LegRow, OperationRow, ReconcileRow } from "../domain/model.ts";
@@ -27,29 +28,16 @@ export interface RouteWithProviders {
 }
 
 /** What a create's claim (`OperationStore.claim`) writes: the row in `routing` but its deadline. */
-export type ClaimRow = Pick<
-  OperationRow,
-  | "id"
-  | "shop_id"
-  | "merchant_id"
-  | "merchant_operation_id"
-  | "request_hash"
-  | "type"
-  | "method"
-  | "currency"
-  | "expected_amount"
-  | "client_id"
-  | "client_ip"
-  | "number"
-  | "name"
-  | "bankname"
-  | "settlement_currency"
-  | "fx_rate"
-  | "fx_source"
-  | "commission_percent"
-  | "commission_fixed"
-  | "pricing_version"
->;
+export type ClaimRow = RequestColumns &
+  Pick<
+    OperationRow,
+    | "settlement_currency"
+    | "fx_rate"
+    | "fx_source"
+    | "commission_percent"
+    | "commission_fixed"
+    | "pricing_version"
+  >;
 
 /** What `claim` answers: see `OperationStoreCore.claim`. */
 export interface ClaimOutcome {
