@@ -80,6 +80,15 @@ export function payoutDestinationProblem(body: {
   return undefined;
 }
 
+/** The first of `checks` (field, rule) that a request breaks, in order. */
+function firstProblem(checks: [string, () => string | undefined][]): Problem | undefined {
+  for (const [field, check] of checks) {
+    const message = check();
+    if (message) return { field, message };
+  }
+  return undefined;
+}
+
 /** A create request's fields, as the merchant API names them. */
 export interface CreateFields {
   merchant_operation_id?: string | null | undefined;
@@ -107,11 +116,7 @@ export function createProblem(type: "payment" | "payout", body: CreateFields): P
     ["bankname", () => optionalProblem("bankname", body.bankname)],
     ["method", () => methodCurrencyProblem(body.method, body.currency)],
   ];
-  for (const [field, check] of checks) {
-    const message = check();
-    if (message) return { field, message };
-  }
-  return type === "payout" ? payoutDestinationProblem(body) : undefined;
+  return firstProblem(checks) ?? (type === "payout" ? payoutDestinationProblem(body) : undefined);
 }
 
 /** A flexible link's request fields (`POST /v1/payment/link/flexible`), as the merchant API names them. */
@@ -160,11 +165,7 @@ export function flexibleLinkProblem(body: FlexibleLinkFields): Problem | undefin
     ["max_amount", () => optionalAmount("max_amount")],
     ["method", () => methodCurrencyProblem(body.method, body.currency)],
   ];
-  for (const [field, check] of checks) {
-    const message = check();
-    if (message) return { field, message };
-  }
-  return flexibleBoundsProblem(body);
+  return firstProblem(checks) ?? flexibleBoundsProblem(body);
 }
 
 /** Two bounds of a range (a flexible link's, an availability read's): `min_amount` not above `max_amount`. */
@@ -193,9 +194,5 @@ export function rangeProblem(body: {
     ["max_amount", () => amountProblem("max_amount", body.max_amount)],
     ["method", () => methodCurrencyProblem(body.method, body.currency)],
   ];
-  for (const [field, check] of checks) {
-    const message = check();
-    if (message) return { field, message };
-  }
-  return boundsOrderProblem(body);
+  return firstProblem(checks) ?? boundsOrderProblem(body);
 }
