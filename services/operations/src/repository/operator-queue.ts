@@ -30,12 +30,22 @@ export interface OperatorQueueRow {
     | null;
 }
 
+/** The operator queue (`OperatorQueueRepository` on Postgres, `MemoryOperatorQueue` in memory). */
+export interface OperatorQueue {
+  /** Queues the payout when still `routing`, older than `horizonMs` and not queued yet; it when this call queued it. */
+  queueUnresolvedPayout(id: string, horizonMs: number): Promise<QueuedPayout | undefined>;
+  /** Payouts in the queue still unresolved (`routing`), oldest in the queue first, at most `limit`. */
+  listAwaiting(limit: number): Promise<OperatorQueueRow[]>;
+  /** How many payouts in the queue are still unresolved. */
+  countAwaiting(): Promise<number>;
+}
+
 /**
  * The operator queue of payouts whose provider's answer stayed unknown past the horizon
  * (`PAYOUT_OPERATOR_HORIZON_MS`): `operations.operations.operator_queued_at`, set once
  * by the reconciler, never a change of the operation's state (no version, no event).
  */
-export class OperatorQueueRepository {
+export class OperatorQueueRepository implements OperatorQueue {
   readonly #sql: Sql;
 
   constructor(sql: Sql) {
