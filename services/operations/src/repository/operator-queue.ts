@@ -63,7 +63,8 @@ export class OperatorQueueRepository implements OperatorQueue {
       where id = ${id} and type = 'payout' and status = 'routing' and operator_queued_at is null
         and created_at <= now() - make_interval(secs => ${horizonMs / 1000})
       returning id, shop_id, routing_unresolved, created_at`;
-    return row;
+    // The driver hands timestamps over as text here (see rows.ts): the Date the type promises.
+    return row && { ...row, created_at: new Date(row.created_at) };
   }
 
   /** Payouts in the queue still unresolved (`routing`), oldest in the queue first, at most `limit`. */
