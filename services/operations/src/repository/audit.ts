@@ -16,8 +16,14 @@ export interface AuditRow {
   updated_at: Date;
 }
 
+/** The admin audit reads (`AuditRepository` on Postgres, `MemoryAudit` in memory). */
+export interface Audit {
+  /** Every operation of every shop in id order after `cursor` (a UUID, or "" for the first page), at most `limit`. */
+  operations(cursor: string, limit: number): Promise<AuditRow[]>;
+}
+
 /** The admin audit reads of the operations schema. */
-export class AuditRepository {
+export class AuditRepository implements Audit {
   readonly #sql: Sql;
 
   constructor(sql: Sql) {

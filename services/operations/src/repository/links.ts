@@ -23,14 +23,35 @@ export type LinkRow = Omit<
 export type NewLink = Omit<LinkRow, "status" | "expires_at" | "claim">;
 
 /** The states a link is not decided in yet (`deciding`, `amount_selection`). */
-const UNDECIDED = LINK_MACHINE.states.filter((s) => !LINK_MACHINE.terminal.has(s));
+export const UNDECIDED_LINK = LINK_MACHINE.states.filter((s) => !LINK_MACHINE.terminal.has(s));
 
 /** Timestamps come back as text from the driver here: the row with a Date. */
 const hydrate = (row: LinkRow | undefined): LinkRow | undefined =>
   row && { ...row, expires_at: new Date(row.expires_at) };
 
+/**
+ * `operations.flexible_links` as the flexible links use it (`LinkRepository` on Postgres,
+ * `MemoryLinks` in memory; `test/contracts/links.contract.ts` checks both). "Now" is the
+ * store's clock.
+ */
+export interface Links {
+  find(id: string, tx?: Db): Promise<LinkRow | undefined>;
+  /** Writes a link `deciding` unless its id or (shop, merchant_operation_id) is taken. */
+  insert(link: NewLink, lifetimeMs: number): Promise<void>;
+  /** Claims a link in `status` for `leaseMs` unless another claim runs; the row with its `claim` token, or undefined. */
+  claim(id: string, status: LinkRow["status"], leaseMs: number): Promise<LinkRow | undefined>;
+  /** Records the decision of the attempt holding `claim` and ends it; false when the claim lapsed (guarded by `LINK_MACHINE`). */
+  decide(id: string, claim: string, status: LinkState, tx?: Db): Promise<boolean>;
+  /** Undecided links nobody decides whose attempt may have left a pool slot no payment holds, soonest expiry first. */
+  undecidedWithoutPayment(stuckMs: number, limit: number): Promise<LinkRow[]>;
+  /** Ends the claim `claim`, recording that the link's slot was released under it. */
+  slotReleased(id: string, claim: string): Promise<void>;
+  /** Ends the claim `claim` without a decision. */
+  release(id: string, claim: string): Promise<void>;
+}
+
 /** Every query of `operations.flexible_links` the flexible links run. */
-export class LinkRepository {
+export class LinkRepository implements Links {
   readonly #sql: Sql;
 
   constructor(sql: Sql) {
@@ -101,7 +122,7 @@ export class LinkRepository {
   async undecidedWithoutPayment(stuckMs: number, limit: number): Promise<LinkRow[]> {
     const rows = await this.#sql<LinkRow[]>`
       select * from operations.flexible_links l
-      where l.status = any(${UNDECIDED}) and l.slot_released_at is null
+      where l.status = any(${UNDECIDED_LINK}) and l.slot_released_at is null
         and (l.claimed_until is null or l.claimed_until <= now())
         and (l.expires_at <= now()
           or (l.status = 'deciding' and l.created_at <= now() - ${`${stuckMs} milliseconds`}::interval))

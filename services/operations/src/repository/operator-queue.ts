@@ -30,12 +30,22 @@ export interface OperatorQueueRow {
     | null;
 }
 
+/** The operator queue (`OperatorQueueRepository` on Postgres, `MemoryOperatorQueue` in memory). */
+export interface OperatorQueue {
+  /** Queues the payout when still `routing`, older than `horizonMs` and not queued yet; it when this call queued it. */
+  queueUnresolvedPayout(id: string, horizonMs: number): Promise<QueuedPayout | undefined>;
+  /** Payouts in the queue still unresolved (`routing`), oldest in the queue first, at most `limit`. */
+  listAwaiting(limit: number): Promise<OperatorQueueRow[]>;
+  /** How many payouts in the queue are still unresolved. */
+  countAwaiting(): Promise<number>;
+}
+
 /**
  * The operator queue of payouts whose provider's answer stayed unknown past the horizon
  * (`PAYOUT_OPERATOR_HORIZON_MS`): `operations.operations.operator_queued_at`, set once
  * by the reconciler, never a change of the operation's state (no version, no event).
  */
-export class OperatorQueueRepository {
+export class OperatorQueueRepository implements OperatorQueue {
   readonly #sql: Sql;
 
   constructor(sql: Sql) {
@@ -53,7 +63,8 @@ export class OperatorQueueRepository {
       where id = ${id} and type = 'payout' and status = 'routing' and operator_queued_at is null
         and created_at <= now() - make_interval(secs => ${horizonMs / 1000})
       returning id, shop_id, routing_unresolved, created_at`;
-    return row;
+    // The driver hands timestamps over as text here (see rows.ts): the Date the type promises.
+    return row && { ...row, created_at: new Date(row.created_at) };
   }
 
   /** Payouts in the queue still unresolved (`routing`), oldest in the queue first, at most `limit`. */

@@ -1,7 +1,20 @@
 import type { Sql } from "@gw/db";
 
+/** How the payer's page presents a shop. */
+export interface ShopPage {
+  display_name: string | null;
+  return_url: string | null;
+}
+
+/** `operations.shop_pages` (`ShopPageRepository` on Postgres, `MemoryShopPages` in memory). */
+export interface ShopPages {
+  get(shopId: string): Promise<ShopPage | undefined>;
+  /** Sets the given fields (null clears one), creating the row; answers the stored row. */
+  put(shopId: string, patch: { display_name?: string | null; return_url?: string | null }): Promise<ShopPage>;
+}
+
 /** `operations.shop_pages`: how the payer's page presents each shop. */
-export class ShopPageRepository {
+export class ShopPageRepository implements ShopPages {
   readonly #sql: Sql;
 
   constructor(sql: Sql) {

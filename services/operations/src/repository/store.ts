@@ -3,13 +3,13 @@ import type { EventStatements } from "../domain/events.ts";
 import type { Applied, Fact, LifecyclePatch } from "../domain/lifecycle/apply.ts";
 import type { LegRow, OperationRow, ReconcileRow } from "../domain/model.ts";
 import type { ProviderConfig } from "../domain/providers.ts";
-import type { AuditRepository } from "./audit.ts";
+import type { Audit } from "./audit.ts";
 import type { Db, Tx } from "./db.ts";
 import type { HandOffRepository } from "./handoffs.ts";
-import type { LinkRepository } from "./links.ts";
-import type { OperatorQueueRepository } from "./operator-queue.ts";
+import type { Links } from "./links.ts";
+import type { OperatorQueue } from "./operator-queue.ts";
 import type { ProviderFactRepository } from "./provider-facts.ts";
-import type { ShopPageRepository } from "./shop-pages.ts";
+import type { ShopPages } from "./shop-pages.ts";
 import type { Withdrawals } from "./withdrawals.ts";
 
 export interface Route {
@@ -290,13 +290,13 @@ export interface OperationStore extends CreateStore {
   /** `operations.pool_handoffs`: the hand-offs of pool payouts' remainders. */
   readonly handoffs: HandOffRepository;
   /** `operations.flexible_links`: flexible payment links. */
-  readonly links: LinkRepository;
+  readonly links: Links;
   /** `operations.provider_facts`, outside a caller's transaction (the rest: ./provider-facts.ts). */
   readonly facts: ProviderFactRepository;
   /** The admin audit reads. */
-  readonly audit: AuditRepository;
+  readonly audit: Audit;
   /** Payouts unresolved past the horizon, for an operator (`operator_queued_at`). */
-  readonly operatorQueue: OperatorQueueRepository;
+  readonly operatorQueue: OperatorQueue;
   /** `operations.shop_pages`: how the payer's page presents each shop. */
-  readonly shopPages: ShopPageRepository;
+  readonly shopPages: ShopPages;
 }

@@ -2,6 +2,8 @@ import { Decimal } from "@gw/money";
 import type { ReconcileRow } from "../../domain/model.ts";
 import type { ProviderConfig } from "../../domain/providers.ts";
 import type { WithdrawalState } from "../../domain/withdrawal-states.ts";
+import type { LinkRow } from "../links.ts";
+import type { ShopPage } from "../shop-pages.ts";
 import type { InsertRow, OperationPatch, ProviderLeg, Route } from "../store.ts";
 
 /** An `operations.operations` row as the memory store keeps it: every column, the bookkeeping too. */
@@ -44,7 +46,22 @@ export interface State {
   links: Map<string, LinkKey>;
   /** `operations.withdrawals`, by (operation, provider). */
   withdrawals: Map<string, StoredWithdrawal>;
+  /** `operations.flexible_links`, by operation id (`links` above keeps the keys they hold, for the core). */
+  flexibleLinks: Map<string, StoredLink>;
+  /** `operations.shop_pages`, by shop. */
+  shopPages: Map<string, StoredShopPage>;
 }
+
+/** An `operations.flexible_links` row, its claim's columns too. */
+export type StoredLink = LinkRow & {
+  claimed_until: Date | null;
+  slot_released_at: Date | null;
+  created_at: Date;
+  updated_at: Date;
+};
+
+/** An `operations.shop_pages` row. */
+export type StoredShopPage = ShopPage & { updated_at: Date };
 
 /** An `operations.withdrawals` row. */
 export interface StoredWithdrawal {
@@ -69,6 +86,8 @@ export const emptyState = (): State => ({
   configVersion: 1n,
   links: new Map(),
   withdrawals: new Map(),
+  flexibleLinks: new Map(),
+  shopPages: new Map(),
 });
 
 export const copyState = (s: State): State => ({
@@ -82,6 +101,8 @@ export const copyState = (s: State): State => ({
   configVersion: s.configVersion,
   links: new Map(s.links),
   withdrawals: new Map(s.withdrawals),
+  flexibleLinks: new Map(s.flexibleLinks),
+  shopPages: new Map(s.shopPages),
 });
 
 export const keyOf = (shopId: string, mop: string) => `${shopId}\u0000${mop}`;

@@ -21,7 +21,11 @@ import type {
   RouteSummary,
   RouteWithProviders,
 } from "../store.ts";
+import { MemoryAudit } from "./audit.ts";
 import { applyFactIn, type Scope, transitionIn } from "./lifecycle.ts";
+import { MemoryLinks } from "./links.ts";
+import { MemoryOperatorQueue } from "./operator-queue.ts";
+import { MemoryShopPages } from "./shop-pages.ts";
 import {
   at,
   copyRow,
@@ -35,7 +39,7 @@ import {
   type State,
 } from "./state.ts";
 import * as t from "./tables.ts";
-import { MemoryWithdrawals } from "./withdrawals.ts";
+import { type MemoryAccess, MemoryWithdrawals } from "./withdrawals.ts";
 
 /**
  * The operations store in memory, for tests that need no database: the same contract
@@ -58,11 +62,16 @@ export class MemoryOperationStore implements CreateStore {
   readonly #open = new WeakMap<object, State>();
   readonly #inside = new AsyncLocalStorage<object>();
   readonly #listeners = new Map<string, Set<() => void>>();
-  readonly withdrawals = new MemoryWithdrawals({
+  readonly #access: MemoryAccess = {
     write: (tx, fn) => this.#write(tx as Tx | undefined, fn),
     read: () => this.#state,
     clock: () => this.#clock(),
-  });
+  };
+  readonly withdrawals = new MemoryWithdrawals(this.#access);
+  readonly links = new MemoryLinks(this.#access);
+  readonly shopPages = new MemoryShopPages(this.#access);
+  readonly operatorQueue = new MemoryOperatorQueue(this.#access);
+  readonly audit = new MemoryAudit(this.#access);
 
   constructor(prefix = "memory", options: { clock?: () => Date } = {}) {
     this.prefix = prefix;
