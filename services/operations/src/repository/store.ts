@@ -4,10 +4,10 @@ import type { LegRow, OperationRow, ReconcileRow } from "../domain/model.ts";
 import type { ProviderConfig } from "../domain/providers.ts";
 import type { AuditRepository } from "./audit.ts";
 import type { Db, Tx } from "./db.ts";
-import type { HandOffRepository } from "./handoffs.ts";
+import type { HandOffs } from "./handoffs.ts";
 import type { LinkRepository } from "./links.ts";
 import type { OperatorQueueRepository } from "./operator-queue.ts";
-import type { ProviderFactRepository } from "./provider-facts.ts";
+import type { ProviderFacts } from "./provider-facts.ts";
 import type { ShopPageRepository } from "./shop-pages.ts";
 import type { Withdrawals } from "./withdrawals.ts";
 
@@ -300,11 +300,11 @@ export interface CreateStore extends OperationStoreCore {
  */
 export interface OperationStore extends CreateStore {
   /** `operations.pool_handoffs`: the hand-offs of pool payouts' remainders. */
-  readonly handoffs: HandOffRepository;
+  readonly handoffs: HandOffs;
   /** `operations.flexible_links`: flexible payment links. */
   readonly links: LinkRepository;
   /** `operations.provider_facts`, outside a caller's transaction (the rest: ./provider-facts.ts). */
-  readonly facts: ProviderFactRepository;
+  readonly facts: ProviderFacts;
   /** The admin audit reads. */
   readonly audit: AuditRepository;
   /** Payouts unresolved past the horizon, for an operator (`operator_queued_at`). */
