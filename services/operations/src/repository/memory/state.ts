@@ -1,7 +1,9 @@
 import { Decimal } from "@gw/money";
+import type { HandOffState } from "../../domain/handoff-states.ts";
 import type { ReconcileRow } from "../../domain/model.ts";
 import type { ProviderConfig } from "../../domain/providers.ts";
 import type { WithdrawalState } from "../../domain/withdrawal-states.ts";
+import type { FactRow } from "../provider-facts.ts";
 import type { InsertRow, OperationPatch, ProviderLeg, Route } from "../store.ts";
 
 /** An `operations.operations` row as the memory store keeps it: every column, the bookkeeping too. */
@@ -44,6 +46,10 @@ export interface State {
   links: Map<string, LinkKey>;
   /** `operations.withdrawals`, by (operation, provider). */
   withdrawals: Map<string, StoredWithdrawal>;
+  /** `operations.pool_handoffs`, by operation. */
+  handoffs: Map<string, StoredHandOff>;
+  /** `operations.provider_facts`, by id. */
+  facts: Map<string, StoredFact>;
 }
 
 /** An `operations.withdrawals` row. */
@@ -58,6 +64,27 @@ export interface StoredWithdrawal {
   updated_at: Date;
 }
 
+/** An `operations.pool_handoffs` row. */
+export interface StoredHandOff {
+  operation_id: string;
+  /** As Postgres answers `amount::text` (`numeric(20, 2)`: "10.00"). */
+  amount: string;
+  candidates: readonly string[];
+  position: number;
+  attempts: number;
+  status: HandOffState;
+  provider: string | null;
+  next_attempt_at: Date;
+  created_at: Date;
+  updated_at: Date;
+}
+
+/** An `operations.provider_facts` row, its timestamps as Dates. */
+export type StoredFact = Omit<FactRow, "created_at" | "resolved_at"> & {
+  created_at: Date;
+  resolved_at: Date | null;
+};
+
 export const emptyState = (): State => ({
   rows: new Map(),
   keys: new Map(),
@@ -69,6 +96,8 @@ export const emptyState = (): State => ({
   configVersion: 1n,
   links: new Map(),
   withdrawals: new Map(),
+  handoffs: new Map(),
+  facts: new Map(),
 });
 
 export const copyState = (s: State): State => ({
@@ -82,6 +111,8 @@ export const copyState = (s: State): State => ({
   configVersion: s.configVersion,
   links: new Map(s.links),
   withdrawals: new Map(s.withdrawals),
+  handoffs: new Map(s.handoffs),
+  facts: new Map(s.facts),
 });
 
 export const keyOf = (shopId: string, mop: string) => `${shopId}\u0000${mop}`;

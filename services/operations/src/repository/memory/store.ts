@@ -21,7 +21,9 @@ import type {
   RouteSummary,
   RouteWithProviders,
 } from "../store.ts";
+import { MemoryHandOffs } from "./handoffs.ts";
 import { applyFactIn, type Scope, transitionIn } from "./lifecycle.ts";
+import { MemoryProviderFacts } from "./provider-facts.ts";
 import {
   at,
   copyRow,
@@ -62,6 +64,19 @@ export class MemoryOperationStore implements CreateStore {
     write: (tx, fn) => this.#write(tx as Tx | undefined, fn),
     read: () => this.#state,
     clock: () => this.#clock(),
+  });
+  readonly facts = new MemoryProviderFacts({
+    write: (tx, fn) => this.#write(tx as Tx | undefined, fn),
+    read: () => this.#state,
+    clock: () => this.#clock(),
+  });
+  readonly handoffs = new MemoryHandOffs({
+    write: (tx, fn) => this.#write(tx as Tx | undefined, fn),
+    read: () => this.#state,
+    clock: () => this.#clock(),
+    notify: (channel) => {
+      for (const notify of this.#listeners.get(channel) ?? []) notify();
+    },
   });
 
   constructor(prefix = "memory", options: { clock?: () => Date } = {}) {
