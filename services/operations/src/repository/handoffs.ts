@@ -44,15 +44,41 @@ export async function insertHandOff(
 }
 
 /**
+ * `operations.pool_handoffs` as the pool's consumer and the hand-off driver use it: what
+ * `HandOffRepository` runs on Postgres and `MemoryHandOffs` keeps in memory. Each write
+ * after the first is conditional on the state the driver read (see `HANDOFF_GUARDS`).
+ */
+export interface HandOffs {
+  /** `insertHandOff` in the consumer's transaction `tx` (a memory store's own, there): once per operation. */
+  record(tx: Tx, operationId: string, amount: string, candidates: string[]): Promise<void>;
+  /** Leases up to `limit` due hand-offs (asking, `next_attempt_at` passed), pushing them `leaseMs` ahead. */
+  lease(leaseMs: number, limit: number): Promise<HandOffRow[]>;
+  /** Settled meanwhile by another path: nothing to hand off any more. */
+  supersede(operationId: string): Promise<void>;
+  /** Counts an unanswered ask of the candidate at `h.position`; asked again `delayMs` ahead. */
+  retryLater(h: HandOffRow, attempts: number, delayMs: number): Promise<void>;
+  /** The candidate at `h.position` took it; false when another driver recorded an answer first. */
+  accept(tx: Tx, h: HandOffRow, provider: string): Promise<boolean>;
+  /** The next candidate is asked at once. */
+  advance(h: HandOffRow): Promise<void>;
+  /** No candidate left; false when another driver recorded an answer first. */
+  exhaust(tx: Tx, h: HandOffRow): Promise<boolean>;
+}
+
+/**
  * Every query of `operations.pool_handoffs` the driver runs. Each write is conditional
  * on the state the driver read (still `asking`, same `position`), so an answer is never
  * recorded twice.
  */
-export class HandOffRepository {
+export class HandOffRepository implements HandOffs {
   readonly #sql: Sql;
 
   constructor(sql: Sql) {
     this.#sql = sql;
+  }
+
+  record(tx: Tx, operationId: string, amount: string, candidates: string[]): Promise<void> {
+    return insertHandOff(tx, operationId, amount, candidates);
   }
 
   /**

@@ -36,8 +36,37 @@ export type NewFact = Pick<
   | "currency"
 >;
 
-/** The queries of `operations.provider_facts` that run outside a caller's transaction. */
-export class ProviderFactRepository {
+/** What an operator's resolution of a fact writes (`markFactResolved`). */
+export interface FactResolution {
+  action: string;
+  operator: string;
+  reason: string;
+  figures: { settlement: string; commission: string; currency: string } | undefined;
+}
+
+/**
+ * `operations.provider_facts` as a store keeps it: what `ProviderFactRepository` runs on
+ * Postgres and `MemoryProviderFacts` keeps in memory. The reads outside a caller's
+ * transaction, and the statements the module functions below run in one (`insertFact`,
+ * `lockFact`, `markFactResolved`, `mismatchTotal`), in `tx` (a memory store's own, there).
+ */
+export interface ProviderFacts {
+  /** Open facts per kind, database-wide (in no order). */
+  countOpen(): Promise<{ kind: string; n: number }[]>;
+  /** The operator's review queue: open facts first, then the newest. */
+  list(options: FactFilter): Promise<FactRow[]>;
+  /** `insertFact`: once per (provider, reference, fact_key); undefined when it was recorded before. */
+  insert(tx: Tx, fact: NewFact): Promise<FactRow | undefined>;
+  /** `lockFact`: the fact, locked for the rest of `tx`. */
+  lock(tx: Tx, id: string): Promise<FactRow | undefined>;
+  /** `markFactResolved`: resolved once; a resolved fact is a `StateMoveRefusedError`. */
+  markResolved(tx: Tx, id: string, resolution: FactResolution): Promise<FactRow | undefined>;
+  /** `mismatchTotal`: what an operation's `amount_mismatch` facts add up to, as text. */
+  mismatchTotal(tx: Tx, operationId: string): Promise<string>;
+}
+
+/** The queries of `operations.provider_facts`; those in a caller's transaction are the module functions below. */
+export class ProviderFactRepository implements ProviderFacts {
   readonly #sql: Sql;
 
   constructor(sql: Sql) {
@@ -54,6 +83,22 @@ export class ProviderFactRepository {
   /** The operator's review queue: open facts first, then the newest. */
   list(options: FactFilter): Promise<FactRow[]> {
     return listFacts(this.#sql, options);
+  }
+
+  insert(tx: Tx, fact: NewFact): Promise<FactRow | undefined> {
+    return insertFact(tx, fact);
+  }
+
+  lock(tx: Tx, id: string): Promise<FactRow | undefined> {
+    return lockFact(tx, id);
+  }
+
+  markResolved(tx: Tx, id: string, resolution: FactResolution): Promise<FactRow | undefined> {
+    return markFactResolved(tx, id, resolution);
+  }
+
+  mismatchTotal(tx: Tx, operationId: string): Promise<string> {
+    return mismatchTotal(tx, operationId);
   }
 }
 
@@ -106,12 +151,7 @@ export const RESOLVE_FROM = fromStates(FACT_MACHINE, "resolved", "operator_resol
 export async function markFactResolved(
   tx: Tx,
   id: string,
-  resolution: {
-    action: string;
-    operator: string;
-    reason: string;
-    figures: { settlement: string; commission: string; currency: string } | undefined;
-  },
+  resolution: FactResolution,
 ): Promise<FactRow | undefined> {
   const { figures } = resolution;
   const [resolved] = await tx<FactRow[]>`

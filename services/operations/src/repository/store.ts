@@ -5,10 +5,10 @@ import type { LegRow, OperationRow, ReconcileRow } from "../domain/model.ts";
 import type { ProviderConfig } from "../domain/providers.ts";
 import type { Audit } from "./audit.ts";
 import type { Db, Tx } from "./db.ts";
-import type { HandOffRepository } from "./handoffs.ts";
+import type { HandOffs } from "./handoffs.ts";
 import type { Links } from "./links.ts";
 import type { OperatorQueue } from "./operator-queue.ts";
-import type { ProviderFactRepository } from "./provider-facts.ts";
+import type { ProviderFacts } from "./provider-facts.ts";
 import type { ShopPages } from "./shop-pages.ts";
 import type { Withdrawals } from "./withdrawals.ts";
 
@@ -284,15 +284,15 @@ export interface CreateStore extends OperationStoreCore {
 
 /**
  * Every read and write of the operations schema the service depends on: the core, and
- * the side tables' repositories (Postgres only so far, but the withdrawals).
+ * the side tables' repositories (Postgres, and in memory for the unit tier).
  */
 export interface OperationStore extends CreateStore {
   /** `operations.pool_handoffs`: the hand-offs of pool payouts' remainders. */
-  readonly handoffs: HandOffRepository;
+  readonly handoffs: HandOffs;
   /** `operations.flexible_links`: flexible payment links. */
   readonly links: Links;
   /** `operations.provider_facts`, outside a caller's transaction (the rest: ./provider-facts.ts). */
-  readonly facts: ProviderFactRepository;
+  readonly facts: ProviderFacts;
   /** The admin audit reads. */
   readonly audit: Audit;
   /** Payouts unresolved past the horizon, for an operator (`operator_queued_at`). */

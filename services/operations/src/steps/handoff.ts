@@ -2,7 +2,7 @@ import type { Logger } from "@gw/log";
 import type { Connector } from "../connectors/connector.ts";
 import { isTerminal, type OperationRow } from "../domain/model.ts";
 import type { Tx } from "../repository/db.ts";
-import { HANDOFF_CHANNEL, type HandOffRow, insertHandOff } from "../repository/handoffs.ts";
+import { HANDOFF_CHANNEL, type HandOffRow } from "../repository/handoffs.ts";
 import type { OperationStore } from "../repository/operations.ts";
 import { NotifiedLoop } from "./notified-loop.ts";
 
@@ -45,16 +45,6 @@ export interface HandOffOptions {
 
 /** How `handOff` ends a payout nobody took: a partial of what the pool paid, or rejected. */
 export type NobodyTookIt = (tx: Tx, row: OperationRow) => Promise<void>;
-
-/** Records the decision in the consumer's transaction; the driver is woken at its commit. */
-export function recordHandOff(
-  tx: Tx,
-  operationId: string,
-  amount: string,
-  candidates: string[],
-): Promise<void> {
-  return insertHandOff(tx, operationId, amount, candidates);
-}
 
 const eligible = (row: OperationRow | undefined, selfMatching: string): row is OperationRow =>
   row?.type === "payout" && !isTerminal(row.status) && row.provider === selfMatching;

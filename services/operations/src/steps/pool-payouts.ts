@@ -4,7 +4,6 @@ import { ConcurrentChangeError, StillRoutingError } from "../domain/lifecycle/er
 import { isTerminal, type OperationRow } from "../domain/model.ts";
 import { SELF_MATCHING } from "../domain/providers.ts";
 import type { Tx } from "../repository/db.ts";
-import { recordHandOff } from "./handoff.ts";
 import type { PoolDeps } from "./pool-deps.ts";
 import { recordProviderFact } from "./provider-facts.ts";
 
@@ -102,7 +101,7 @@ export async function completePayout(pool: PoolDeps, payout: PoolPayout, outer?:
  * The payout's window ended with a remainder (`handed_off_amount`): the pool's
  * contributions are recorded as legs, and the hand-off of the remainder to the providers
  * after `self_matching` in the shop's payout route (those configured for the method, in
- * route order) is recorded as a decision (`recordHandOff`). No provider is called here:
+ * route order) is recorded as a decision (`store.handoffs.record`). No provider is called here:
  * this runs in the consumer's (or the reconciler's) transaction, and `HandOffDriver`
  * asks the providers after it committed (see handoff.ts). The payout stays `pending`
  * under the provider that takes it and completes when its callback does, with the pool's
@@ -130,7 +129,7 @@ export async function handOff(pool: PoolDeps, tx: Tx, payout: PoolPayout): Promi
           );
         });
   if (candidates.length === 0) return nobodyTookIt(pool, tx, row);
-  await recordHandOff(tx, row.id, remainder.toFixed(2), candidates);
+  await pool.store.handoffs.record(tx, row.id, remainder.toFixed(2), candidates);
 }
 
 /**

@@ -13,7 +13,6 @@ import { FakeReceipts } from "../../test/fakes/receipts.ts";
 import { MemoryConnector } from "../connectors/memory.ts";
 import { parseCreate } from "../domain/create-request.ts";
 import { MemoryOperationStore } from "../repository/memory/store.ts";
-import type { OperationStore } from "../repository/operations.ts";
 import { confirmPayment } from "../usecases/confirm.ts";
 import { onPayinCompleted } from "../usecases/pool-events.ts";
 import { claimAndRoute } from "./create.ts";
@@ -37,9 +36,8 @@ const PAYEE = { number: "2200111122223333", name: "Pool Payee" };
 
 /** A shop routed `payin` / `payout`, priced at 0 %, over one memory provider `acme`. */
 async function world(payin: string[], payout: string[] = [SELF_MATCHING]) {
-  // The pool's paths run here on what a create needs of the store (its core and withdrawals).
   const store = new MemoryOperationStore();
-  const poolStore = store as unknown as OperationStore;
+
   const connector = new MemoryConnector();
   const ledger = new FakeLedger();
   const matching = new FakeMatching();
@@ -54,7 +52,7 @@ async function world(payin: string[], payout: string[] = [SELF_MATCHING]) {
   const matchingClient = matching.client();
   const admits: Parameters<typeof matchingClient.admit>[0][] = [];
   const pool: PoolDeps = {
-    store: poolStore,
+    store,
     matching: {
       ...matchingClient,
       admit: (req, options) => {
@@ -73,7 +71,7 @@ async function world(payin: string[], payout: string[] = [SELF_MATCHING]) {
   const connectorFor = (kind: string) =>
     kind === SELF_MATCHING ? poolConnector : kind === "memory" ? connector : undefined;
   const withdrawals = new WithdrawalDriver(
-    { store: poolStore, connectorFor, logger },
+    { store, connectorFor, logger },
     { attempts: 3, backoffMs: 10, backoffMaxMs: 10, intervalMs: 1_000, batchSize: 8, attemptTimeoutMs: 200 },
   );
   const deps: CreateDeps = {
@@ -109,7 +107,7 @@ async function world(payin: string[], payout: string[] = [SELF_MATCHING]) {
     const file = new Uint8Array(randomBytes(32));
     receipts.judge(file, { verdict: "completed" });
     const confirmed = await confirmPayment(
-      { store: poolStore, receipts: receipts.client(), logger },
+      { store, receipts: receipts.client(), logger },
       create(ConfirmPaymentRequestSchema, {
         scope: { shopId },
         operationId: id,

@@ -26,14 +26,7 @@ import type { Db as Tx } from "../repository/db.ts";
 import type { OperationStore } from "../repository/operations.ts";
 import { enqueueEvent } from "../repository/outbox.ts";
 import type { FactFilter } from "../repository/provider-facts.ts";
-import {
-  type FactRow,
-  insertFact,
-  lockFact,
-  markFactResolved,
-  operationOfFact,
-  providerMethods,
-} from "../repository/provider-facts.ts";
+import { type FactRow, insertFact, operationOfFact, providerMethods } from "../repository/provider-facts.ts";
 
 /** Why a provider's report is a fact of its own rather than a change of the operation. */
 export const FACT_KINDS = ["late_completion", "not_routed", "slot_refused", "amount_mismatch"] as const;
@@ -256,7 +249,7 @@ export async function resolveProviderFact(
   input: { id: string; action: Resolution; reason: string; operator: string },
 ): Promise<{ fact: ProviderFact; replayed: boolean }> {
   return deps.store.transaction(async (tx) => {
-    const fact = await lockFact(tx, input.id);
+    const fact = await deps.store.facts.lock(tx, input.id);
     if (!fact) throw new ProviderFactNotFoundError("provider fact not found");
     if (fact.status === "resolved") {
       if (fact.resolution !== input.action)
@@ -272,7 +265,7 @@ export async function resolveProviderFact(
       input.action === "credit_shop" || input.action === "debit_shop"
         ? await shopFigures(tx, fact, direction)
         : undefined;
-    const resolved = await markFactResolved(tx, fact.id, {
+    const resolved = await deps.store.facts.markResolved(tx, fact.id, {
       action: input.action,
       operator: input.operator,
       reason: input.reason,

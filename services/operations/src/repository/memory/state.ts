@@ -1,8 +1,10 @@
 import { Decimal } from "@gw/money";
+import type { HandOffState } from "../../domain/handoff-states.ts";
 import type { ReconcileRow } from "../../domain/model.ts";
 import type { ProviderConfig } from "../../domain/providers.ts";
 import type { WithdrawalState } from "../../domain/withdrawal-states.ts";
 import type { LinkRow } from "../links.ts";
+import type { FactRow } from "../provider-facts.ts";
 import type { ShopPage } from "../shop-pages.ts";
 import type { InsertRow, OperationPatch, ProviderLeg, Route } from "../store.ts";
 
@@ -50,6 +52,10 @@ export interface State {
   flexibleLinks: Map<string, StoredLink>;
   /** `operations.shop_pages`, by shop. */
   shopPages: Map<string, StoredShopPage>;
+  /** `operations.pool_handoffs`, by operation. */
+  handoffs: Map<string, StoredHandOff>;
+  /** `operations.provider_facts`, by id. */
+  facts: Map<string, StoredFact>;
 }
 
 /** An `operations.flexible_links` row, its claim's columns too. */
@@ -75,6 +81,27 @@ export interface StoredWithdrawal {
   updated_at: Date;
 }
 
+/** An `operations.pool_handoffs` row. */
+export interface StoredHandOff {
+  operation_id: string;
+  /** As Postgres answers `amount::text` (`numeric(20, 2)`: "10.00"). */
+  amount: string;
+  candidates: readonly string[];
+  position: number;
+  attempts: number;
+  status: HandOffState;
+  provider: string | null;
+  next_attempt_at: Date;
+  created_at: Date;
+  updated_at: Date;
+}
+
+/** An `operations.provider_facts` row, its timestamps as Dates. */
+export type StoredFact = Omit<FactRow, "created_at" | "resolved_at"> & {
+  created_at: Date;
+  resolved_at: Date | null;
+};
+
 export const emptyState = (): State => ({
   rows: new Map(),
   keys: new Map(),
@@ -88,6 +115,8 @@ export const emptyState = (): State => ({
   withdrawals: new Map(),
   flexibleLinks: new Map(),
   shopPages: new Map(),
+  handoffs: new Map(),
+  facts: new Map(),
 });
 
 export const copyState = (s: State): State => ({
@@ -103,6 +132,8 @@ export const copyState = (s: State): State => ({
   withdrawals: new Map(s.withdrawals),
   flexibleLinks: new Map(s.flexibleLinks),
   shopPages: new Map(s.shopPages),
+  handoffs: new Map(s.handoffs),
+  facts: new Map(s.facts),
 });
 
 export const keyOf = (shopId: string, mop: string) => `${shopId}\u0000${mop}`;

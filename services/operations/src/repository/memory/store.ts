@@ -10,11 +10,11 @@ import type {
   ClaimOutcome,
   ClaimRow,
   CreateContext,
-  CreateStore,
   DataPatch,
   InsertRow,
   NewLeg,
   OperationPatch,
+  OperationStore,
   ProviderLeg,
   ProviderSummary,
   Route,
@@ -22,9 +22,11 @@ import type {
   RouteWithProviders,
 } from "../store.ts";
 import { MemoryAudit } from "./audit.ts";
+import { MemoryHandOffs } from "./handoffs.ts";
 import { applyFactIn, type Scope, transitionIn } from "./lifecycle.ts";
 import { MemoryLinks } from "./links.ts";
 import { MemoryOperatorQueue } from "./operator-queue.ts";
+import { MemoryProviderFacts } from "./provider-facts.ts";
 import { MemoryShopPages } from "./shop-pages.ts";
 import {
   at,
@@ -50,11 +52,11 @@ import { type MemoryAccess, MemoryWithdrawals } from "./withdrawals.ts";
  * a read without one sees what is committed. "Now" is `clock()`. Where Postgres would
  * let a write without the `tx` from inside an open transaction run on another
  * connection, this store would wait for itself: it throws instead.
- * Of the side tables it keeps the withdrawals (`MemoryWithdrawals`), which a create
- * writes; not kept: hand-offs, provider facts, shop pages, the operator queue, the audit
- * reads, and flexible links but the keys they hold.
+ * It keeps every side table too (withdrawals, flexible links, hand-offs, provider facts,
+ * shop pages, the operator queue and the audit reads), each held to the same contract
+ * as its Postgres repository (test/contracts/).
  */
-export class MemoryOperationStore implements CreateStore {
+export class MemoryOperationStore implements OperationStore {
   readonly prefix: string;
   readonly #clock: () => Date;
   #state: State = emptyState();
@@ -72,6 +74,13 @@ export class MemoryOperationStore implements CreateStore {
   readonly shopPages = new MemoryShopPages(this.#access);
   readonly operatorQueue = new MemoryOperatorQueue(this.#access);
   readonly audit = new MemoryAudit(this.#access);
+  readonly facts = new MemoryProviderFacts(this.#access);
+  readonly handoffs = new MemoryHandOffs({
+    ...this.#access,
+    notify: (channel) => {
+      for (const notify of this.#listeners.get(channel) ?? []) notify();
+    },
+  });
 
   constructor(prefix = "memory", options: { clock?: () => Date } = {}) {
     this.prefix = prefix;

@@ -19,15 +19,6 @@ import { Reconciler } from "./reconciler.ts";
 const logger = createLogger("operations-reconcile-lease-unit", "silent");
 const MINUTE = 60_000;
 
-/**
- * The memory store with what a reconciler pass reads of the operator queue: nobody is in
- * it (a payin never goes there; the memory store keeps no queue).
- */
-function reconcilerStore(store: MemoryOperationStore): OperationStore {
-  const operatorQueue = { queueUnresolvedPayout: async () => undefined, countAwaiting: async () => 0 };
-  return Object.assign(store, { operatorQueue }) as unknown as OperationStore;
-}
-
 /** The store as a replica that died right after leasing sees it: every call but the lease hangs. */
 function diesAfterLease(store: OperationStore): OperationStore {
   return new Proxy(store, {
@@ -71,7 +62,7 @@ describe("the reconciler's lease", () => {
       });
     }
     const deps: ReconcilerDeps = {
-      store: reconcilerStore(store),
+      store,
       ledger: new FakeLedger().client(),
       receipts: new FakeReceipts().client(),
       connectorFor: (kind) => (kind === "memory" ? connector : undefined),
