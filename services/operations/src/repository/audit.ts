@@ -31,9 +31,12 @@ export class AuditRepository implements Audit {
   }
 
   /** Every operation of every shop in id order after `cursor` (a UUID, or "" for the first page), at most `limit`. */
-  operations(cursor: string, limit: number): Promise<AuditRow[]> {
+  async operations(cursor: string, limit: number): Promise<AuditRow[]> {
     const sql = this.#sql;
-    return sql<AuditRow[]>`
+    // The driver hands timestamps over as text: they become the `Date`s the type says.
+    const rows = await sql<
+      (Omit<AuditRow, "created_at" | "updated_at"> & { created_at: string; updated_at: string })[]
+    >`
       select o.id::text, o.shop_id::text, o.type, o.status, o.provider, o.expected_amount::text as amount,
              o.actual_amount::text, o.currency, o.request_hash is null as placeholder,
              (select json_agg(json_build_object('provider', l.provider, 'amount', l.amount::text, 'count', l.n)
@@ -45,5 +48,10 @@ export class AuditRepository implements Audit {
       where ${cursor === "" ? sql`true` : sql`o.id > ${cursor}::uuid`}
       order by o.id
       limit ${limit}`;
+    return rows.map((r) => ({
+      ...r,
+      created_at: new Date(r.created_at),
+      updated_at: new Date(r.updated_at),
+    }));
   }
 }

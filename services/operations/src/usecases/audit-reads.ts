@@ -33,8 +33,8 @@ export async function listOperationsAudit(store: OperationStore, req: ListOperat
       currency: r.currency ?? "",
       placeholder: r.placeholder,
       legs: r.legs ?? [],
-      createdAt: new Date(r.created_at).toISOString(),
-      updatedAt: new Date(r.updated_at).toISOString(),
+      createdAt: r.created_at.toISOString(),
+      updatedAt: r.updated_at.toISOString(),
     })),
     nextCursor: rows.length === limit ? (rows.at(-1)?.id ?? "") : "",
   };
