@@ -20,14 +20,24 @@ const logger = createLogger("operations-reconcile-lease-unit", "silent");
 const MINUTE = 60_000;
 
 /** The store as a replica that died right after leasing sees it: every call but the lease hangs. */
-function diesAfterLease(store: OperationStore): OperationStore {
-  return new Proxy(store, {
+function diesAfterLease(store: OperationStore): { store: OperationStore; leased: Promise<unknown> } {
+  let leased!: (rows: unknown) => void;
+  const done = new Promise((resolve) => {
+    leased = resolve;
+  });
+  const dying = new Proxy(store, {
     get(target, prop) {
       const value = Reflect.get(target, prop, target);
-      if (prop === "claimDue") return value.bind(target);
+      if (prop === "claimDue")
+        return (o: Parameters<OperationStore["claimDue"]>[0]) =>
+          value.call(target, o).then((rows: unknown) => {
+            leased(rows);
+            return rows;
+          });
       return typeof value === "function" ? () => new Promise(() => {}) : value;
     },
   });
+  return { store: dying, leased: done };
 }
 
 describe("the reconciler's lease", () => {
@@ -88,9 +98,9 @@ describe("the reconciler's lease", () => {
 
   it("hands a routing create held by a dead replica to another within a minute, and not while it may still be in hand", async () => {
     const w = await world(1);
-    const dead = new Reconciler({ ...w.deps, store: diesAfterLease(w.deps.store) }, w.options);
-    void dead.runOnce();
-    await new Promise((r) => setImmediate(r));
+    const dying = diesAfterLease(w.deps.store);
+    void new Reconciler({ ...w.deps, store: dying.store }, w.options).runOnce();
+    await dying.leased;
 
     const survivor = new Reconciler(w.deps, w.options);
     // Still within one handling's time: the row may still be in the first replica's hands.
