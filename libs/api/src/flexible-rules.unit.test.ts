@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { type FlexibleLinkFields, flexibleLinkProblem } from "./create.ts";
+import { type FlexibleLinkFields, flexibleLinkProblem, rangeProblem } from "./create.ts";
 
 // A flexible link's rules as the merchant reads them in the 400: the edge and operations
 // both answer with these (services/edge/src/routes/flexible-rules.unit.test.ts,
@@ -61,5 +61,23 @@ describe("flexibleLinkProblem", () => {
     const problem = flexibleLinkProblem({ ...good, ...change });
     expect(problem?.field).toBe(expected.field);
     expect(problem?.message).toMatch(expected.message);
+  });
+});
+
+describe("rangeProblem", () => {
+  const range = { method: "WT_RUB_C2C", currency: "RUB", min_amount: "1.00", max_amount: "2.00" };
+  it("passes a range whose bounds are in order, equal ones too", () => {
+    expect(rangeProblem(range)).toBeUndefined();
+    expect(rangeProblem({ ...range, min_amount: "2.00" })).toBeUndefined();
+  });
+
+  it.each<[string, Partial<typeof range>, string]>([
+    ["an unknown method", { method: "WT_XXX" }, "method"],
+    ["a method of another currency", { currency: "USDT" }, "method"],
+    ["a zero min", { min_amount: "0.00" }, "min_amount"],
+    ["a max of one decimal", { max_amount: "2.5" }, "max_amount"],
+    ["min above max", { min_amount: "3.00" }, "min_amount"],
+  ])("refuses %s, naming %s", (_, change, field) => {
+    expect(rangeProblem({ ...range, ...change })?.field).toBe(field);
   });
 });
