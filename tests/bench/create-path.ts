@@ -21,6 +21,7 @@ import { type Measurement, measure, measureOpenLoop } from "@gw/bench";
 import postgres from "postgres";
 import { Agent, request } from "undici";
 import { startTestStack } from "../src/stack.ts";
+import { type BatchSnapshot, formatBatches, snapshotBatches } from "./batch-sizes.ts";
 import { type CpuSnapshot, cpuBetween, cpuPerCall, formatCpuTable, snapshotCpu } from "./process-cpu.ts";
 
 const run = promisify(execFile);
@@ -153,6 +154,9 @@ try {
   // (pg_stat_database.xact_commit; the server flushes a backend's counts at least once a
   // second, a small share of a window of several seconds).
   const commitColumns: { name: string; perCall: number }[] = [];
+  // Writes per batched statement over each window (operations' claims and row writes, the
+  // consumers' transactions), mean and number of statements.
+  const batchLines: string[] = [];
   const commits = async () =>
     Number(
       (
@@ -166,21 +170,26 @@ try {
     let after: CpuSnapshot | undefined;
     let commitsBefore = 0;
     let commitsAfter = 0;
+    let batchesBefore: BatchSnapshot = new Map();
+    let batchesAfter: BatchSnapshot = new Map();
     const m = await measure(loop, {
       concurrency,
       durationMs,
       warmupMs: 1000,
       onWindowStart: async () => {
+        batchesBefore = await snapshotBatches(stack);
         before = await snapshotCpu(stack, sql);
         commitsBefore = await commits();
       },
       onWindowEnd: async () => {
         commitsAfter = await commits();
         after = await snapshotCpu(stack, sql);
+        batchesAfter = await snapshotBatches(stack);
       },
     });
     cpuColumns.push({ name, perCall: cpuPerCall(before!, after!, m.calls, m.durationMs, idlePerSecond) });
     commitColumns.push({ name, perCall: (commitsAfter - commitsBefore) / m.calls });
+    batchLines.push(`${name.padStart(10)}: ${formatBatches(batchesBefore, batchesAfter)}`);
     return m;
   };
   const row = (label: string, m: Measurement) =>
@@ -203,15 +212,20 @@ try {
   await untilIdle();
   let openBefore: CpuSnapshot | undefined;
   let openAfter: CpuSnapshot | undefined;
+  let openBatches: BatchSnapshot = new Map();
   const open = await measureOpenLoop(create, {
     ratePerSec: Math.max(1, Math.round(best.callsPerSec / 2)),
     durationMs,
     warmupMs: 1000,
     onWindowStart: async () => {
+      openBatches = await snapshotBatches(stack);
       openBefore = await snapshotCpu(stack, sql);
     },
     onWindowEnd: async () => {
       openAfter = await snapshotCpu(stack, sql);
+      batchLines.push(
+        `${"open@half".padStart(10)}: ${formatBatches(openBatches, await snapshotBatches(stack))}`,
+      );
     },
   });
   cpuColumns.push({
@@ -249,6 +263,8 @@ try {
   console.log(
     `\nPostgres commits per call over each window (the whole database: the sandbox provider's own writes included): ${commitColumns.map((c) => `${c.name} ${c.perCall.toFixed(2)}`).join(", ")}`,
   );
+  console.log("\nWrites per batched statement over each window, mean (statements):");
+  for (const line of batchLines) console.log(line);
   const { createHash } = await import("node:crypto");
   const keyHash = createHash("sha256").update(shop.apiKey).digest("hex");
   // The running stack holds about 60 of the server's 100 connections in its pools, so

@@ -1,6 +1,6 @@
 import type { Sql } from "@gw/db";
 import type { OperationRow } from "../domain/model.ts";
-import { millis } from "./db.ts";
+import { columnList, millis } from "./db.ts";
 import { reopenPatch } from "./guard.ts";
 import { providersOf, type RouteColumns, routeOf } from "./routes.ts";
 import { hydrate, toDriver } from "./rows.ts";
@@ -51,57 +51,101 @@ export async function createContext(
   };
 }
 
+/** One create's claim: its row and how it may claim (see `OperationStoreCore.claim`). */
+export interface ClaimItem {
+  row: ClaimRow;
+  options: { budgetMs: number; forLink: boolean; configVersion: string | null };
+}
+
+/** The columns a claim writes from its `ClaimRow`, in the insert's order. */
+const CLAIMED_COLUMNS = [
+  "id",
+  "shop_id",
+  "merchant_id",
+  "merchant_operation_id",
+  "request_hash",
+  "type",
+  "method",
+  "currency",
+  "expected_amount",
+  "client_id",
+  "client_ip",
+  "number",
+  "name",
+  "bankname",
+  "settlement_currency",
+  "fx_rate",
+  "fx_source",
+  "commission_percent",
+  "commission_fixed",
+  "pricing_version",
+] as const satisfies readonly (keyof ClaimRow)[];
+
 /**
- * `OperationStoreCore.claim` in one statement, for a create that knows its route and quote
- * before it reads anything (`RouteCache`). The key `existing` answers is as this
- * statement's snapshot has it: none of `claimed`, `existing` and `configStale` is also
- * another request's claim after the snapshot (read it again).
+ * `OperationStoreCore.claim` for several creates (distinct keys) in one statement, so one
+ * commit: each row is typed by the table's own row type (`jsonb_populate_record`), guarded
+ * by its own key's flexible link and its own configuration version, inserted in key order
+ * (two replicas' batches wait on each other's keys in one order, never in a cycle) with
+ * `on conflict do nothing`, and answered with what it claimed or the row already there.
+ * The key `existing` answers is as this statement's snapshot has it: none of `claimed`,
+ * `existing` and `configStale` is also another request's claim after the snapshot (read it
+ * again).
  */
-export async function claim(
-  sql: Sql,
-  row: ClaimRow,
-  options: { budgetMs: number; forLink: boolean; configVersion: string | null },
-): Promise<ClaimOutcome> {
-  const [out] = await sql<
+export async function claimAll(sql: Sql, items: readonly ClaimItem[]): Promise<ClaimOutcome[]> {
+  const input = items.map(({ row, options }, ord) => ({
+    ord,
+    row: Object.fromEntries(CLAIMED_COLUMNS.map((c) => [c, row[c]])),
+    budget_ms: options.budgetMs,
+    for_link: options.forLink,
+    config_version: options.configVersion,
+  }));
+  const columns = columnList(sql, CLAIMED_COLUMNS);
+  const found = await sql<
     (OperationRow & {
+      claim_ord: number;
       claim_kind: "claimed" | "existing" | null;
       claim_link: boolean;
       claim_stale: boolean;
     })[]
   >`
-    with guard as (
-      select exists (select 1 from operations.flexible_links l
-                      where l.shop_id = ${row.shop_id} and l.merchant_operation_id = ${row.merchant_operation_id}) as holds,
-        not exists (select 1 from operations.config_version v
-                     where v.version = ${options.configVersion}::bigint) as stale
+    with input as (
+      select (e.item->>'ord')::int as ord, (e.item->>'budget_ms')::double precision as budget_ms,
+        (e.item->>'for_link')::boolean as for_link, (e.item->>'config_version')::bigint as config_version, r.*
+      from jsonb_array_elements(${JSON.stringify(input)}::jsonb) as e(item),
+        jsonb_populate_record(null::operations.operations, e.item->'row') as r
+    ), guard as (
+      select i.*,
+        exists (select 1 from operations.flexible_links l
+                 where l.shop_id = i.shop_id and l.merchant_operation_id = i.merchant_operation_id) as holds,
+        not exists (select 1 from operations.config_version v where v.version = i.config_version) as stale
+      from input i
     ), claimed as (
-      insert into operations.operations (id, shop_id, merchant_id, merchant_operation_id, request_hash,
-        type, status, method, currency, expected_amount, client_id, client_ip, number, name, bankname,
-        settlement_currency, fx_rate, fx_source, commission_percent, commission_fixed, pricing_version,
-        routing_deadline)
-      select ${row.id}, ${row.shop_id}, ${row.merchant_id}, ${row.merchant_operation_id}, ${row.request_hash},
-        ${row.type}, 'routing', ${row.method}, ${row.currency}, ${row.expected_amount}, ${row.client_id},
-        ${row.client_ip}, ${row.number}, ${row.name}, ${row.bankname}, ${row.settlement_currency},
-        ${row.fx_rate}, ${row.fx_source}, ${row.commission_percent}, ${row.commission_fixed},
-        ${row.pricing_version}, now() + ${millis(sql, options.budgetMs)}
-      from guard where (${options.forLink} or not guard.holds) and not guard.stale
+      insert into operations.operations (${columns}, status, routing_deadline)
+      select ${columns}, 'routing', now() + make_interval(secs => budget_ms / 1000)
+      from guard where (for_link or not holds) and not stale
+      order by shop_id, merchant_operation_id
       on conflict do nothing
       returning *
     )
-    select k.*, guard.holds as claim_link, guard.stale as claim_stale from guard left join (
+    select g.ord as claim_ord, g.holds as claim_link, g.stale as claim_stale, k.*
+    from guard g left join (
       select 'claimed' as claim_kind, c.* from claimed c
       union all
       select 'existing', o.* from operations.operations o
-       where o.shop_id = ${row.shop_id} and o.merchant_operation_id = ${row.merchant_operation_id}
-    ) k on true`;
-  if (!out) throw new Error("claim returned no row");
-  const { claim_kind, claim_link, claim_stale, ...operation } = out;
-  const found = claim_kind === null ? undefined : hydrate(operation as OperationRow);
-  return {
-    ...(claim_kind === "claimed" ? { claimed: found } : claim_kind === "existing" ? { existing: found } : {}),
-    linkHoldsKey: claim_link === true,
-    configStale: claim_stale === true,
-  };
+       join guard w on o.shop_id = w.shop_id and o.merchant_operation_id = w.merchant_operation_id
+    ) k on k.shop_id = g.shop_id and k.merchant_operation_id = g.merchant_operation_id`;
+  const outcomes: ClaimOutcome[] = [];
+  for (const { claim_ord, claim_kind, claim_link, claim_stale, ...operation } of found) {
+    const row = claim_kind === null ? undefined : hydrate(operation as OperationRow);
+    outcomes[claim_ord] = {
+      ...(claim_kind === "claimed" ? { claimed: row } : claim_kind === "existing" ? { existing: row } : {}),
+      linkHoldsKey: claim_link === true,
+      configStale: claim_stale === true,
+    };
+  }
+  if (outcomes.length !== items.length || outcomes.includes(undefined as never))
+    throw new Error(`claim answered ${found.length} rows for ${items.length} claims`);
+  return outcomes;
 }
 
 /** `ms` milliseconds from now by the database's clock. */

@@ -12,3 +12,17 @@ export type Db = Sql | Tx;
 
 /** `ms` milliseconds as a Postgres interval, so every time comparison uses the database clock. */
 export const millis = (sql: Db, ms: number) => sql`make_interval(secs => ${ms}::double precision / 1000)`;
+
+/**
+ * Column names as a fragment (`"a", "b"`), for the lists a batched statement builds from
+ * the columns its rows write: the names are the repository's own, never a caller's, and
+ * anything else is refused.
+ */
+export function columnList(
+  sql: Db,
+  columns: readonly string[],
+  qualifier?: string,
+): postgres.PendingQuery<postgres.Row[]> {
+  for (const c of columns) if (!/^[a-z_][a-z0-9_]*$/.test(c)) throw new Error(`not a column name: ${c}`);
+  return sql.unsafe(columns.map((c) => (qualifier ? `${qualifier}."${c}"` : `"${c}"`)).join(", "));
+}

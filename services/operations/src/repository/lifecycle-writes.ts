@@ -8,15 +8,46 @@ import { type Applied, apply, applyWithoutLegs, type Fact } from "../domain/life
 import { type DomainError, isDomainError, LegsDisagreeError } from "../domain/lifecycle/errors.ts";
 import type { LegRow, OperationRow } from "../domain/model.ts";
 import { receiptsOf } from "../domain/receipts-of.ts";
-import type { Db } from "./db.ts";
+import { columnList, type Db } from "./db.ts";
+import { GroupCommit } from "./group-commit.ts";
 import { assertTransition, writesOnlyTheRow } from "./guard.ts";
 import { legs as readLegs, toDriver } from "./rows.ts";
 import type { ApplyOptions, DataPatch, OperationPatch } from "./store.ts";
 
-/** The connection and the events prefix the lifecycle's writes queue their events under. */
+/**
+ * The connection and the events prefix the lifecycle's writes queue their events under,
+ * and the batcher their autocommit writes share (`GroupCommit`): concurrent writes of one
+ * replica go in one statement and one commit.
+ */
 export interface Writer {
   sql: Sql;
   prefix: string;
+  batch: GroupCommit<RowWrite, boolean>;
+}
+
+/** One version-checked write of a row, with the event it queues. */
+export interface RowWrite {
+  id: string;
+  /** The version the write expects the row at. */
+  version: string;
+  /** Column values, as the driver takes them. */
+  columns: Record<string, unknown>;
+  /** Its headers are taken when the write is asked for, in the asking request's trace. */
+  event?: { id: string; subject: string; payload: Uint8Array; headers: Record<string, string> } | undefined;
+}
+
+/** A `Writer` on `sql`, whose autocommit writes are batched (at most `maxBatch` in a statement). */
+export function writer(sql: Sql, prefix: string, maxBatch = 64): Writer {
+  return {
+    sql,
+    prefix,
+    batch: new GroupCommit({
+      kind: "transition",
+      maxBatch,
+      key: (w) => w.id,
+      run: (ws) => writeRows(sql, ws),
+    }),
+  };
 }
 
 /**
@@ -26,7 +57,8 @@ export interface Writer {
  * statement, so a change and its event can never be split. Returns the new row, or
  * undefined when the version moved on (re-read and decide). Only `applyFact` writes a
  * change, the one `apply` decided for a fact; the check against the table stays as the
- * last guard.
+ * last guard. Outside a transaction the statement is shared with the replica's other
+ * writes of the moment (`Writer.batch`).
  */
 export async function transition(
   w: Writer,
@@ -48,24 +80,59 @@ export async function transition(
     updated_at: new Date(),
   };
   if (after.status === "completed") await assertLegsAgree(after, tx);
-  const columns = toDriver({ ...patch, version: after.version, updated_at: after.updated_at });
-  if (!options.emit) {
-    const rows = await tx`
-      update operations.operations set ${w.sql(columns)}
-      where id = ${before.id} and version = ${before.version} returning id`;
-    return rows.length === 1 ? after : undefined;
-  }
-  const event = operationEvent(w.prefix, after, options.receipts, undefined, options.statements);
-  const rows = await tx<{ changed: number }[]>`
-    with upd as (
-      update operations.operations set ${w.sql(columns)}
-      where id = ${before.id} and version = ${before.version} returning id
+  const write: RowWrite = {
+    id: before.id,
+    version: before.version,
+    columns: toDriver({ ...patch, version: after.version, updated_at: after.updated_at }),
+    event: options.emit
+      ? {
+          ...operationEvent(w.prefix, after, options.receipts, undefined, options.statements),
+          headers: eventHeaders(),
+        }
+      : undefined,
+  };
+  const [changed] = tx === w.sql ? [await w.batch.submit(write)] : await writeRows(tx, [write]);
+  return changed ? after : undefined;
+}
+
+/**
+ * `writes` (distinct rows) in one statement: each row updated to its columns if still at
+ * its version, each event queued only with its row's update, the outbox relay woken when
+ * any was. Answers, in order, whether each row was written.
+ */
+export async function writeRows(db: Db, writes: readonly RowWrite[]): Promise<boolean[]> {
+  const columns = [...new Set(writes.flatMap((w) => Object.keys(w.columns)))];
+  const input = writes.map((w, ord) => ({
+    ord,
+    id: w.id,
+    version: w.version,
+    patch: w.columns,
+    event: w.event && {
+      id: w.event.id,
+      subject: w.event.subject,
+      payload: Buffer.from(w.event.payload).toString("base64"),
+      headers: w.event.headers,
+    },
+  }));
+  const wake = writes.some((w) => w.event) ? db`, pg_notify('outbox_operations', '')` : db``;
+  const rows = await db<{ ords: number[] | null }[]>`
+    with input as (
+      select (e.item->>'ord')::int as ord, (e.item->>'id')::uuid as id,
+        (e.item->>'version')::bigint as version, e.item->'patch' as patch, e.item->'event' as event
+      from jsonb_array_elements(${JSON.stringify(input)}::jsonb) as e(item)
+    ), upd as (
+      update operations.operations o
+      set (${columnList(db, columns)}) = (select ${columnList(db, columns, "p")} from jsonb_populate_record(o, i.patch) as p)
+      from input i where o.id = i.id and o.version = i.version
+      returning i.ord, i.event
     ), ev as (
       insert into operations.outbox (id, subject, payload, headers)
-      select ${event.id}, ${event.subject}, ${Buffer.from(event.payload)}, ${JSON.stringify(eventHeaders())}::jsonb from upd
+      select (event->>'id')::uuid, event->>'subject', decode(event->>'payload', 'base64'), event->'headers'
+      from upd where jsonb_typeof(event) = 'object'
     )
-    select count(*)::int as changed, pg_notify('outbox_operations', '') from upd`;
-  return rows[0]?.changed === 1 ? after : undefined;
+    select (select array_agg(ord) from upd) as ords${wake}`;
+  const written = new Set(rows[0]?.ords ?? []);
+  return writes.map((_, ord) => written.has(ord));
 }
 
 /**

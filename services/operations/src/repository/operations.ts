@@ -6,6 +6,7 @@ import type { ProviderConfig } from "../domain/providers.ts";
 import { AuditRepository } from "./audit.ts";
 import * as claims from "./claims.ts";
 import type { Db, Tx } from "./db.ts";
+import { GroupCommit } from "./group-commit.ts";
 import { HandOffRepository } from "./handoffs.ts";
 import * as writes from "./lifecycle-writes.ts";
 import { LinkRepository } from "./links.ts";
@@ -64,9 +65,18 @@ export class PgOperationStore implements OperationStore {
   readonly operatorQueue: OperatorQueueRepository;
   readonly shopPages: ShopPageRepository;
 
-  constructor(sql: Sql, prefix: string) {
+  readonly #claims: GroupCommit<claims.ClaimItem, ClaimOutcome>;
+
+  /** `maxBatch`: the creates (claims, outcomes) one statement carries at most. */
+  constructor(sql: Sql, prefix: string, maxBatch = 64) {
     this.#sql = sql;
-    this.#writer = { sql, prefix };
+    this.#writer = writes.writer(sql, prefix, maxBatch);
+    this.#claims = new GroupCommit({
+      kind: "claim",
+      maxBatch,
+      key: (c) => c.row.id,
+      run: (items) => claims.claimAll(sql, items),
+    });
     this.withdrawals = new WithdrawalRepository(sql);
     this.handoffs = new HandOffRepository(sql);
     this.links = new LinkRepository(sql);
@@ -190,7 +200,7 @@ export class PgOperationStore implements OperationStore {
     row: ClaimRow,
     options: { budgetMs: number; forLink: boolean; configVersion: string | null },
   ): Promise<ClaimOutcome> {
-    return claims.claim(this.#sql, row, options);
+    return this.#claims.submit({ row, options });
   }
 
   /**
