@@ -1,3 +1,4 @@
+import { metricsRegistry } from "@gw/rpc";
 import { Histogram } from "prom-client";
 
 /** How many writes each batched statement carried, by kind (`claim`, `transition`). */
@@ -6,6 +7,7 @@ const batchSizes = new Histogram({
   help: "Writes carried by one batched statement (one commit) of the operations repository",
   labelNames: ["kind"],
   buckets: [1, 2, 4, 8, 16, 32, 64, 128],
+  registers: [metricsRegistry],
 });
 
 export interface GroupCommitOptions<I, O> {
