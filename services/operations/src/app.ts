@@ -46,7 +46,10 @@ export function startOperations(config: OperationsConfig) {
     ],
     config,
     setup: ({ sql, nats, logger, retry }) => {
-      const store = new PgOperationStore(sql, config.EVENTS_PREFIX);
+      const store = new PgOperationStore(sql, config.EVENTS_PREFIX, {
+        maxBatch: config.WRITE_BATCH_MAX,
+        stallMs: config.WRITE_BATCH_STALL_MS,
+      });
       reportOpenProviderFacts(store);
       const ledger = createServiceClient(LedgerService, config.LEDGER_URL);
       const pricing = Pricing.cached(

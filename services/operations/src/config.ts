@@ -94,6 +94,13 @@ export const configSchema = grpcServiceConfig(50051, 9101).extend({
     .int()
     .min(0)
     .default(24 * 3_600_000),
+  /** Claims, or autocommit row writes, that one statement (one commit) carries at most. */
+  WRITE_BATCH_MAX: z.coerce.number().int().min(1).max(1_000).default(64),
+  /**
+   * How long a batched statement still in flight (waiting on a row lock, say) holds the
+   * writes queued behind it before the next batch goes beside it.
+   */
+  WRITE_BATCH_STALL_MS: z.coerce.number().int().min(1).max(60_000).default(50),
 });
 export type OperationsConfig = z.infer<typeof configSchema>;
 export const readConfig = () => loadConfig(configSchema);

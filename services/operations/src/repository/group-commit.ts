@@ -10,16 +10,25 @@ const batchSizes = new Histogram({
   registers: [metricsRegistry],
 });
 
-export interface GroupCommitOptions<I, O> {
+/** How a batcher batches. */
+export interface BatchOptions {
+  /** Writes of one statement at most (default 64). */
+  maxBatch?: number;
+  /** How long a statement holds the queue before the next batch goes beside it (default 50 ms). */
+  stallMs?: number;
+}
+
+export interface GroupCommitOptions<I, O> extends BatchOptions {
   /** The metric label of this batcher. */
   kind: string;
-  /** Writes of one statement at most. */
-  maxBatch: number;
   /** Items with the same key never share a statement: the later one waits for the next. */
   key: (item: I) => string;
   /** One statement (autocommit) for `items`, answering each item's result in their order. */
   run: (items: I[]) => Promise<O[]>;
 }
+
+const DEFAULT_MAX_BATCH = 64;
+const DEFAULT_STALL_MS = 50;
 
 interface Waiting<I, O> {
   item: I;
@@ -30,8 +39,13 @@ interface Waiting<I, O> {
 /**
  * Group commit one level above Postgres: writes that arrive while this batcher's statement
  * is in flight wait for it, then go together in the next statement, one commit for all.
- * No timer: a write that finds nothing in flight is sent at once, so a lone create waits
- * for nothing, and under load the batches grow with the wait.
+ * No timer while idle: a write that finds nothing in flight is sent at once, so a lone
+ * create waits for nothing, and under load the batches grow with the wait.
+ *
+ * A statement still in flight after `stallMs` (waiting on a row lock, say) stops holding
+ * the queue: the next batch goes beside it. So a write never waits behind another's lock
+ * wait for long, and a transaction that holds a lock such a statement waits on, and itself
+ * waits for a write of its own queued here, cannot wait for ever.
  *
  * Each caller gets its own result or its own error: when a batch's statement fails (a
  * constraint one row breaks, a deadlock), every item of it is sent again alone, so one row
@@ -41,7 +55,8 @@ interface Waiting<I, O> {
 export class GroupCommit<I, O> {
   readonly #options: GroupCommitOptions<I, O>;
   #queue: Waiting<I, O>[] = [];
-  #inFlight = false;
+  /** Whether a statement is in flight and not yet stalled: new writes wait for it. */
+  #sending = false;
 
   constructor(options: GroupCommitOptions<I, O>) {
     this.#options = options;
@@ -50,17 +65,27 @@ export class GroupCommit<I, O> {
   submit(item: I): Promise<O> {
     return new Promise<O>((resolve, reject) => {
       this.#queue.push({ item, resolve, reject });
-      if (!this.#inFlight) void this.#drain();
+      if (!this.#sending) this.#next();
     });
   }
 
-  async #drain(): Promise<void> {
-    this.#inFlight = true;
-    try {
-      while (this.#queue.length > 0) await this.#send(this.#take());
-    } finally {
-      this.#inFlight = false;
+  /** Sends the waiting writes as one statement, then the ones that came meanwhile, until none wait. */
+  #next(): void {
+    if (this.#queue.length === 0) {
+      this.#sending = false;
+      return;
     }
+    this.#sending = true;
+    const batch = this.#take();
+    let stalled = false;
+    const timer = setTimeout(() => {
+      stalled = true;
+      this.#next();
+    }, this.#options.stallMs ?? DEFAULT_STALL_MS);
+    void this.#send(batch).finally(() => {
+      clearTimeout(timer);
+      if (!stalled) this.#next();
+    });
   }
 
   /** The oldest waiting items, one per key, at most `maxBatch`; the rest keep their places. */
@@ -70,7 +95,7 @@ export class GroupCommit<I, O> {
     const rest: Waiting<I, O>[] = [];
     for (const w of this.#queue) {
       const key = this.#options.key(w.item);
-      if (batch.length < this.#options.maxBatch && !keys.has(key)) {
+      if (batch.length < (this.#options.maxBatch ?? DEFAULT_MAX_BATCH) && !keys.has(key)) {
         keys.add(key);
         batch.push(w);
       } else rest.push(w);

@@ -2,13 +2,14 @@ import { describe, expect, it } from "vitest";
 import { GroupCommit } from "./group-commit.ts";
 
 /** A batcher over a fake statement that records each batch it was sent and can be held open. */
-function batcher(options: { maxBatch?: number; fails?: (item: string) => boolean } = {}) {
+function batcher(options: { maxBatch?: number; stallMs?: number; fails?: (item: string) => boolean } = {}) {
   const batches: string[][] = [];
   let release: (() => void) | undefined;
   let held: Promise<void> | undefined;
   const g = new GroupCommit<string, string>({
     kind: "test",
     maxBatch: options.maxBatch ?? 64,
+    stallMs: options.stallMs ?? 60_000,
     key: (item) => item.split(":")[0] ?? item,
     run: async (items) => {
       batches.push(items);
@@ -80,5 +81,20 @@ describe("GroupCommit", () => {
     expect(b.batches).toEqual([["a"], ["b", "bad", "c"], ["b"], ["bad"], ["c"]]);
     // And the batcher goes on.
     expect(await b.g.submit("after")).toBe("done after");
+  });
+
+  it("lets the next batch go beside a statement stalled past stallMs, and sends nothing early while one runs", async () => {
+    const b = batcher({ stallMs: 30 });
+    b.hold();
+    const stuck = b.g.submit("a");
+    const queued = b.g.submit("b");
+    // Within the stall, "b" waits for the statement in flight.
+    await new Promise((r) => setTimeout(r, 5));
+    expect(b.batches).toEqual([["a"]]);
+    // Past it, "b" goes in a statement of its own (which the hold also keeps open).
+    await new Promise((r) => setTimeout(r, 60));
+    expect(b.batches).toEqual([["a"], ["b"]]);
+    b.release();
+    expect(await Promise.all([stuck, queued])).toEqual(["done a", "done b"]);
   });
 });

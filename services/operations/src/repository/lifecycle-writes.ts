@@ -9,7 +9,7 @@ import { type DomainError, isDomainError, LegsDisagreeError } from "../domain/li
 import type { LegRow, OperationRow } from "../domain/model.ts";
 import { receiptsOf } from "../domain/receipts-of.ts";
 import { columnList, type Db } from "./db.ts";
-import { GroupCommit } from "./group-commit.ts";
+import { type BatchOptions, GroupCommit } from "./group-commit.ts";
 import { assertTransition, writesOnlyTheRow } from "./guard.ts";
 import { legs as readLegs, toDriver } from "./rows.ts";
 import type { ApplyOptions, DataPatch, OperationPatch } from "./store.ts";
@@ -36,14 +36,14 @@ export interface RowWrite {
   event?: { id: string; subject: string; payload: Uint8Array; headers: Record<string, string> } | undefined;
 }
 
-/** A `Writer` on `sql`, whose autocommit writes are batched (at most `maxBatch` in a statement). */
-export function writer(sql: Sql, prefix: string, maxBatch = 64): Writer {
+/** A `Writer` on `sql`, whose autocommit writes are batched as `batches` says. */
+export function writer(sql: Sql, prefix: string, batches: BatchOptions = {}): Writer {
   return {
     sql,
     prefix,
     batch: new GroupCommit({
       kind: "transition",
-      maxBatch,
+      ...batches,
       key: (w) => w.id,
       run: (ws) => writeRows(sql, ws),
     }),

@@ -6,7 +6,7 @@ import type { ProviderConfig } from "../domain/providers.ts";
 import { AuditRepository } from "./audit.ts";
 import * as claims from "./claims.ts";
 import type { Db, Tx } from "./db.ts";
-import { GroupCommit } from "./group-commit.ts";
+import { type BatchOptions, GroupCommit } from "./group-commit.ts";
 import { HandOffRepository } from "./handoffs.ts";
 import * as writes from "./lifecycle-writes.ts";
 import { LinkRepository } from "./links.ts";
@@ -67,13 +67,13 @@ export class PgOperationStore implements OperationStore {
 
   readonly #claims: GroupCommit<claims.ClaimItem, ClaimOutcome>;
 
-  /** `maxBatch`: the creates (claims, outcomes) one statement carries at most. */
-  constructor(sql: Sql, prefix: string, maxBatch = 64) {
+  /** `batches`: how the claims and the autocommit row writes are batched (`GroupCommit`). */
+  constructor(sql: Sql, prefix: string, batches: BatchOptions = {}) {
     this.#sql = sql;
-    this.#writer = writes.writer(sql, prefix, maxBatch);
+    this.#writer = writes.writer(sql, prefix, batches);
     this.#claims = new GroupCommit({
       kind: "claim",
-      maxBatch,
+      ...batches,
       key: (c) => c.row.id,
       run: (items) => claims.claimAll(sql, items),
     });
