@@ -21,8 +21,14 @@ import { type Measurement, measure, measureOpenLoop } from "@gw/bench";
 import postgres from "postgres";
 import { Agent, request } from "undici";
 import { startTestStack } from "../src/stack.ts";
-import { type BatchSnapshot, formatBatches, snapshotBatches } from "./batch-sizes.ts";
 import { type CpuSnapshot, cpuBetween, cpuPerCall, formatCpuTable, snapshotCpu } from "./process-cpu.ts";
+import {
+  type BatchSnapshot,
+  formatBatches,
+  sandboxCreates,
+  snapshotBatches,
+  startLoopWindow,
+} from "./stack-metrics.ts";
 
 const run = promisify(execFile);
 const arg = (name: string, fallback: string) =>
@@ -153,7 +159,7 @@ try {
   // Postgres commits over each window, per call: every transaction the database ran
   // (pg_stat_database.xact_commit; the server flushes a backend's counts at least once a
   // second, a small share of a window of several seconds).
-  const commitColumns: { name: string; perCall: number }[] = [];
+  const commitColumns: { name: string; perCall: number; sandbox: number }[] = [];
   // Writes per batched statement over each window (operations' claims and row writes, the
   // consumers' transactions), mean and number of statements.
   const batchLines: string[] = [];
@@ -170,6 +176,8 @@ try {
     let after: CpuSnapshot | undefined;
     let commitsBefore = 0;
     let commitsAfter = 0;
+    let sandboxBefore = 0;
+    let sandboxAfter = 0;
     let batchesBefore: BatchSnapshot = new Map();
     let batchesAfter: BatchSnapshot = new Map();
     const m = await measure(loop, {
@@ -178,17 +186,23 @@ try {
       warmupMs: 1000,
       onWindowStart: async () => {
         batchesBefore = await snapshotBatches(stack);
+        sandboxBefore = await sandboxCreates(stack);
         before = await snapshotCpu(stack, sql);
         commitsBefore = await commits();
       },
       onWindowEnd: async () => {
         commitsAfter = await commits();
         after = await snapshotCpu(stack, sql);
+        sandboxAfter = await sandboxCreates(stack);
         batchesAfter = await snapshotBatches(stack);
       },
     });
     cpuColumns.push({ name, perCall: cpuPerCall(before!, after!, m.calls, m.durationMs, idlePerSecond) });
-    commitColumns.push({ name, perCall: (commitsAfter - commitsBefore) / m.calls });
+    commitColumns.push({
+      name,
+      perCall: (commitsAfter - commitsBefore) / m.calls,
+      sandbox: (sandboxAfter - sandboxBefore) / m.calls,
+    });
     batchLines.push(`${name.padStart(10)}: ${formatBatches(batchesBefore, batchesAfter)}`);
     return m;
   };
@@ -213,16 +227,20 @@ try {
   let openBefore: CpuSnapshot | undefined;
   let openAfter: CpuSnapshot | undefined;
   let openBatches: BatchSnapshot = new Map();
+  let endLoops: (() => Promise<string>) | undefined;
+  let loops = "";
   const open = await measureOpenLoop(create, {
     ratePerSec: Math.max(1, Math.round(best.callsPerSec / 2)),
     durationMs,
     warmupMs: 1000,
     onWindowStart: async () => {
       openBatches = await snapshotBatches(stack);
+      endLoops = await startLoopWindow(stack);
       openBefore = await snapshotCpu(stack, sql);
     },
     onWindowEnd: async () => {
       openAfter = await snapshotCpu(stack, sql);
+      loops = (await endLoops?.()) ?? "";
       batchLines.push(
         `${"open@half".padStart(10)}: ${formatBatches(openBatches, await snapshotBatches(stack))}`,
       );
@@ -262,6 +280,12 @@ try {
   console.log(formatCpuTable(cpuColumns));
   console.log(
     `\nPostgres commits per call over each window (the whole database: the sandbox provider's own writes included): ${commitColumns.map((c) => `${c.name} ${c.perCall.toFixed(2)}`).join(", ")}`,
+  );
+  console.log(
+    `the gateway's alone (less one commit per create the sandbox provider received): ${commitColumns.map((c) => `${c.name} ${(c.perCall - c.sandbox).toFixed(2)}`).join(", ")}`,
+  );
+  console.log(
+    `\nEvent-loop delay p99 / max ms and GC pause ms per second, by process, over the open loop at half the best rate: ${loops}`,
   );
   console.log("\nWrites per batched statement over each window, mean (statements):");
   for (const line of batchLines) console.log(line);
