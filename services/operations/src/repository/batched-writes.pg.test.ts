@@ -153,6 +153,66 @@ describe("claims in batches", () => {
       await end();
     }
   });
+
+  it("claims a fresh key of a batch without waiting on another key's row another transaction is updating", async () => {
+    const { store, end } = await countingStore();
+    const { promise: released, resolve: release } = Promise.withResolvers<void>();
+    try {
+      const options = await claimOptions();
+      const there = claimRow();
+      await store.claim(there, options);
+      const { promise: locked, resolve: isLocked } = Promise.withResolvers<void>();
+      const holder = sql.begin(async (tx) => {
+        // An update in progress (a lock alone would not make an insert of the key wait).
+        await tx`update operations.operations set updated_at = now() where id = ${there.id}`;
+        isLocked();
+        await released;
+      });
+      await locked;
+      const first = store.claim(claimRow(), options);
+      const fresh = claimRow();
+      const replay = store.claim(there, options);
+      // Resolves while the lock is held: a claim that waited on it would never be answered here.
+      expect((await store.claim(fresh, options)).claimed?.id).toBe(fresh.id);
+      expect((await replay).existing?.id).toBe(there.id);
+      await first;
+      release();
+      await holder;
+    } finally {
+      release();
+      await end();
+    }
+  });
+
+  it("refuses a claim with an undefined column instead of writing a null for it", async () => {
+    const { store, end } = await countingStore();
+    try {
+      await expect(store.claim(claimRow({ name: undefined as never }), await claimOptions())).rejects.toThrow(
+        "column name is undefined",
+      );
+    } finally {
+      await end();
+    }
+  });
+
+  it("never puts two claims of one key in one statement, whatever ids they carry", async () => {
+    const { store, end } = await countingStore();
+    try {
+      const options = await claimOptions();
+      const row = claimRow();
+      const first = store.claim(claimRow(), options);
+      const [a, b] = await Promise.all([
+        store.claim(row, options),
+        store.claim({ ...row, id: randomUUID(), request_hash: "another body" }, options),
+      ]);
+      await first;
+      expect(a.claimed?.id).toBe(row.id);
+      expect(b.claimed).toBeUndefined();
+      expect(b.existing).toMatchObject({ id: row.id, request_hash: "hash" });
+    } finally {
+      await end();
+    }
+  });
 });
 
 describe("outcomes in batches", () => {
@@ -203,6 +263,32 @@ describe("outcomes in batches", () => {
         select count(*)::int as n from operations.outbox where subject = ${`${prefix}.operations.payment.pending`}`;
       expect(events[0]?.n).toBe(4);
     } finally {
+      await end();
+    }
+  });
+
+  it("writes the rows of a batch that nobody holds without waiting on one another transaction holds, which follows alone", async () => {
+    const { store, end } = await countingStore();
+    const { promise: released, resolve: release } = Promise.withResolvers<void>();
+    try {
+      const [held, free] = [await inserted(store), await inserted(store)] as OperationRow[];
+      const { promise: locked, resolve: isLocked } = Promise.withResolvers<void>();
+      const holder = sql.begin(async (tx) => {
+        await tx`select 1 from operations.operations where id = ${held?.id} for update`;
+        isLocked();
+        await released;
+      });
+      await locked;
+      const first = accept(store, await inserted(store));
+      const heldWrite = accept(store, held as OperationRow);
+      // Answered while the other row is held: a batch that waited on it would never answer here.
+      expect((await accept(store, free as OperationRow)).row?.status).toBe("pending");
+      await first;
+      release();
+      await holder;
+      expect((await heldWrite).row?.status).toBe("pending");
+    } finally {
+      release();
       await end();
     }
   });

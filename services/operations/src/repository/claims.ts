@@ -1,6 +1,6 @@
 import type { Sql } from "@gw/db";
 import type { OperationRow } from "../domain/model.ts";
-import { columnList, millis } from "./db.ts";
+import { columnList, defined, millis } from "./db.ts";
 import { reopenPatch } from "./guard.ts";
 import { providersOf, type RouteColumns, routeOf } from "./routes.ts";
 import { hydrate, toDriver } from "./rows.ts";
@@ -94,7 +94,7 @@ const CLAIMED_COLUMNS = [
 export async function claimAll(sql: Sql, items: readonly ClaimItem[]): Promise<ClaimOutcome[]> {
   const input = items.map(({ row, options }, ord) => ({
     ord,
-    row: Object.fromEntries(CLAIMED_COLUMNS.map((c) => [c, row[c]])),
+    row: defined(Object.fromEntries(CLAIMED_COLUMNS.map((c) => [c, row[c]]))),
     budget_ms: options.budgetMs,
     for_link: options.forLink,
     config_version: options.configVersion,
@@ -122,7 +122,11 @@ export async function claimAll(sql: Sql, items: readonly ClaimItem[]): Promise<C
     ), claimed as (
       insert into operations.operations (${columns}, status, routing_deadline)
       select ${columns}, 'routing', now() + make_interval(secs => budget_ms / 1000)
-      from guard where (for_link or not holds) and not stale
+      -- A key with a row (as this snapshot has it) is not inserted: answered as existing
+      -- without waiting on a lock another transaction may hold on that row.
+      from guard g where (for_link or not holds) and not stale
+        and not exists (select 1 from operations.operations x
+                         where x.shop_id = g.shop_id and x.merchant_operation_id = g.merchant_operation_id)
       order by shop_id, merchant_operation_id
       on conflict do nothing
       returning *

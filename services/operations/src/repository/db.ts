@@ -26,3 +26,10 @@ export function columnList(
   for (const c of columns) if (!/^[a-z_][a-z0-9_]*$/.test(c)) throw new Error(`not a column name: ${c}`);
   return sql.unsafe(columns.map((c) => (qualifier ? `${qualifier}."${c}"` : `"${c}"`)).join(", "));
 }
+
+/** `values`, refusing an undefined one: JSON would drop it and the row would keep its old value. */
+export function defined(values: Record<string, unknown>): Record<string, unknown> {
+  for (const [k, v] of Object.entries(values))
+    if (v === undefined) throw new Error(`column ${k} is undefined`);
+  return values;
+}

@@ -23,9 +23,17 @@ export interface GroupCommitOptions<I, O> extends BatchOptions {
   kind: string;
   /** Items with the same key never share a statement: the later one waits for the next. */
   key: (item: I) => string;
-  /** One statement (autocommit) for `items`, answering each item's result in their order. */
-  run: (items: I[]) => Promise<O[]>;
+  /**
+   * One statement (autocommit) for `items`, answering each item's result in their order,
+   * or `ALONE` for an item the statement left to a statement of its own (a row another
+   * transaction holds locked, which a batch skips instead of waiting on). An item sent
+   * alone is never answered `ALONE`.
+   */
+  run: (items: I[]) => Promise<(O | typeof ALONE)[]>;
 }
+
+/** What `run` answers for an item of a batch that must go in a statement of its own. */
+export const ALONE: unique symbol = Symbol("alone");
 
 const DEFAULT_MAX_BATCH = 64;
 const DEFAULT_STALL_MS = 50;
@@ -110,21 +118,31 @@ export class GroupCommit<I, O> {
       const outs = await this.#options.run(batch.map((w) => w.item));
       if (outs.length !== batch.length)
         throw new Error(`${this.#options.kind}: ${outs.length} results for ${batch.length} writes`);
-      for (const [i, w] of batch.entries()) w.resolve(outs[i] as O);
+      for (const [i, w] of batch.entries()) {
+        const out = outs[i];
+        // Answered first, then its own statement: a caller never waits on another's lock.
+        if (out === ALONE) void this.#alone(w);
+        else w.resolve(out as O);
+      }
     } catch (err) {
       if (batch.length === 1) {
         batch[0]?.reject(err);
         return;
       }
       // One item's failure is its own: each is tried again alone, side by side.
-      await Promise.all(
-        batch.map((w) =>
-          this.#options.run([w.item]).then(
-            (outs) => w.resolve(outs[0] as O),
-            (e: unknown) => w.reject(e),
-          ),
-        ),
-      );
+      await Promise.all(batch.map((w) => this.#alone(w)));
+    }
+  }
+
+  /** `w` in a statement of its own, outside the queue. */
+  async #alone(w: Waiting<I, O>): Promise<void> {
+    batchSizes.observe({ kind: this.#options.kind }, 1);
+    try {
+      const [out] = await this.#options.run([w.item]);
+      if (out === ALONE) throw new Error(`${this.#options.kind}: a write sent alone was answered ALONE`);
+      w.resolve(out as O);
+    } catch (err) {
+      w.reject(err);
     }
   }
 }

@@ -8,8 +8,8 @@ import { type Applied, apply, applyWithoutLegs, type Fact } from "../domain/life
 import { type DomainError, isDomainError, LegsDisagreeError } from "../domain/lifecycle/errors.ts";
 import type { LegRow, OperationRow } from "../domain/model.ts";
 import { receiptsOf } from "../domain/receipts-of.ts";
-import { columnList, type Db } from "./db.ts";
-import { type BatchOptions, GroupCommit } from "./group-commit.ts";
+import { columnList, type Db, defined } from "./db.ts";
+import { ALONE, type BatchOptions, GroupCommit } from "./group-commit.ts";
 import { assertTransition, writesOnlyTheRow } from "./guard.ts";
 import { legs as readLegs, toDriver } from "./rows.ts";
 import type { ApplyOptions, DataPatch, OperationPatch } from "./store.ts";
@@ -92,21 +92,26 @@ export async function transition(
       : undefined,
   };
   const [changed] = tx === w.sql ? [await w.batch.submit(write)] : await writeRows(tx, [write]);
-  return changed ? after : undefined;
+  return changed === true ? after : undefined;
 }
 
 /**
  * `writes` (distinct rows) in one statement: each row updated to its columns if still at
  * its version, each event queued only with its row's update, the outbox relay woken when
- * any was. Answers, in order, whether each row was written.
+ * any was. Answers, in order, whether each row was written. A batch locks its rows in id
+ * order and skips the ones another transaction holds (`ALONE`: each is sent again in a
+ * statement of its own, which waits), so one lock wait never holds the others, two
+ * replicas' batches never wait on each other in a cycle, and a transaction that holds a
+ * row and waits for a write of its own in the same batch is never waited on.
  */
-export async function writeRows(db: Db, writes: readonly RowWrite[]): Promise<boolean[]> {
-  const columns = [...new Set(writes.flatMap((w) => Object.keys(w.columns)))];
+export async function writeRows(db: Db, writes: readonly RowWrite[]): Promise<(boolean | typeof ALONE)[]> {
+  const batch = writes.length > 1;
+  const columns = [...new Set(writes.flatMap((w) => Object.keys(w.columns)))].sort();
   const input = writes.map((w, ord) => ({
     ord,
     id: w.id,
     version: w.version,
-    patch: w.columns,
+    patch: defined(w.columns),
     event: w.event && {
       id: w.event.id,
       subject: w.event.subject,
@@ -115,24 +120,30 @@ export async function writeRows(db: Db, writes: readonly RowWrite[]): Promise<bo
     },
   }));
   const wake = writes.some((w) => w.event) ? db`, pg_notify('outbox_operations', '')` : db``;
-  const rows = await db<{ ords: number[] | null }[]>`
+  const lock = batch ? db`order by o.id for no key update of o skip locked` : db``;
+  const [row] = await db<{ written: number[] | null; skipped: number[] | null }[]>`
     with input as (
       select (e.item->>'ord')::int as ord, (e.item->>'id')::uuid as id,
         (e.item->>'version')::bigint as version, e.item->'patch' as patch, e.item->'event' as event
       from jsonb_array_elements(${JSON.stringify(input)}::jsonb) as e(item)
+    ), locked as (
+      select o.id from operations.operations o join input i on o.id = i.id ${lock}
     ), upd as (
       update operations.operations o
       set (${columnList(db, columns)}) = (select ${columnList(db, columns, "p")} from jsonb_populate_record(o, i.patch) as p)
-      from input i where o.id = i.id and o.version = i.version
+      from input i join locked l on l.id = i.id where o.id = i.id and o.version = i.version
       returning i.ord, i.event
     ), ev as (
       insert into operations.outbox (id, subject, payload, headers)
       select (event->>'id')::uuid, event->>'subject', decode(event->>'payload', 'base64'), event->'headers'
       from upd where jsonb_typeof(event) = 'object'
     )
-    select (select array_agg(ord) from upd) as ords${wake}`;
-  const written = new Set(rows[0]?.ords ?? []);
-  return writes.map((_, ord) => written.has(ord));
+    select (select array_agg(ord) from upd) as written,
+      (select array_agg(ord) from input i where not exists (select 1 from locked l where l.id = i.id)) as skipped${wake}`;
+  const written = new Set(row?.written ?? []);
+  // Alone, a row missing from `locked` is a row that does not exist: not written.
+  const skipped = new Set(batch ? (row?.skipped ?? []) : []);
+  return writes.map((_, ord) => (written.has(ord) ? true : skipped.has(ord) ? ALONE : false));
 }
 
 /**

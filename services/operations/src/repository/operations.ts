@@ -74,7 +74,8 @@ export class PgOperationStore implements OperationStore {
     this.#claims = new GroupCommit({
       kind: "claim",
       ...batches,
-      key: (c) => c.row.id,
+      // By the key itself: two claims of one key never share a statement, whatever their ids.
+      key: (c) => `${c.row.shop_id}\n${c.row.merchant_operation_id}`,
       run: (items) => claims.claimAll(sql, items),
     });
     this.withdrawals = new WithdrawalRepository(sql);
