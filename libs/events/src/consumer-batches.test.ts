@@ -142,8 +142,14 @@ describe("a consumer applying events in batches", () => {
     });
   });
 
-  it("applies a batch's events in stream order, and one at a time with maxAckPending 1", async () => {
-    for (const maxAckPending of [undefined, 1]) {
+  it("applies a batch's events in stream order, within its bounds: maxBatch, and one at a time with maxAckPending 1", async () => {
+    // The bounds, and the most events one transaction may hold under each.
+    const cases = [
+      { bounds: {}, most: 64 },
+      { bounds: { maxBatch: 8 }, most: 8 },
+      { bounds: { maxAckPending: 1 }, most: 1 },
+    ];
+    for (const { bounds, most } of cases) {
       const f = await fixture();
       await f.publish(bodies(30));
       const consumer = await runConsumer({
@@ -154,7 +160,7 @@ describe("a consumer applying events in batches", () => {
         sql,
         schema: f.schema,
         logger,
-        ...(maxAckPending === undefined ? {} : { maxAckPending }),
+        ...bounds,
         decode: (d) => new TextDecoder().decode(d),
         handle: (tx, body, eventId) => f.record(tx, body, eventId),
       });
@@ -166,9 +172,29 @@ describe("a consumer applying events in batches", () => {
       const rows = await f.handled();
       expect(rows.map((r) => r.body)).toEqual(bodies(30));
       const largest = Math.max(...perTransaction(rows).values());
-      if (maxAckPending === 1) expect(largest).toBe(1);
-      else expect(largest).toBeGreaterThan(1);
+      expect(largest).toBeLessThanOrEqual(most);
+      // The 30 were waiting: a bound above one is used.
+      if (most > 1) expect(largest).toBeGreaterThan(1);
     }
+  });
+
+  it("refuses a maxBatch outside 1 to 64", async () => {
+    const f = await fixture();
+    for (const maxBatch of [0, 65, 1.5])
+      await expect(
+        runConsumer({
+          nats,
+          prefix: f.prefix,
+          durable: f.durable,
+          subjects: ["operations.>"],
+          sql,
+          schema: f.schema,
+          logger,
+          maxBatch,
+          decode: (d) => d,
+          handle: async () => {},
+        }),
+      ).rejects.toThrow(/maxBatch/);
   });
 
   it("applies the good events of a batch once and acks them, while a poison event among them is retried and dead-lettered", async () => {
