@@ -1,14 +1,11 @@
 import type { Sql } from "@gw/db";
-import { addLogContext, type LogContext, type Logger } from "@gw/log";
-import { inSpan } from "@gw/rpc";
+import type { LogContext, Logger } from "@gw/log";
 import type { JsMsg } from "@nats-io/jetstream";
-import type { MsgHdrs } from "@nats-io/transport-node";
-import { propagation, ROOT_CONTEXT, SpanKind, type TextMapGetter } from "@opentelemetry/api";
 import type postgres from "postgres";
 import { validate as isUuid, v5 as uuidv5 } from "uuid";
 import { errorText, recordDeadLetter } from "./dead-letters.ts";
+import { closeEventTrace, type EventTrace, openEventTrace, withinEvent } from "./event-trace.ts";
 import { consumerBatchSize, eventsConsumed, eventsDeadLettered } from "./metrics.ts";
-import { REQUEST_ID_EVENT_HEADER } from "./outbox.ts";
 import { type RetryPolicy, retryDelayMs } from "./retry-policy.ts";
 
 /** What a consumer does with its events: how it reads them, applies them, and which it leaves. */
@@ -43,10 +40,15 @@ export interface MessageApplierOptions<T> extends EventHandling<T> {
   outsideList: ((subject: string) => boolean) | undefined;
 }
 
-/** A message of a batch that goes to the inbox: its inbox key and its event. */
-interface Item<T> {
+/** A message being handled: its inbox key and its span, open until it is acked or failed. */
+interface Delivery {
   m: JsMsg;
   eventId: string;
+  trace: EventTrace;
+}
+
+/** A message of a batch that goes to the inbox, with its event. */
+interface Item<T> extends Delivery {
   event: T;
 }
 
@@ -64,12 +66,6 @@ function eventIdOf(m: JsMsg): string {
   if (id && isUuid(id)) return id;
   return uuidv5(`${m.info.stream}:${m.seq}`, SEQUENCE_ID_NAMESPACE);
 }
-
-/** Reads W3C trace headers from NATS message headers. */
-const natsHeadersGetter: TextMapGetter<MsgHdrs | undefined> = {
-  keys: (carrier) => (carrier === undefined ? [] : carrier.keys()),
-  get: (carrier, key) => (carrier?.has(key) ? carrier.get(key) : undefined),
-};
 
 /**
  * Applies the messages of a durable consumer, a batch at a time, exactly once: each
@@ -102,27 +98,35 @@ export class MessageApplier<T> {
     else if (items.length > 1) await this.#applyTogether(items);
   }
 
-  /** The message as an item to apply, or undefined when it was acked (or failed) here. */
+  /**
+   * The message as an item to apply, or undefined when it was acked (outside the list,
+   * or skipped) or failed here (it could not be decoded).
+   */
   async #prepare(m: JsMsg): Promise<Item<T> | undefined> {
+    const { durable, prefix, decode, skip, logFields } = this.#o;
     if (this.#o.outsideList?.(m.subject)) {
       m.ack();
-      eventsConsumed.inc({ consumer: this.#o.durable, outcome: "not_subscribed" });
+      eventsConsumed.inc({ consumer: durable, outcome: "not_subscribed" });
       return undefined;
     }
     const eventId = eventIdOf(m);
+    const delivery = { m, eventId, trace: openEventTrace(m, eventId, durable, prefix) };
     let event: T;
     try {
-      event = this.#o.decode(m.data);
+      event = withinEvent(delivery.trace, () => decode(m.data));
+      // Every later line of the event's handling carries the fields it names.
+      if (logFields !== undefined) Object.assign(delivery.trace.fields, logFields(event));
     } catch (err) {
-      await this.#failed(m, eventId, err);
+      await this.#failed(delivery, err);
       return undefined;
     }
-    if (this.#o.skip?.(event) === true) {
+    const item = { ...delivery, event };
+    if (skip?.(event) === true) {
       m.ack();
-      this.#counted({ m, eventId, event }, "skipped");
+      this.#done(item, "skipped");
       return undefined;
     }
-    return { m, eventId, event };
+    return item;
   }
 
   /**
@@ -156,7 +160,7 @@ export class MessageApplier<T> {
         const out: boolean[] = [];
         for (const item of items) {
           const isNew = fresh.delete(item.eventId.toLowerCase());
-          if (isNew) await this.#inSpan(item, () => handle(tx, item.event, item.eventId));
+          if (isNew) await withinEvent(item.trace, () => handle(tx, item.event, item.eventId));
           out.push(isNew);
         }
         return out;
@@ -171,68 +175,40 @@ export class MessageApplier<T> {
     }
     items.forEach((item, i) => {
       item.m.ack();
-      this.#counted(item, applied[i] ? "applied" : "duplicate");
+      this.#done(item, applied[i] ? "applied" : "duplicate");
     });
   }
 
   /** One event in a transaction of its own, acked after the commit; a failure goes to `#failed`. */
-  #applyAlone(item: Item<T>): Promise<void> {
+  async #applyAlone(item: Item<T>): Promise<void> {
     const { sql, schema, durable, handle } = this.#o;
-    return this.#inSpan(item, async () => {
-      try {
-        const applied = await sql.begin(async (tx) => {
+    try {
+      const applied = await withinEvent(item.trace, () =>
+        sql.begin(async (tx) => {
           const inserted = await tx`
             insert into ${sql(schema)}.inbox (consumer, event_id) values (${durable}, ${item.eventId})
             on conflict do nothing returning 1`;
           if (inserted.length === 0) return false;
           await handle(tx, item.event, item.eventId);
           return true;
-        });
-        item.m.ack();
-        this.#counted(item, applied ? "applied" : "duplicate");
-      } catch (err) {
-        await this.#failed(item.m, item.eventId, err);
-      }
-    });
+        }),
+      );
+      item.m.ack();
+      this.#done(item, applied ? "applied" : "duplicate");
+    } catch (err) {
+      await this.#failed(item, err);
+    }
   }
 
-  /**
-   * Runs `fn` in a CONSUMER span that continues the trace of the change that wrote the
-   * event (the `traceparent` the outbox stored), with the event id, the request id and
-   * the event's own log fields in the log context.
-   */
-  #inSpan<R>(item: Item<T>, fn: () => Promise<R>): Promise<R> {
-    const { m, eventId, event } = item;
-    const requestId = m.headers?.has(REQUEST_ID_EVENT_HEADER) ? m.headers.get(REQUEST_ID_EVENT_HEADER) : "";
-    return inSpan(
-      `${m.subject.slice(this.#o.prefix.length + 1)} process`,
-      {
-        kind: SpanKind.CONSUMER,
-        parent: propagation.extract(ROOT_CONTEXT, m.headers, natsHeadersGetter),
-        attributes: {
-          "messaging.system": "nats",
-          "messaging.destination.name": m.subject,
-          "messaging.consumer.group.name": this.#o.durable,
-          "messaging.message.id": eventId,
-        },
-        fields: { event_id: eventId, ...(requestId ? { request_id: requestId } : {}) },
-      },
-      () => {
-        if (this.#o.logFields !== undefined) addLogContext(this.#o.logFields(event));
-        return fn();
-      },
-    );
-  }
-
-  /** Counts an acked event by outcome, with one line at debug level. */
-  #counted(item: Item<T>, outcome: "applied" | "duplicate" | "skipped") {
+  /** Counts an acked event by outcome, logs one line at debug level in its context, and ends its span. */
+  #done(item: Item<T>, outcome: "applied" | "duplicate" | "skipped") {
     const { durable, logger } = this.#o;
     eventsConsumed.inc({ consumer: durable, outcome });
     if (logger.isLevelEnabled("debug"))
-      logger.debug(
-        { consumer: durable, subject: item.m.subject, event_id: item.eventId, outcome },
-        "event handled",
+      withinEvent(item.trace, () =>
+        logger.debug({ consumer: durable, subject: item.m.subject, outcome }, "event handled"),
       );
+    closeEventTrace(item.trace);
   }
 
   /**
@@ -241,7 +217,12 @@ export class MessageApplier<T> {
    * events behind it keep flowing. JetStream's delivery count is the attempt number, so
    * it survives restarts; a delivery cut short by a crash counts as an attempt too.
    */
-  async #failed(m: JsMsg, eventId: string, err: unknown): Promise<void> {
+  async #failed(delivery: Delivery, err: unknown): Promise<void> {
+    await withinEvent(delivery.trace, () => this.#retryOrDeadLetter(delivery, err));
+    closeEventTrace(delivery.trace, err);
+  }
+
+  async #retryOrDeadLetter({ m, eventId }: Delivery, err: unknown): Promise<void> {
     const { durable, logger, retry, sql, schema } = this.#o;
     const attempt = m.info.deliveryCount;
     if (attempt < retry.maxAttempts) {

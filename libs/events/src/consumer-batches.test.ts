@@ -1,13 +1,15 @@
 import { randomUUID } from "node:crypto";
 import { connect, createTestDatabase, type Sql, type TestDatabase } from "@gw/db";
-import { createLogger } from "@gw/log";
+import { createLogger, currentLogContext } from "@gw/log";
 import { metricsRegistry } from "@gw/rpc";
+import { headers as natsHeaders } from "@nats-io/transport-node";
 import type postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { randomPrefix, until } from "../test-fixtures/helpers.ts";
 import { countApplication, createEventSchema } from "../test-fixtures/schema.ts";
 import { type RetryPolicy, runConsumer } from "./consumer.ts";
 import { connectNats, ensureStream, type Nats, streamName } from "./nats.ts";
+import { REQUEST_ID_EVENT_HEADER } from "./outbox.ts";
 
 // Events that are already waiting when a consumer pulls are applied together: one
 // transaction (one inbox insert, each handler in stream order, one commit) per batch,
@@ -249,6 +251,70 @@ describe("a consumer applying events in batches", () => {
     // Only the poison event came back: the good ones were acked at their first delivery.
     const info = await nats.jsm.consumers.info(streamName(f.prefix), f.durable);
     expect(info.delivered.consumer_seq).toBe(ids.length + FAST.maxAttempts - 1);
+  });
+
+  it("logs each event of a batch in its own context: its event id, the request that caused it, its log fields", async () => {
+    const f = await fixture();
+    const published: { id: string; body: string; requestId: string }[] = [];
+    for (const body of ["op-1", "skipped", "op-2"]) {
+      const id = randomUUID();
+      const requestId = `req-${body}`;
+      const h = natsHeaders();
+      h.set(REQUEST_ID_EVENT_HEADER, requestId);
+      await nats.js.publish(`${f.prefix}.operations.payment.completed`, text.encode(body), {
+        msgID: id,
+        headers: h,
+      });
+      published.push({ id, body, requestId });
+    }
+    // The log context each "event handled" line is written in: what the logger's mixin
+    // adds to the line (libs/log).
+    const lines: Record<string, unknown>[] = [];
+    const debugLogger = createLogger("consumer-batches-test", "debug");
+    debugLogger.debug = ((obj: object, msg: string) => {
+      lines.push({ ...currentLogContext(), ...obj, msg });
+    }) as typeof debugLogger.debug;
+    const consumer = await runConsumer({
+      nats,
+      prefix: f.prefix,
+      durable: f.durable,
+      subjects: ["operations.>"],
+      sql,
+      schema: f.schema,
+      logger: debugLogger,
+      decode: (d) => new TextDecoder().decode(d),
+      skip: (body) => body === "skipped",
+      logFields: (body) => ({ operation_id: body }),
+      handle: (tx, body, eventId) => f.record(tx, body, eventId),
+    });
+    try {
+      await f.settled();
+    } finally {
+      await consumer.stop();
+    }
+    expect(Math.max(...perTransaction(await f.handled()).values())).toBe(2);
+    const handled = lines.filter((l) => l.msg === "event handled");
+    const byEvent = (a: { event_id: unknown }, b: { event_id: unknown }) =>
+      String(a.event_id).localeCompare(String(b.event_id));
+    expect(
+      handled
+        .map((l) => ({
+          event_id: l.event_id,
+          request_id: l.request_id,
+          operation_id: l.operation_id,
+          outcome: l.outcome,
+        }))
+        .sort(byEvent),
+    ).toEqual(
+      published
+        .map((p) => ({
+          event_id: p.id,
+          request_id: p.requestId,
+          operation_id: p.body,
+          outcome: p.body === "skipped" ? "skipped" : "applied",
+        }))
+        .sort(byEvent),
+    );
   });
 
   it("applies a lone event at once, without waiting for more", async () => {
