@@ -1,6 +1,5 @@
 import type { Sql } from "@gw/db";
-import { addLogContext, type LogContext, type Logger } from "@gw/log";
-import { inSpan } from "@gw/rpc";
+import type { Logger } from "@gw/log";
 import {
   AckPolicy,
   type ConsumerConfig,
@@ -8,19 +7,19 @@ import {
   type ConsumerUpdateConfig,
   DeliverPolicy,
   JetStreamApiError,
-  type JsMsg,
 } from "@nats-io/jetstream";
-import { type MsgHdrs, nanos } from "@nats-io/transport-node";
-import { propagation, ROOT_CONTEXT, SpanKind, type TextMapGetter } from "@opentelemetry/api";
-import type postgres from "postgres";
-import { validate as isUuid, v5 as uuidv5 } from "uuid";
-import { errorText, recordDeadLetter, watchDeadLetters } from "./dead-letters.ts";
-import { eventsConsumed, eventsDeadLettered } from "./metrics.ts";
+import { nanos } from "@nats-io/transport-node";
+import { type EventHandling, MessageApplier } from "./consumer-apply.ts";
+import { watchDeadLetters } from "./dead-letters.ts";
+import { DeliveredBatches } from "./delivered-batches.ts";
 import { type Nats, streamName } from "./nats.ts";
-import { REQUEST_ID_EVENT_HEADER } from "./outbox.ts";
+import { DEFAULT_RETRY, type RetryPolicy } from "./retry-policy.ts";
 import { subjectMatches } from "./subscriptions.ts";
 
-export interface ConsumerOptions<T> {
+export { DEFAULT_RETRY, type RetryPolicy, retryDelayMs } from "./retry-policy.ts";
+
+/** A durable consumer: where it reads, what it does with its events (`EventHandling`), and its bounds. */
+export interface ConsumerOptions<T> extends EventHandling<T> {
   nats: Nats;
   prefix: string;
   /** Durable consumer name; also the key of this consumer's rows in the inbox. */
@@ -30,15 +29,6 @@ export interface ConsumerOptions<T> {
   sql: Sql;
   /** The consuming service's schema, holding its `inbox` table. */
   schema: string;
-  decode: (data: Uint8Array) => T;
-  /** Applies the event inside the transaction that also records it in the inbox. */
-  handle: (tx: postgres.TransactionSql, event: T, eventId: string) => Promise<void>;
-  /**
-   * Whether the event is acked as it is, without a transaction or an inbox row: only for
-   * events `handle` provably does nothing with, decided from the event alone, since a
-   * skipped event is never applied.
-   */
-  skip?: (event: T) => boolean;
   logger: Logger;
   /**
    * How long JetStream waits for an ack before it redelivers a message, in milliseconds
@@ -48,61 +38,31 @@ export interface ConsumerOptions<T> {
   /**
    * Messages handed out and not yet acked, across every replica of the consumer. 1 makes
    * the consumer apply events strictly in stream order even with several replicas, at
-   * the price of one transaction at a time.
+   * the price of one event per transaction (a batch never holds more than this).
    */
   maxAckPending?: number;
-  /** Log fields an event names (its shop, its operation), added to every line its handling logs. */
-  logFields?: (event: T) => LogContext;
+  /**
+   * Events applied in one transaction at most (default and most: 64, the pull's bound).
+   * 1 gives every event a transaction of its own, for handlers that must not hold the
+   * locks of the events before them while they run (they call other services, or open
+   * transactions of their own on rows those events may have locked).
+   */
+  maxBatch?: number;
   /** When an event goes to the dead letters: how often it is tried, and the backoff between tries. */
   retry?: RetryPolicy;
 }
 
-/**
- * How a consumer retries an event it cannot apply: `maxAttempts` deliveries in all, the
- * n-th redelivery after `baseMs × 2^(n-1)` (at most `maxMs`); after the last failed
- * attempt the event is recorded in the service's `dead_letters` table and acked.
- */
-export interface RetryPolicy {
-  maxAttempts: number;
-  baseMs: number;
-  maxMs: number;
-}
-
-/**
- * The default: 10 attempts over about 13 minutes (1 s, 2 s, ... 256 s, then 5 min), long
- * enough to ride out a dependency's restart, short enough that an event that can never
- * be applied reaches an operator the same hour.
- */
-export const DEFAULT_RETRY: RetryPolicy = { maxAttempts: 10, baseMs: 1_000, maxMs: 300_000 };
-
-/** The delay before redelivering an event that failed its `attempt`-th delivery. */
-export function retryDelayMs(policy: RetryPolicy, attempt: number): number {
-  // The exponent is bounded so the arithmetic never overflows, whatever the attempt count.
-  return Math.min(policy.maxMs, policy.baseMs * 2 ** Math.min(Math.max(attempt - 1, 0), 30));
-}
-
 export interface RunningConsumer {
-  /** Stops pulling, finishes the message in hand, and returns. */
+  /** Stops pulling, finishes the batch in hand, and returns. */
   stop(): Promise<void>;
 }
 
-/** Messages pulled ahead of the one being handled. Bounded so a slow handler never holds many past their ack wait. */
-const PULL_BATCH = 64;
-
-/** A fixed namespace for the ids of messages that came without a Nats-Msg-Id. */
-const SEQUENCE_ID_NAMESPACE = "0b0f3c7e-5d4a-4c55-9d7a-2f6f2d8a1c01";
-
 /**
- * The inbox key of a message: its Nats-Msg-Id, which our relays set to the event's
- * UUID. A message published without one (or with one that is not a UUID, which the
- * inbox column could never hold) gets a UUID derived from its stream sequence, so it is
- * still applied once instead of failing forever.
+ * Messages pulled ahead of the ones being handled, and the most one batch takes. Bounded
+ * so a slow handler never holds many past their ack wait, and a batch's transaction
+ * stays short.
  */
-function eventIdOf(m: JsMsg): string {
-  const id = m.headers?.get("Nats-Msg-Id");
-  if (id && isUuid(id)) return id;
-  return uuidv5(`${m.info.stream}:${m.seq}`, SEQUENCE_ID_NAMESPACE);
-}
+const PULL_BATCH = 64;
 
 /** Whether the server takes several filter subjects on one consumer (nats-server 2.10 and later). */
 function supportsFilterSubjects(nats: Nats): boolean {
@@ -137,23 +97,26 @@ function configUpdate(config: Partial<ConsumerConfig>): ConsumerUpdateConfig {
     : { ...rest, filter_subject: undefined };
 }
 
-/** Reads W3C trace headers from NATS message headers. */
-const natsHeadersGetter: TextMapGetter<MsgHdrs | undefined> = {
-  keys: (carrier) => (carrier === undefined ? [] : carrier.keys()),
-  get: (carrier, key) => (carrier?.has(key) ? carrier.get(key) : undefined),
-};
-
 /**
  * Runs a durable JetStream pull consumer whose effects are exactly-once: the event id
  * goes into the service's inbox in the same Postgres transaction as the effect, and the
- * message is acked only after that transaction commits. A crash before the commit means
- * redelivery and a clean retry; a crash after it means redelivery and a no-op.
+ * message is acked only after that transaction commits. The messages a pull has already
+ * delivered are applied together, up to `maxBatch`, in one transaction, in stream order
+ * (`MessageApplier`); a lone message is applied at once, never held for others. A crash
+ * before the commit means redelivery of the batch and a clean retry; a crash after it
+ * means redelivery and a no-op.
  */
 export async function runConsumer<T>(options: ConsumerOptions<T>): Promise<RunningConsumer> {
   const { nats, prefix, durable, sql, schema, logger } = options;
   const retry = options.retry ?? DEFAULT_RETRY;
   if (!(retry.maxAttempts >= 1) || !(retry.baseMs >= 0) || !(retry.maxMs >= retry.baseMs)) {
     throw new Error(`consumer ${durable}: invalid retry policy ${JSON.stringify(retry)}`);
+  }
+  const maxBatch = options.maxBatch ?? PULL_BATCH;
+  if (!Number.isInteger(maxBatch) || maxBatch < 1 || maxBatch > PULL_BATCH) {
+    throw new Error(
+      `consumer ${durable}: maxBatch must be an integer from 1 to ${PULL_BATCH}, not ${maxBatch}`,
+    );
   }
   const stream = streamName(prefix);
   const filters = options.subjects.map((s) => `${prefix}.${s}`);
@@ -192,99 +155,7 @@ export async function runConsumer<T>(options: ConsumerOptions<T>): Promise<Runni
   let stopped = false;
   let wakeFromPause: (() => void) | undefined;
 
-  // Each message is handled in a CONSUMER span that continues the trace of the change
-  // that wrote the event (the `traceparent` the outbox stored), with the event id and
-  // the request id in the log context.
-  const processOne = (m: JsMsg) => {
-    if (outsideList?.(m.subject)) {
-      m.ack();
-      eventsConsumed.inc({ consumer: durable, outcome: "not_subscribed" });
-      return;
-    }
-    const eventId = eventIdOf(m);
-    const requestId = m.headers?.has(REQUEST_ID_EVENT_HEADER) ? m.headers.get(REQUEST_ID_EVENT_HEADER) : "";
-    return inSpan(
-      `${m.subject.slice(prefix.length + 1)} process`,
-      {
-        kind: SpanKind.CONSUMER,
-        parent: propagation.extract(ROOT_CONTEXT, m.headers, natsHeadersGetter),
-        attributes: {
-          "messaging.system": "nats",
-          "messaging.destination.name": m.subject,
-          "messaging.consumer.group.name": durable,
-          "messaging.message.id": eventId,
-        },
-        fields: { event_id: eventId, ...(requestId ? { request_id: requestId } : {}) },
-      },
-      () => handleOne(m, eventId),
-    );
-  };
-
-  const handleOne = async (m: JsMsg, eventId: string) => {
-    try {
-      const event = options.decode(m.data);
-      if (options.logFields !== undefined) addLogContext(options.logFields(event));
-      const applied =
-        options.skip?.(event) === true
-          ? undefined
-          : await sql.begin(async (tx) => {
-              const inserted = await tx`
-                insert into ${sql(schema)}.inbox (consumer, event_id) values (${durable}, ${eventId})
-                on conflict do nothing returning 1`;
-              if (inserted.length === 0) return false;
-              await options.handle(tx, event, eventId);
-              return true;
-            });
-      m.ack();
-      const outcome = applied === undefined ? "skipped" : applied ? "applied" : "duplicate";
-      eventsConsumed.inc({ consumer: durable, outcome });
-      // One line per event at debug level; like every line of its handling it names the
-      // trace, the event id and the request id that caused the event.
-      if (logger.isLevelEnabled("debug"))
-        logger.debug({ consumer: durable, subject: m.subject, outcome }, "event handled");
-    } catch (err) {
-      await failed(m, eventId, err);
-    }
-  };
-
-  // An event that failed: redelivered later with a growing delay (the inbox makes the
-  // retry safe), or, at its last attempt, recorded as a dead letter and acked so the
-  // events behind it keep flowing. JetStream's delivery count is the attempt number, so
-  // it survives restarts; a delivery cut short by a crash counts as an attempt too.
-  const failed = async (m: JsMsg, eventId: string, err: unknown) => {
-    const attempt = m.info.deliveryCount;
-    const subject = m.subject.slice(prefix.length + 1);
-    if (attempt < retry.maxAttempts) {
-      logger.error({ err, eventId, subject: m.subject, delivery: attempt }, "event handler failed");
-      m.nak(retryDelayMs(retry, attempt));
-      eventsConsumed.inc({ consumer: durable, outcome: "failed" });
-      return;
-    }
-    try {
-      await recordDeadLetter(sql, schema, {
-        consumer: durable,
-        eventId,
-        subject,
-        payload: m.data,
-        attempts: attempt,
-        error: errorText(err),
-      });
-    } catch (recordErr) {
-      // Not recorded (the database is down): the event must not be lost, so it is
-      // redelivered and this is tried again.
-      logger.error({ err: recordErr, eventId, subject: m.subject }, "dead letter not recorded; redelivering");
-      m.nak(retry.maxMs);
-      eventsConsumed.inc({ consumer: durable, outcome: "failed" });
-      return;
-    }
-    m.ack();
-    eventsConsumed.inc({ consumer: durable, outcome: "dead_lettered" });
-    eventsDeadLettered.inc({ consumer: durable });
-    logger.error(
-      { err, eventId, subject: m.subject, attempts: attempt, consumer: durable },
-      "event dead-lettered after its last attempt; an operator retries or discards it",
-    );
-  };
+  const applier = new MessageApplier<T>({ ...options, retry, outsideList });
 
   const pause = (ms: number) =>
     new Promise<void>((resolve) => {
@@ -305,17 +176,21 @@ export async function runConsumer<T>(options: ConsumerOptions<T>): Promise<Runni
           void messages.close();
           break;
         }
-        for await (const m of messages) {
-          await processOne(m);
-          // Messages pulled but not handled are simply not acked; JetStream redelivers
+        const batches = new DeliveredBatches(messages);
+        while (!stopped) {
+          const batch = await batches.take(maxBatch);
+          if (batch === undefined) break;
+          // Messages pulled but not taken are simply not acked; JetStream redelivers
           // them after the ack wait, here or to another replica.
-          if (stopped) break;
+          await applier.handleBatch(batch);
         }
         // The iterator ended without stop() (the consumer was deleted, or the
         // connection closed): subscribe again, without spinning.
         if (!stopped) await pause(500);
       } catch (err) {
         if (!stopped) logger.warn({ err, durable }, "consumer interrupted; resubscribing");
+        // Closed before the next subscription opens, so two never pull at once.
+        void messages?.close();
         await pause(500);
       }
     }

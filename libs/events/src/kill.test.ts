@@ -16,6 +16,8 @@ import { enqueueEvent, type OutboxRow } from "./outbox.ts";
 const NATS_URL = process.env.NATS_URL ?? "nats://127.0.0.1:4222";
 const EVENTS = 2_000;
 const KILLS = 3;
+/** Events of the batch kill test: a few full batches of 64 per consumer process. */
+const BATCHED_EVENTS = 600;
 /**
  * A kill lands between JetStream storing a batch and the relay marking it only by chance
  * (the relay marks within milliseconds on a quiet machine): the relay test kills again,
@@ -30,6 +32,8 @@ let db: Database;
 let nats: Nats;
 const prefixes: string[] = [];
 const children = new Set<ChildProcess>();
+/** What each child printed so far. */
+const outputs = new Map<ChildProcess, { text: string }>();
 
 /** Starts a fixture in its own node process and waits until it reports ready. */
 async function startChild(script: string, env: Record<string, string>): Promise<ChildProcess> {
@@ -43,12 +47,14 @@ async function startChild(script: string, env: Record<string, string>): Promise<
   child.stderr?.on("data", (d) => {
     stderr += d;
   });
-  let stdout = "";
+  const stdout = { text: "" };
+  outputs.set(child, stdout);
+  child.once("exit", () => outputs.delete(child));
   child.stdout?.on("data", (d) => {
-    stdout += d;
+    stdout.text += d;
   });
   await until(
-    () => stdout.includes("ready") || child.exitCode !== null,
+    () => stdout.text.includes("ready") || child.exitCode !== null,
     (done) => done,
     { timeoutMs: 20_000, what: `${script} to start` },
   );
@@ -68,6 +74,16 @@ const killPoints = (kills = KILLS) =>
   Array.from({ length: kills }, (_, i) =>
     randomInt(Math.ceil(((i + 0.2) * EVENTS) / (kills + 1)), Math.floor(((i + 1) * EVENTS) / (kills + 1))),
   );
+
+/**
+ * The events the consumer child reported under its latest transaction ("handled <txid>
+ * <event id>" lines), in the order it applied them.
+ */
+function latestTransaction(child: ChildProcess): string[] {
+  const lines = (outputs.get(child)?.text ?? "").split("\n").filter((l) => l.startsWith("handled "));
+  const txid = lines.at(-1)?.split(" ")[1];
+  return lines.filter((l) => l.split(" ")[1] === txid).map((l) => l.split(" ")[2] as string);
+}
 
 const count = async (query: Promise<{ n: number }[]>) => (await query)[0]?.n ?? 0;
 
@@ -176,6 +192,64 @@ describe("killing processes mid-way", () => {
     expect(killedMidway).toBeGreaterThan(0);
     // Messages the killed processes held were delivered again to the next one.
     expect(info.delivered.consumer_seq).toBeGreaterThan(EVENTS);
+    const rows = await sql<
+      { event_id: string; times: number }[]
+    >`select event_id, times from ${sql(schema)}.applied`;
+    expect(rows.filter((r) => r.times !== 1)).toEqual([]);
+    expect(rows.map((r) => r.event_id).sort()).toEqual([...ids].sort());
+    const inbox = await sql<{ event_id: string }[]>`
+      select event_id from ${sql(schema)}.inbox where consumer = 'counter' order by event_id`;
+    expect(inbox.map((r) => r.event_id)).toEqual([...ids].sort());
+  });
+
+  it("applies every event exactly once when the consumer is killed with a batch's transaction open", {
+    timeout: 60_000,
+  }, async () => {
+    const prefix = randomPrefix();
+    prefixes.push(prefix);
+    await ensureStream(nats.jsm, prefix);
+    const schema = `batch_${randomUUID().slice(0, 8)}`;
+    await createEventSchema(sql, schema);
+    // All published before any consumer runs, so every pull hands out a full batch.
+    const ids = Array.from({ length: BATCHED_EVENTS }, () => randomUUID());
+    await Promise.all(
+      ids.map((id) =>
+        nats.js.publish(`${prefix}.operations.payment.completed`, new Uint8Array(), { msgID: id }),
+      ),
+    );
+    // Each event takes a few milliseconds, so a batch's transaction stays open for
+    // about a fifth of a second: the kill lands inside it, with most of it still ahead.
+    const env = {
+      SCHEMA: schema,
+      PREFIX: prefix,
+      ACK_WAIT_MS: "2000",
+      HANDLE_DELAY_MS: "3",
+      REPORT_HANDLED: "1",
+    };
+    let killedMidBatch = 0;
+    for (let kill = 0; kill < KILLS; kill++) {
+      const consumer = await startChild("consumer-child.ts", env);
+      const inFlight = await until(
+        () => latestTransaction(consumer),
+        (events) => events.length >= 2,
+        { timeoutMs: 20_000, everyMs: 2, what: "a transaction that applied two events of its batch" },
+      );
+      await killHard(consumer);
+      // Killed before its commit: nothing the transaction applied is there.
+      const committed = await sql`
+        select 1 from ${sql(schema)}.applied where event_id in ${sql(inFlight)}`;
+      if (committed.length === 0) killedMidBatch++;
+    }
+    const consumer = await startChild("consumer-child.ts", { ...env, HANDLE_DELAY_MS: "0" });
+    const info = await until(
+      () => nats.jsm.consumers.info(streamName(prefix), "counter"),
+      (i) => i.num_pending + i.num_ack_pending === 0,
+      { timeoutMs: 30_000, what: "every message acked" },
+    );
+    await killHard(consumer);
+
+    expect(killedMidBatch).toBeGreaterThan(0);
+    expect(info.delivered.consumer_seq).toBeGreaterThan(BATCHED_EVENTS);
     const rows = await sql<
       { event_id: string; times: number }[]
     >`select event_id, times from ${sql(schema)}.applied`;

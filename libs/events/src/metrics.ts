@@ -1,5 +1,5 @@
 import { metricsRegistry } from "@gw/rpc";
-import { Counter, Gauge } from "prom-client";
+import { Counter, Gauge, Histogram } from "prom-client";
 
 /** Outbox rows committed but not yet acknowledged by JetStream, per schema, as last sampled by a relay. */
 export const outboxUnpublished = new Gauge({
@@ -51,5 +51,18 @@ export const eventsDeadLettered = new Counter({
   name: "events_dead_lettered_total",
   help: "Events recorded in a dead_letters table after their last failed attempt, per consumer.",
   labelNames: ["consumer"],
+  registers: [metricsRegistry],
+});
+
+/**
+ * Messages a durable consumer took from its pull in one batch (what had arrived when it
+ * looked, at most its bound): the events of a batch are applied in one transaction, so
+ * the batch size is how many events share a commit, skipped and duplicate ones included.
+ */
+export const consumerBatchSize = new Histogram({
+  name: "events_consumer_batch_size",
+  help: "Messages a durable consumer took and handled as one batch (one transaction for the events it applies), per consumer.",
+  labelNames: ["consumer"],
+  buckets: [1, 2, 4, 8, 16, 32, 64],
   registers: [metricsRegistry],
 });
