@@ -1,9 +1,11 @@
 import type { DescService } from "@bufbuild/protobuf";
 import { type Client, createClient, type Interceptor } from "@connectrpc/connect";
 import { createFastGrpcTransport } from "@gw/grpc-transport";
+import { createGrpcJsTransport } from "./grpc-js-transport.ts";
 import { resolveIdentity, type ServiceIdentity, serviceTokenInterceptor } from "./internal-auth.ts";
 import { rpcClientMetricsInterceptor } from "./metrics.ts";
 import { tracingClientInterceptor } from "./tracing.ts";
+import { RPC_WIRE } from "./wire.ts";
 
 export interface ServiceClientOptions {
   /** Deadline for calls that set none, in milliseconds. */
@@ -32,13 +34,16 @@ export interface ServiceClientOptions {
  * Every call opens a client span (its `traceparent` goes in the metadata), is counted in
  * `rpc_client_duration_seconds`, and carries a service token when the process has an
  * identity (docs/architecture.md, "Internal access").
+ *
+ * With `GW_RPC_WIRE=grpc-js` the calls go over @grpc/grpc-js instead (see wire.ts).
  */
 export function createServiceClient<S extends DescService>(
   service: S,
   baseUrl: string,
   options: ServiceClientOptions = {},
 ): Client<S> {
-  const transport = createFastGrpcTransport({
+  const create = RPC_WIRE === "grpc-js" ? createGrpcJsTransport : createFastGrpcTransport;
+  const transport = create({
     baseUrl,
     defaultTimeoutMs: options.defaultTimeoutMs ?? 5_000,
     interceptors: [

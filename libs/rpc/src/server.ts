@@ -4,10 +4,12 @@ import type { ConnectRouter, Interceptor } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { createFastUnaryHandler, recordUnaryRoutes, type UnaryRoute } from "@gw/grpc-transport";
 import { Health } from "@gw/proto/grpc/health/v1/health_pb";
+import { startGrpcJsServer } from "./grpc-js-server.ts";
 import { type HealthChecker, healthService } from "./health.ts";
 import { type InternalAuthOptions, internalAuthInterceptor } from "./internal-auth.ts";
 import { rpcMetricsInterceptor, sessionsAged } from "./metrics.ts";
 import { tracingServerInterceptor } from "./tracing.ts";
+import { RPC_WIRE } from "./wire.ts";
 
 export interface GrpcServerOptions {
   /** Registers the service's handlers; health is registered automatically. */
@@ -83,6 +85,9 @@ export function tuneServerSession(session: http2.ServerHttp2Session): void {
  * stream through Node's own compat request and response objects. Both run the same
  * interceptors: metrics, then tracing (continuing the caller's `traceparent`), then
  * internal access when `auth` is given, then the caller's own.
+ *
+ * With `GW_RPC_WIRE=grpc-js` a @grpc/grpc-js server serves the same routes with the
+ * same interceptors instead (see wire.ts).
  */
 export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcServer> {
   let draining = false;
@@ -92,6 +97,30 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcS
     ...(options.auth === undefined ? [] : [internalAuthInterceptor(options.auth, options.serviceNames)]),
     ...(options.interceptors ?? []),
   ];
+  if (RPC_WIRE === "grpc-js") {
+    const server = await startGrpcJsServer({
+      routes(router) {
+        router.service(
+          Health,
+          healthService(options.serviceNames, options.check, () => draining),
+        );
+        options.routes(router);
+      },
+      interceptors,
+      port: options.port,
+      host: options.host,
+      maxConnectionAgeMs: options.maxConnectionAgeMs ?? MAX_CONNECTION_AGE_MS,
+      maxConnectionAgeGraceMs: MAX_CONNECTION_AGE_GRACE_MS,
+      onAged: () => sessionsAged.inc(),
+    });
+    return {
+      port: server.port,
+      async close() {
+        draining = true;
+        await server.close();
+      },
+    };
+  }
   const unary = new Map<string, UnaryRoute>();
   const handler = connectNodeAdapter({
     grpc: true,

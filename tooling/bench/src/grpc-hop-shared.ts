@@ -29,6 +29,8 @@ export interface HopVariant {
   sessions?: number;
   /** Only run when named: variants for finding where the time goes. */
   extra?: true;
+  /** `GW_RPC_WIRE` of both processes (libs/rpc's wire.ts); the process's own by default. */
+  wire?: "own" | "grpc-js";
 }
 
 /**
@@ -83,6 +85,14 @@ export const HOP_VARIANTS: HopVariant[] = [
     label: "(f) createServiceClient -> startGrpcServer, as services run them",
     server: "gw-service",
     client: "gw-service",
+  },
+  {
+    name: "gw-grpc-js",
+    letter: "g",
+    label: "(g) (f) on @grpc/grpc-js both sides (GW_RPC_WIRE=grpc-js)",
+    server: "gw-service",
+    client: "gw-service",
+    wire: "grpc-js",
   },
   {
     name: "gw-sessions-2",
