@@ -100,6 +100,11 @@ export async function claimAll(sql: Sql, items: readonly ClaimItem[]): Promise<C
     config_version: options.configVersion,
   }));
   const columns = columnList(sql, CLAIMED_COLUMNS);
+  // The keys' rows and links are read through their unique indexes by `= any(...)` on
+  // both key columns, whatever the planner's statistics say of the tables' sizes (a join
+  // with the batch, whose size it cannot see, would scan a table it thinks small).
+  const shops = [...new Set(items.map((c) => c.row.shop_id))];
+  const mops = [...new Set(items.map((c) => c.row.merchant_operation_id))];
   const found = await sql<
     (OperationRow & {
       claim_ord: number;
@@ -113,9 +118,15 @@ export async function claimAll(sql: Sql, items: readonly ClaimItem[]): Promise<C
         (e.item->>'for_link')::boolean as for_link, (e.item->>'config_version')::bigint as config_version, r.*
       from jsonb_array_elements(${JSON.stringify(input)}::jsonb) as e(item),
         jsonb_populate_record(null::operations.operations, e.item->'row') as r
+    ), existing as (
+      select o.* from operations.operations o
+      where o.shop_id = any(${shops}::uuid[]) and o.merchant_operation_id = any(${mops}::text[])
+    ), links as (
+      select l.shop_id, l.merchant_operation_id from operations.flexible_links l
+      where l.shop_id = any(${shops}::uuid[]) and l.merchant_operation_id = any(${mops}::text[])
     ), guard as (
       select i.*,
-        exists (select 1 from operations.flexible_links l
+        exists (select 1 from links l
                  where l.shop_id = i.shop_id and l.merchant_operation_id = i.merchant_operation_id) as holds,
         not exists (select 1 from operations.config_version v where v.version = i.config_version) as stale
       from input i
@@ -125,7 +136,7 @@ export async function claimAll(sql: Sql, items: readonly ClaimItem[]): Promise<C
       -- A key with a row (as this snapshot has it) is not inserted: answered as existing
       -- without waiting on a lock another transaction may hold on that row.
       from guard g where (for_link or not holds) and not stale
-        and not exists (select 1 from operations.operations x
+        and not exists (select 1 from existing x
                          where x.shop_id = g.shop_id and x.merchant_operation_id = g.merchant_operation_id)
       order by shop_id, merchant_operation_id
       on conflict do nothing
@@ -135,8 +146,7 @@ export async function claimAll(sql: Sql, items: readonly ClaimItem[]): Promise<C
     from guard g left join (
       select 'claimed' as claim_kind, c.* from claimed c
       union all
-      select 'existing', o.* from operations.operations o
-       join guard w on o.shop_id = w.shop_id and o.merchant_operation_id = w.merchant_operation_id
+      select 'existing', x.* from existing x
     ) k on k.shop_id = g.shop_id and k.merchant_operation_id = g.merchant_operation_id`;
   const outcomes: ClaimOutcome[] = [];
   for (const { claim_ord, claim_kind, claim_link, claim_stale, ...operation } of found) {
