@@ -41,7 +41,7 @@ describe("operations killed with a batch of claims in flight", () => {
   /** Claim statements of this database waiting on a row lock now. */
   const waitingClaims = () =>
     sql`select 1 from pg_stat_activity
-        where datname = current_database() and wait_event_type = 'Lock' and query ~ 'budget_ms'`;
+        where datname = current_database() and wait_event_type = 'Lock' and query ~ 'insert into operations.operations'`;
 
   /** Claims operations has sent, and how many creates they carried (its batch-size histogram). */
   async function claimBatches(): Promise<{ statements: number; creates: number }> {

@@ -92,6 +92,8 @@ const CLAIMED_COLUMNS = [
  * again).
  */
 export async function claimAll(sql: Sql, items: readonly ClaimItem[]): Promise<ClaimOutcome[]> {
+  const [only] = items;
+  if (items.length === 1 && only) return [await claimOne(sql, only)];
   const input = items.map(({ row, options }, ord) => ({
     ord,
     row: defined(Object.fromEntries(CLAIMED_COLUMNS.map((c) => [c, row[c]]))),
@@ -160,6 +162,54 @@ export async function claimAll(sql: Sql, items: readonly ClaimItem[]): Promise<C
   if (outcomes.length !== items.length || outcomes.includes(undefined as never))
     throw new Error(`claim answered ${found.length} rows for ${items.length} claims`);
   return outcomes;
+}
+
+/**
+ * One claim in the statement of a lone create (no batch to wait for it): its key's row
+ * and link read by their parameters, which costs Postgres less than the batch's `jsonb`.
+ */
+async function claimOne(sql: Sql, { row, options }: ClaimItem): Promise<ClaimOutcome> {
+  defined(row);
+  const [out] = await sql<
+    (OperationRow & {
+      claim_kind: "claimed" | "existing" | null;
+      claim_link: boolean;
+      claim_stale: boolean;
+    })[]
+  >`
+    with guard as (
+      select exists (select 1 from operations.flexible_links l
+                      where l.shop_id = ${row.shop_id} and l.merchant_operation_id = ${row.merchant_operation_id}) as holds,
+        not exists (select 1 from operations.config_version v
+                     where v.version = ${options.configVersion}::bigint) as stale
+    ), claimed as (
+      insert into operations.operations (id, shop_id, merchant_id, merchant_operation_id, request_hash,
+        type, status, method, currency, expected_amount, client_id, client_ip, number, name, bankname,
+        settlement_currency, fx_rate, fx_source, commission_percent, commission_fixed, pricing_version,
+        routing_deadline)
+      select ${row.id}, ${row.shop_id}, ${row.merchant_id}, ${row.merchant_operation_id}, ${row.request_hash},
+        ${row.type}, 'routing', ${row.method}, ${row.currency}, ${row.expected_amount}, ${row.client_id},
+        ${row.client_ip}, ${row.number}, ${row.name}, ${row.bankname}, ${row.settlement_currency},
+        ${row.fx_rate}, ${row.fx_source}, ${row.commission_percent}, ${row.commission_fixed},
+        ${row.pricing_version}, now() + ${millis(sql, options.budgetMs)}
+      from guard where (${options.forLink} or not guard.holds) and not guard.stale
+      on conflict do nothing
+      returning *
+    )
+    select k.*, guard.holds as claim_link, guard.stale as claim_stale from guard left join (
+      select 'claimed' as claim_kind, c.* from claimed c
+      union all
+      select 'existing', o.* from operations.operations o
+       where o.shop_id = ${row.shop_id} and o.merchant_operation_id = ${row.merchant_operation_id}
+    ) k on true`;
+  if (!out) throw new Error("claim returned no row");
+  const { claim_kind, claim_link, claim_stale, ...operation } = out;
+  const found = claim_kind === null ? undefined : hydrate(operation as OperationRow);
+  return {
+    ...(claim_kind === "claimed" ? { claimed: found } : claim_kind === "existing" ? { existing: found } : {}),
+    linkHoldsKey: claim_link === true,
+    configStale: claim_stale === true,
+  };
 }
 
 /** `ms` milliseconds from now by the database's clock. */

@@ -105,7 +105,8 @@ export async function transition(
  * row and waits for a write of its own in the same batch is never waited on.
  */
 export async function writeRows(db: Db, writes: readonly RowWrite[]): Promise<(boolean | typeof ALONE)[]> {
-  const batch = writes.length > 1;
+  const [only] = writes;
+  if (writes.length === 1 && only) return [await writeRow(db, only)];
   const columns = [...new Set(writes.flatMap((w) => Object.keys(w.columns)))].sort();
   const input = writes.map((w, ord) => ({
     ord,
@@ -120,7 +121,7 @@ export async function writeRows(db: Db, writes: readonly RowWrite[]): Promise<(b
     },
   }));
   const wake = writes.some((w) => w.event) ? db`, pg_notify('outbox_operations', '')` : db``;
-  const lock = batch ? db`order by o.id for no key update of o skip locked` : db``;
+  const lock = db`order by o.id for no key update of o skip locked`;
   // The rows are found through the primary key by "= any(...)", whatever the planner's
   // statistics say of the table's size (a join with the batch would scan a table it thinks small).
   const ids = writes.map((w) => w.id);
@@ -145,9 +146,33 @@ export async function writeRows(db: Db, writes: readonly RowWrite[]): Promise<(b
     select (select array_agg(ord) from upd) as written,
       (select array_agg(ord) from input i where not exists (select 1 from locked l where l.id = i.id)) as skipped${wake}`;
   const written = new Set(row?.written ?? []);
-  // Alone, a row missing from `locked` is a row that does not exist: not written.
-  const skipped = new Set(batch ? (row?.skipped ?? []) : []);
+  const skipped = new Set(row?.skipped ?? []);
   return writes.map((_, ord) => (written.has(ord) ? true : skipped.has(ord) ? ALONE : false));
+}
+
+/**
+ * One write in the statement of a lone write (no batch to wait for it): the row by its
+ * parameters, which costs Postgres less than the batch's `jsonb`; it waits on a lock
+ * another transaction holds on the row, as any write of it alone would.
+ */
+async function writeRow(db: Db, w: RowWrite): Promise<boolean> {
+  const columns = defined(w.columns);
+  if (!w.event) {
+    const rows = await db`
+      update operations.operations set ${db(columns)}
+      where id = ${w.id} and version = ${w.version} returning id`;
+    return rows.length === 1;
+  }
+  const rows = await db<{ changed: number }[]>`
+    with upd as (
+      update operations.operations set ${db(columns)}
+      where id = ${w.id} and version = ${w.version} returning id
+    ), ev as (
+      insert into operations.outbox (id, subject, payload, headers)
+      select ${w.event.id}, ${w.event.subject}, ${Buffer.from(w.event.payload)}, ${JSON.stringify(w.event.headers)}::jsonb from upd
+    )
+    select count(*)::int as changed, pg_notify('outbox_operations', '') from upd`;
+  return rows[0]?.changed === 1;
 }
 
 /**
