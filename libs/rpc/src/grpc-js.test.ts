@@ -12,9 +12,9 @@ import { createServiceClient } from "./client.ts";
 import { Code, ConnectError, errorInfo, failure } from "./errors.ts";
 import { type GrpcServer, startGrpcServer } from "./server.ts";
 
-// The internal hop is connect-node speaking the gRPC protocol. These tests hold it to
-// plain gRPC: stock @grpc/grpc-js clients (what Kubernetes probes, grpcurl and other
-// languages' stubs amount to) must understand our server.
+// The internal hop is @grpc/grpc-js behind connect's interfaces. These tests hold our
+// server to what a stock client sees: plain grpc-js stubs and the grpc-health-check
+// definitions (what Kubernetes probes, grpcurl and other languages' stubs amount to).
 
 /** A matching service whose only call fails the way a domain error does. */
 const conflicting: Partial<ServiceImpl<typeof MatchingService>> = {

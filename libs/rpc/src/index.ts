@@ -20,10 +20,8 @@ export {
 export {
   type GrpcServer,
   type GrpcServerOptions,
-  HTTP2_SERVER_OPTIONS,
   MAX_CONNECTION_AGE_MS,
   startGrpcServer,
-  tuneServerSession,
 } from "./server.ts";
 export {
   parseServiceTokenKeys,

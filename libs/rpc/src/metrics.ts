@@ -29,10 +29,13 @@ const rpcClientDuration = new Histogram({
 /** Records rate, errors and duration of every RPC a client of ours makes. */
 export const rpcClientMetricsInterceptor: Interceptor = timedBy(rpcClientDuration);
 
-/** Client sessions the gRPC server told to go away at their maximum age. */
+/**
+ * Client connections that lived to the gRPC server's maximum connection age (grpc-js's
+ * server ends them with GOAWAY; its listener counts those that closed past 90 % of it).
+ */
 export const sessionsAged = new Counter({
   name: "rpc_server_sessions_aged_total",
-  help: "HTTP/2 sessions the gRPC server ended with GOAWAY at their maximum connection age.",
+  help: "Client connections of the gRPC server that closed at their maximum connection age.",
   registers: [metricsRegistry],
 });
 

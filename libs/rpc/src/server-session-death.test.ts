@@ -1,19 +1,16 @@
 import * as http2 from "node:http2";
-import { createClient } from "@connectrpc/connect";
-import { createFastGrpcTransport, type FastTransport } from "@gw/grpc-transport";
 import { Health, HealthCheckResponse_ServingStatus } from "@gw/proto/grpc/health/v1/health_pb";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { createServiceClient } from "./client.ts";
 import { startGrpcServer } from "./server.ts";
 
-// The server side of issue 17 (the client side is in @gw/grpc-transport's
-// session-death.test.ts): startGrpcServer, with its maximum connection age, while its
+// The server side of issue 17: startGrpcServer, with its maximum connection age, while its
 // clients' sessions die at every moment of a call. No handler may throw, since a throw
 // in an event handler ends the whole process.
 
 /** Exceptions that escaped an event handler; vitest's own listener keeps the worker up. */
 const escaped: unknown[] = [];
 const onEscape = (err: unknown) => escaped.push(err);
-let transport: FastTransport | undefined;
 
 beforeEach(() => {
   escaped.length = 0;
@@ -22,8 +19,6 @@ beforeEach(() => {
 });
 
 afterEach(async () => {
-  transport?.close();
-  transport = undefined;
   await new Promise((resolve) => setImmediate(resolve));
   await new Promise((resolve) => setImmediate(resolve));
   process.off("uncaughtException", onEscape);
@@ -32,8 +27,7 @@ afterEach(async () => {
 });
 
 function clientOf(url: string) {
-  transport = createFastGrpcTransport({ baseUrl: url, defaultTimeoutMs: 10_000 });
-  return createClient(Health, transport);
+  return createServiceClient(Health, url, { defaultTimeoutMs: 10_000, identity: null });
 }
 
 describe("a server whose clients' sessions die at any moment", () => {

@@ -1,5 +1,5 @@
 /**
- * Traces across the internal hop. Nothing instruments connect-node or our lean path, so
+ * Traces across the internal hop. Nothing instruments connect or @grpc/grpc-js here, so
  * these interceptors do it: the client opens a CLIENT span per call and sends its
  * `traceparent` in the gRPC metadata; the server continues that trace with a SERVER span
  * and runs the handler inside it, with the log context (request id, shop, operation) the

@@ -53,7 +53,7 @@ function makeCall(): { call: ClosedLoop; close: () => void } {
       return { call: () => client.getPoolDepth({ method: "WT_RUB_C2C", currency: "RUB" }), close: () => {} };
     }
     case "grpc-tuned": {
-      // createServiceClient as it was before the lean path: connect-node's gRPC transport
+      // createServiceClient as it was on connect-node: connect-node's gRPC transport
       // on one kept-alive session that refuses server push.
       const sessionManager = new Http2SessionManager(
         baseUrl,

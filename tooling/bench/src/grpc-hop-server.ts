@@ -4,10 +4,10 @@
  * `{ t: "cpu" }` with its CPU time so far, `{ t: "stop" }` by closing and exiting.
  *
  * Modes: `defaults` is connect-node's adapter on `http2.createServer()` with Node's
- * defaults (the baseline), `tuned` is connect-node's adapter with startGrpcServer's
- * HTTP/2 settings (startGrpcServer before the lean path), `connect` serves the Connect
- * protocol (not gRPC) with the same settings, `gw` is our `startGrpcServer` (the lean
- * unary path) serving health alone, `gw-service` is `startGrpcServer` set up as
+ * defaults (the baseline), `tuned` is connect-node's adapter with the HTTP/2 settings
+ * startGrpcServer had on connect-node, `connect` serves the Connect protocol (not gRPC)
+ * with the same settings, `gw` is our `startGrpcServer` (@grpc/grpc-js) serving health
+ * alone, `gw-service` is `startGrpcServer` set up as
  * `startGrpcService` sets it up for a service (the process tracer without an exporter,
  * token checks under the gateway's access policy, the runtime's interceptors) serving
  * MatchingService/GetPoolDepth, and `raw` answers the same bytes straight from

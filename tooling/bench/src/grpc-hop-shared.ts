@@ -1,6 +1,5 @@
 import * as http2 from "node:http2";
 import type { Socket } from "node:net";
-import { HTTP2_SERVER_OPTIONS, tuneServerSession } from "@gw/rpc";
 import type { Measurement } from "./measure.ts";
 
 /** How the bench server serves: see grpc-hop-server.ts. */
@@ -29,19 +28,17 @@ export interface HopVariant {
   sessions?: number;
   /** Only run when named: variants for finding where the time goes. */
   extra?: true;
-  /** `GW_RPC_WIRE` of both processes (libs/rpc's wire.ts); the process's own by default. */
-  wire?: "own" | "grpc-js";
 }
 
 /**
  * The variants of the issue (the first, connect-node on both sides, is the baseline the
  * ratios refer to), then extra ones for finding where the time goes. (b) and (c) are
- * connect-node with @gw/rpc's HTTP/2 settings, as startGrpcServer and
- * createServiceClient were before the lean path; (f) is what they are now, set up as a
- * service sets them up (see grpc-hop-server.ts): the process tracer without an exporter,
- * a service identity and token checks, the runtime's interceptors, and a method of a
- * gateway service (health checks skip the token check). `gw-bare` is (f) as it was
- * measured before: Health/Check with none of that.
+ * connect-node with the HTTP/2 settings startGrpcServer and createServiceClient had
+ * before they moved to @grpc/grpc-js; (f) is what they are now, set up as a service sets
+ * them up (see grpc-hop-server.ts): the process tracer without an exporter, a service
+ * identity and token checks, the runtime's interceptors, and a method of a gateway
+ * service (health checks skip the token check). `gw-bare` is (f) without any of that:
+ * Health/Check, no tracer, no identity.
  */
 export const HOP_VARIANTS: HopVariant[] = [
   {
@@ -87,14 +84,6 @@ export const HOP_VARIANTS: HopVariant[] = [
     client: "gw-service",
   },
   {
-    name: "gw-grpc-js",
-    letter: "g",
-    label: "(g) (f) on @grpc/grpc-js both sides (GW_RPC_WIRE=grpc-js)",
-    server: "gw-service",
-    client: "gw-service",
-    wire: "grpc-js",
-  },
-  {
     name: "gw-sessions-2",
     label: "(f) with 2 HTTP/2 sessions per client",
     server: "gw-service",
@@ -111,14 +100,14 @@ export const HOP_VARIANTS: HopVariant[] = [
   },
   {
     name: "gw-server",
-    label: "connect-node client -> startGrpcServer (lean server only)",
+    label: "connect-node client -> startGrpcServer (our server only)",
     server: "gw",
     client: "grpc-tuned",
     extra: true,
   },
   {
     name: "gw-client",
-    label: "createServiceClient -> connect-node server (lean client only)",
+    label: "createServiceClient -> connect-node server (our client only)",
     server: "tuned",
     client: "gw",
     extra: true,
@@ -168,8 +157,27 @@ export type HopMessage =
   | { t: "stop" };
 
 /**
- * An HTTP/2 server for the connect-node variants with exactly the session settings of
- * startGrpcServer, so (b), (c) and (f) differ only in the code that serves the calls.
+ * The HTTP/2 settings startGrpcServer had on connect-node: room for many calls in flight
+ * and windows that never stall a large message (the same as Node's defaults for small
+ * unary calls, measured).
+ */
+const HTTP2_SERVER_OPTIONS: http2.ServerOptions = {
+  settings: { maxConcurrentStreams: 4096, initialWindowSize: 4 * 1024 * 1024 },
+};
+
+/** Widens a new session's connection window, unless its peer already reset it. */
+function tuneServerSession(session: http2.ServerHttp2Session): void {
+  if (session.destroyed) return;
+  try {
+    session.setLocalWindowSize(16 * 1024 * 1024);
+  } catch {
+    // Destroyed between the check and the call: nothing to tune.
+  }
+}
+
+/**
+ * An HTTP/2 server for the connect-node variants (b) and (c), with the session settings
+ * startGrpcServer had on connect-node, so they differ only in the protocol they serve.
  */
 export function tuneHttp2Server(
   handler: (req: http2.Http2ServerRequest, res: http2.Http2ServerResponse) => void,

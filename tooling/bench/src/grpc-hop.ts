@@ -64,11 +64,7 @@ async function runVariant(
   warmupMs: number,
   execArgv: string[],
 ): Promise<HopLevelResult[]> {
-  const env = {
-    ...process.env,
-    [BENCH_KEYS_ENV]: `bench:${randomBytes(32).toString("base64url")}`,
-    ...(variant.wire === undefined ? {} : { GW_RPC_WIRE: variant.wire }),
-  };
+  const env = { ...process.env, [BENCH_KEYS_ENV]: `bench:${randomBytes(32).toString("base64url")}` };
   const server = fork(here("./grpc-hop-server.ts"), [variant.server], { execArgv, env, stdio: "inherit" });
   const deadline = levels.length * (durationMs + warmupMs) + CHILD_GRACE_MS;
   const killer = setTimeout(() => server.kill("SIGKILL"), deadline);

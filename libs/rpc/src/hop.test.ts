@@ -15,10 +15,11 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createServiceClient } from "./client.ts";
 import { Code, ConnectError, errorInfo, failure } from "./errors.ts";
 import { type GrpcServer, startGrpcServer } from "./server.ts";
-import { RPC_WIRE } from "./wire.ts";
 
-// The lean unary path must stay plain gRPC: these tests put it against connect-node's
-// own client and server (stock grpc-js clients are in grpc-js.test.ts), on real servers.
+// The internal hop must stay plain gRPC with connect's semantics (codes, details, deadlines,
+// cancellation): these tests put createServiceClient and startGrpcServer against each
+// other and against connect-node's own client and server (stock grpc-js clients of the
+// health service are in grpc-js.test.ts), on real servers.
 
 /** Resolves when the promise does, or fails the test after a bounded wait. */
 function within<T>(promise: Promise<T>, ms = 5_000): Promise<T> {
@@ -62,6 +63,8 @@ const matching: Partial<ServiceImpl<typeof MatchingService>> = {
           "100% taken: ключ занят",
           "merchant_operation_id",
         );
+      case "code":
+        throw new ConnectError(`code ${req.method}`, Number(req.method) as Code);
       case "crash":
         throw new Error("a cause the caller must not see");
       case "wait": {
@@ -175,6 +178,13 @@ describe.each(pairs)("%s", (_name, makeClient) => {
     });
   });
 
+  it("carries every status code with its message", async () => {
+    for (let code = Code.Canceled; code <= Code.Unauthenticated; code++) {
+      const err = await rejection(client.getPoolDepth({ method: String(code), currency: "code" }));
+      expect({ code: err.code, message: err.rawMessage }).toEqual({ code, message: `code ${code}` });
+    }
+  });
+
   it("answers an unexpected handler error as INTERNAL without its cause", async () => {
     const err = await rejection(client.getPoolDepth({ method: "x", currency: "crash" }));
     expect(err.code).toBe(Code.Internal);
@@ -221,7 +231,7 @@ describe.each(pairs)("%s", (_name, makeClient) => {
   });
 });
 
-describe("startGrpcServer's lean path", () => {
+describe("startGrpcServer", () => {
   it("runs the server interceptors around every unary call and shows them the handler's own error", async () => {
     intercepted.length = 0;
     const client = createServiceClient(MatchingService, gwUrl);
@@ -233,40 +243,19 @@ describe("startGrpcServer's lean path", () => {
     expect(intercepted[1]?.error).not.toBeInstanceOf(ConnectError);
   });
 
-  it("leaves a path it does not serve to connect-node, which answers UNIMPLEMENTED", async () => {
+  it("answers UNIMPLEMENTED for a service it does not serve", async () => {
     const ledger = createServiceClient(LedgerService, gwUrl);
     const err = await rejection(ledger.getBalances({}));
     expect(err.code).toBe(Code.Unimplemented);
   });
 
-  it("still streams the health Watch through connect-node", async () => {
+  it("streams the health Watch", async () => {
     const health = createServiceClient(Health, gwUrl);
     const controller = new AbortController();
     const stream = health.watch({ service: "" }, { signal: controller.signal, timeoutMs: 0 });
     const first = await within(stream[Symbol.asyncIterator]().next());
     controller.abort();
     expect(first.value?.status).toBe(HealthCheckResponse_ServingStatus.SERVING);
-  });
-
-  // grpc-js answers INTERNAL there (GW_RPC_WIRE=grpc-js).
-  it.skipIf(RPC_WIRE === "grpc-js")("refuses a malformed grpc-timeout with INVALID_ARGUMENT", async () => {
-    const session = http2.connect(gwUrl);
-    try {
-      const stream = session.request({
-        ":method": "POST",
-        ":path": `/${MatchingService.typeName}/GetPoolDepth`,
-        "content-type": "application/grpc",
-        te: "trailers",
-        "grpc-timeout": "soon",
-      });
-      const headers = await within(
-        new Promise<http2.IncomingHttpHeaders>((resolve) => stream.once("response", resolve)),
-      );
-      stream.end(Buffer.from([0, 0, 0, 0, 0]));
-      expect(headers["grpc-status"]).toBe(String(Code.InvalidArgument));
-    } finally {
-      session.destroy();
-    }
   });
 });
 
@@ -311,6 +300,17 @@ describe("createServiceClient", () => {
     // The destroyed session may fail the call that races it; the next one reconnects.
     await client.getPoolDepth({ method: "3", currency: "echo" }).catch(() => {});
     expect((await client.getPoolDepth({ method: "4", currency: "echo" })).freeAmount).toBe("4");
+  });
+
+  it("fails a call in flight UNAVAILABLE when the server drops the connection, and the next call reconnects", async () => {
+    const id = `dropped-${Math.random()}`;
+    const seen = watch(id);
+    const client = createServiceClient(MatchingService, plainUrl);
+    const call = rejection(client.getPoolDepth({ method: id, currency: "wait" }));
+    await within(seen.started as Promise<number | undefined>);
+    for (const s of plainSessions) s.destroy();
+    expect((await call).code).toBe(Code.Unavailable);
+    expect((await client.getPoolDepth({ method: "after", currency: "echo" })).freeAmount).toBe("after");
   });
 
   it("reconnects to a server restarted on the same port", async () => {
