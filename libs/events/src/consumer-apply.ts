@@ -182,8 +182,9 @@ export class MessageApplier<T> {
   /** One event in a transaction of its own, acked after the commit; a failure goes to `#failed`. */
   async #applyAlone(item: Item<T>): Promise<void> {
     const { sql, schema, durable, handle } = this.#o;
+    let applied: boolean;
     try {
-      const applied = await withinEvent(item.trace, () =>
+      applied = await withinEvent(item.trace, () =>
         sql.begin(async (tx) => {
           const inserted = await tx`
             insert into ${sql(schema)}.inbox (consumer, event_id) values (${durable}, ${item.eventId})
@@ -193,11 +194,14 @@ export class MessageApplier<T> {
           return true;
         }),
       );
-      item.m.ack();
-      this.#done(item, applied ? "applied" : "duplicate");
     } catch (err) {
       await this.#failed(item, err);
+      return;
     }
+    // Acked outside the try: an ack that fails after the commit (the connection closed)
+    // means a redelivery the inbox answers, never a failure of an applied event.
+    item.m.ack();
+    this.#done(item, applied ? "applied" : "duplicate");
   }
 
   /** Counts an acked event by outcome, logs one line at debug level in its context, and ends its span. */

@@ -65,6 +65,9 @@ export function createGrpcJsTransport(options: GrpcJsTransportOptions): GrpcJsTr
     "grpc.client_idle_timeout_ms": options.idleConnectionTimeoutMs ?? 60_000,
     // Each client its own connection: two transports to one target must not share one.
     "grpc.use_local_subchannel_pool": 1,
+    // No service config from DNS TXT records: a retry or hedging policy there would send
+    // again calls whose outcome is unknown.
+    "grpc.service_config_disable_resolution": 1,
   };
   const clients = Array.from(
     { length: Math.max(1, options.sessions ?? 1) },

@@ -84,6 +84,11 @@ export function startLedger(config: GrpcServiceConfig) {
             schema: "ledger",
             logger,
             retry,
+            // One posting per transaction: a batch would keep one event's account locks
+            // while the next takes a payout's reserve row, the order ReservePayout and
+            // ReleaseRefusedPayout take them in reverse (a deadlock Postgres breaks after
+            // a second, on the payout create's path).
+            maxBatch: 1,
           });
           facts = await startSuspenseConsumer({ nats, prefix: config.EVENTS_PREFIX, sql, logger, retry });
         },

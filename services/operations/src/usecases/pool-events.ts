@@ -164,10 +164,13 @@ export function poolConsumers(pool: PoolDeps) {
   // handler looks at terminal payment events, and at the first event of a payin another
   // provider took (to free a slot the pool may hold for it) unless its create stated that
   // the pool was never asked.
+  // The payins' and entries' handlers call matching and commit transactions of their own:
+  // one event per transaction, so a batch's rerun never repeats a neighbour's calls and no
+  // transaction stays open across many of them (libs/events, `maxBatch`).
   return {
-    payins: { applier: payins, subjects: [...CONSUMER_SUBJECTS["operations-pool-payins"]] },
+    payins: { applier: payins, subjects: [...CONSUMER_SUBJECTS["operations-pool-payins"]], maxBatch: 1 },
     payouts: { applier: payouts, subjects: [...CONSUMER_SUBJECTS["operations-pool-payouts"]] },
-    entries: { applier: entries, subjects: [...CONSUMER_SUBJECTS["operations-pool-entries"]] },
+    entries: { applier: entries, subjects: [...CONSUMER_SUBJECTS["operations-pool-entries"]], maxBatch: 1 },
   };
 }
 
@@ -181,12 +184,13 @@ export async function startPoolConsumers(
 ): Promise<RunningConsumer[]> {
   const logger = pool.logger.child({ component: "pool-consumer" });
   const consumers = poolConsumers(pool);
-  const start = <T>(c: { applier: EventApplier<T>; subjects: string[] }) =>
+  const start = <T>(c: { applier: EventApplier<T>; subjects: string[]; maxBatch?: number }) =>
     runConsumer<T>({
       ...c.applier,
       nats,
       prefix,
       subjects: c.subjects,
+      ...(c.maxBatch === undefined ? {} : { maxBatch: c.maxBatch }),
       sql,
       schema: "operations",
       logger,
