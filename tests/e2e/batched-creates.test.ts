@@ -38,10 +38,14 @@ describe("operations killed with a batch of claims in flight", () => {
     await stack?.stop();
   });
 
-  /** Claim statements of this database waiting on a row lock now. */
+  /**
+   * Claim statements of this database waiting on a row lock now: a lone claim's statement
+   * names its insert early; a batch's, past the first 1,024 characters `pg_stat_activity`
+   * keeps, is known by its `budget_ms`.
+   */
   const waitingClaims = () =>
     sql`select 1 from pg_stat_activity
-        where datname = current_database() and wait_event_type = 'Lock' and query ~ 'insert into operations.operations'`;
+        where datname = current_database() and wait_event_type = 'Lock' and query ~ '(insert into operations[.]operations|budget_ms)'`;
 
   /** Claims operations has sent, and how many creates they carried (its batch-size histogram). */
   async function claimBatches(): Promise<{ statements: number; creates: number }> {
