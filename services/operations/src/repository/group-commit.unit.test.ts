@@ -1,4 +1,4 @@
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { GroupCommit } from "./group-commit.ts";
 
 /** A batcher over a fake statement that records each batch it was sent and can be held open. */
@@ -84,17 +84,22 @@ describe("GroupCommit", () => {
   });
 
   it("lets the next batch go beside a statement stalled past stallMs, and sends nothing early while one runs", async () => {
-    const b = batcher({ stallMs: 30 });
-    b.hold();
-    const stuck = b.g.submit("a");
-    const queued = b.g.submit("b");
-    // Within the stall, "b" waits for the statement in flight.
-    await new Promise((r) => setTimeout(r, 5));
-    expect(b.batches).toEqual([["a"]]);
-    // Past it, "b" goes in a statement of its own (which the hold also keeps open).
-    await new Promise((r) => setTimeout(r, 60));
-    expect(b.batches).toEqual([["a"], ["b"]]);
-    b.release();
-    expect(await Promise.all([stuck, queued])).toEqual(["done a", "done b"]);
+    vi.useFakeTimers();
+    try {
+      const b = batcher({ stallMs: 30 });
+      b.hold();
+      const stuck = b.g.submit("a");
+      const queued = b.g.submit("b");
+      // Within the stall, "b" waits for the statement in flight.
+      await vi.advanceTimersByTimeAsync(29);
+      expect(b.batches).toEqual([["a"]]);
+      // Past it, "b" goes in a statement of its own (which the hold also keeps open).
+      await vi.advanceTimersByTimeAsync(1);
+      expect(b.batches).toEqual([["a"], ["b"]]);
+      b.release();
+      expect(await Promise.all([stuck, queued])).toEqual(["done a", "done b"]);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });
